@@ -1,0 +1,5 @@
+//! The platform-free heart of TinyGPT-rs: the model definition, its CPU
+//! reference forward/backward, data, sampling, the optimiser and checkpoints.
+//! Everything here also builds for wasm32 (the worker's CPU fallback).
+
+pub use tinygpt_protocol::{ModelConfig, Preset, TrainConfig, PRESETS};

@@ -1,0 +1,11 @@
+//! Plain data shared by every layer of TinyGPT-rs.
+//!
+//! This crate has no model code and no platform code, so the Leptos UI can
+//! depend on it alone: model and training configs, the preset table, and the
+//! typed messages exchanged between the UI (main thread) and the worker.
+
+pub mod config;
+pub mod messages;
+
+pub use config::{ConfigError, ModelConfig, Preset, TrainConfig, PRESETS};
+pub use messages::*;
