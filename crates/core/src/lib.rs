@@ -2,4 +2,7 @@
 //! reference forward/backward, data, sampling, the optimiser and checkpoints.
 //! Everything here also builds for wasm32 (the worker's CPU fallback).
 
+pub mod params;
+
+pub use params::{ParamKind, ParamLayout, TensorSpec, PARAM_KINDS};
 pub use tinygpt_protocol::{ModelConfig, Preset, TrainConfig, PRESETS};
