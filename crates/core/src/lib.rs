@@ -3,6 +3,8 @@
 //! Everything here also builds for wasm32 (the worker's CPU fallback).
 
 pub mod params;
+pub mod rng;
 
 pub use params::{ParamKind, ParamLayout, TensorSpec, PARAM_KINDS};
+pub use rng::Rng;
 pub use tinygpt_protocol::{ModelConfig, Preset, TrainConfig, PRESETS};
