@@ -1,0 +1,113 @@
+//! The device context: one adapter, one device, one queue, and what they can do.
+
+use crate::GpuError;
+use tinygpt_protocol::{AdapterDesc, DetectedFeatures, GpuLimits};
+
+/// Optional features we use when the adapter offers them; never required.
+fn wanted_features() -> wgpu::Features {
+    let mut f = wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY;
+    if cfg!(not(target_arch = "wasm32")) {
+        f |= wgpu::Features::SUBGROUP;
+    }
+    f
+}
+
+/// A wgpu device with its queue and the facts the engine sizes itself by.
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub features: wgpu::Features,
+    pub limits: wgpu::Limits,
+}
+
+impl GpuContext {
+    /// Picks the best adapter and opens a device with the adapter's own limits
+    /// (wgpu's defaults cap storage bindings at 128 MiB) and the optional
+    /// features it offers.
+    pub async fn new() -> Result<Self, GpuError> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = if cfg!(target_arch = "wasm32") {
+            wgpu::Backends::BROWSER_WEBGPU
+        } else {
+            wgpu::Backends::PRIMARY
+        };
+        let instance = wgpu::Instance::new(desc);
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        Self::from_adapter(adapter).await
+    }
+
+    /// Opens a device on a given adapter (the injection seam for tests and
+    /// for the CLI's adapter choice).
+    pub async fn from_adapter(adapter: wgpu::Adapter) -> Result<Self, GpuError> {
+        let info = adapter.get_info();
+        let features = adapter.features() & wanted_features();
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("tinygpt"),
+                required_features: features,
+                required_limits: limits.clone(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
+        Ok(Self {
+            device,
+            queue,
+            info,
+            features,
+            limits,
+        })
+    }
+
+    /// Adapter facts as wgpu reports them (empty vendor strings on the web:
+    /// the worker fills those from `GPUAdapterInfo`).
+    pub fn adapter_desc(&self) -> AdapterDesc {
+        AdapterDesc {
+            vendor: match self.info.vendor {
+                0 => String::new(),
+                0x10de => "nvidia".into(),
+                0x1002 => "amd".into(),
+                0x8086 => "intel".into(),
+                0x106b => "apple".into(),
+                0x10005 => "mesa".into(),
+                v => format!("0x{v:04x}"),
+            },
+            architecture: String::new(),
+            device: self.info.name.clone(),
+            description: self.info.driver_info.clone(),
+            backend: self.info.backend.to_string(),
+        }
+    }
+
+    /// Features as the capability pills show them. `subgroups` and `webnn`
+    /// cannot be seen through wgpu on the web; the worker overrides them.
+    pub fn detected_features(&self) -> DetectedFeatures {
+        DetectedFeatures {
+            shader_f16: self.features.contains(wgpu::Features::SHADER_F16),
+            timestamp_query: self.features.contains(wgpu::Features::TIMESTAMP_QUERY),
+            subgroups: self.features.contains(wgpu::Features::SUBGROUP),
+            webnn: false,
+        }
+    }
+
+    pub fn gpu_limits(&self) -> GpuLimits {
+        GpuLimits {
+            max_storage_buffer_binding_size: self.limits.max_storage_buffer_binding_size,
+            max_buffer_size: self.limits.max_buffer_size,
+            max_compute_workgroup_storage_size: self.limits.max_compute_workgroup_storage_size,
+            max_compute_invocations_per_workgroup: self
+                .limits
+                .max_compute_invocations_per_workgroup,
+        }
+    }
+}

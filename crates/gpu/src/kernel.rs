@@ -1,0 +1,68 @@
+//! A kernel bound to its buffers once, recorded many times.
+//!
+//! Bind groups and uniforms are created when an op is bound, never in the
+//! training loop; a step only records already-bound kernels into one pass.
+
+/// One dispatch, ready to record.
+pub struct BoundKernel {
+    /// Registry key of the pipeline, for traces and errors.
+    pub key: &'static str,
+    pub pipeline: wgpu::ComputePipeline,
+    pub bind_group: wgpu::BindGroup,
+    pub workgroups: [u32; 3],
+    /// Keeps the op's uniform buffer alive as long as the bind group.
+    pub _uniform: Option<wgpu::Buffer>,
+}
+
+impl BoundKernel {
+    /// Records this dispatch into an open compute pass.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        let [x, y, z] = self.workgroups;
+        pass.dispatch_workgroups(x, y, z);
+    }
+}
+
+/// Binds `buffers` to bindings 0.. of the pipeline's first group.
+pub fn bind_group(
+    device: &wgpu::Device,
+    pipeline: &wgpu::ComputePipeline,
+    label: &str,
+    buffers: &[&wgpu::Buffer],
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource: b.as_entire_binding(),
+        })
+        .collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    })
+}
+
+/// Records `kernels` into one compute pass of one command buffer and submits it.
+pub fn submit(
+    ctx: &crate::GpuContext,
+    label: &str,
+    kernels: &[&BoundKernel],
+) -> wgpu::SubmissionIndex {
+    let mut enc = ctx
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+    {
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(label),
+            timestamp_writes: None,
+        });
+        for k in kernels {
+            k.record(&mut pass);
+        }
+    }
+    ctx.queue.submit([enc.finish()])
+}

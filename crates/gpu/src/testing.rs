@@ -1,0 +1,61 @@
+//! The one way native tests get a GPU: a single shared device per test binary
+//! (lavapipe in CI). With `TINYGPT_REQUIRE_GPU=1` — set by `.ci/run` — a
+//! missing adapter fails the test instead of skipping it.
+
+use crate::{GpuContext, PipelineRegistry};
+use std::sync::{Mutex, OnceLock};
+
+/// The shared device and its pipeline registry.
+pub struct TestGpu {
+    pub ctx: GpuContext,
+    pub registry: Mutex<PipelineRegistry>,
+}
+
+static GPU: OnceLock<Option<TestGpu>> = OnceLock::new();
+
+/// `true` when the environment demands a real adapter.
+pub fn gpu_required() -> bool {
+    std::env::var("TINYGPT_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// The shared test device, or `None` (with a note on stderr) when there is
+/// no adapter and none is required.
+///
+/// # Panics
+/// When `TINYGPT_REQUIRE_GPU=1` and no adapter could be opened.
+#[track_caller]
+pub fn test_gpu() -> Option<&'static TestGpu> {
+    let gpu = GPU.get_or_init(|| match pollster::block_on(GpuContext::new()) {
+        Ok(ctx) => {
+            eprintln!(
+                "test GPU: {} ({:?}, {})",
+                ctx.info.name, ctx.info.device_type, ctx.info.backend
+            );
+            Some(TestGpu {
+                ctx,
+                registry: Mutex::new(PipelineRegistry::default()),
+            })
+        }
+        Err(e) if gpu_required() => panic!("TINYGPT_REQUIRE_GPU=1 but no GPU could be opened: {e}"),
+        Err(e) => {
+            eprintln!("skipping GPU test: {e} (set TINYGPT_REQUIRE_GPU=1 to make this a failure)");
+            None
+        }
+    });
+    if gpu.is_none() && gpu_required() {
+        panic!("TINYGPT_REQUIRE_GPU=1 but no GPU could be opened");
+    }
+    gpu.as_ref()
+}
+
+/// Gets the shared test GPU or returns from the test (only allowed when
+/// `TINYGPT_REQUIRE_GPU` is unset).
+#[macro_export]
+macro_rules! gpu_or_skip {
+    () => {
+        match $crate::testing::test_gpu() {
+            Some(g) => g,
+            None => return,
+        }
+    };
+}
