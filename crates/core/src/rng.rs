@@ -73,7 +73,7 @@ impl Rng {
     pub fn below(&mut self, n: usize) -> usize {
         assert!(n > 0, "Rng::below(0) has no valid result");
         // Multiply-shift: bias is below 2^-32 for the n this project uses.
-        ((self.next_u64() >> 32) * n as u64 >> 32) as usize
+        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
     }
 
     /// Standard normal N(0, 1) by Box–Muller (one value per call).

@@ -1,0 +1,485 @@
+//! Turning logits into text: temperature, top-k, nucleus (top-p) and greedy
+//! sampling, seeded so the same seed always gives the same characters, and
+//! streaming generation on the CPU [`Gpt`].
+//!
+//! The GPU path computes logits on the device and samples with the same
+//! [`Sampler`], so both paths draw identically from identical logits.
+
+use std::ops::ControlFlow;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Gpt, ModelError};
+use crate::rng::Rng;
+
+/// Why sampling was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SampleError {
+    #[error("temperature must be a finite number ≥ 0 (got {0})")]
+    Temperature(f32),
+    #[error("top_p must be in (0, 1] (got {0})")]
+    TopP(f32),
+    #[error("top_k must be at least 1 (use None to keep every token)")]
+    TopKZero,
+    #[error("cannot sample from empty logits")]
+    EmptyLogits,
+    #[error("logit {index} is {value}: the model has diverged")]
+    NonFiniteLogit { index: usize, value: f32 },
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+/// How to pick each next token.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SampleParams {
+    /// Softmax temperature: < 1 sharpens, > 1 flattens; 0 is greedy (argmax).
+    pub temperature: f32,
+    /// Keep only the `k` most likely tokens; `None` keeps all.
+    pub top_k: Option<usize>,
+    /// Keep the smallest set of most likely tokens whose probability reaches
+    /// `p` (nucleus sampling); `None` keeps all.
+    pub top_p: Option<f32>,
+    /// Seed of the draws: same seed, same logits → same tokens.
+    pub seed: u64,
+}
+
+impl Default for SampleParams {
+    /// Plain sampling from the model's distribution.
+    fn default() -> Self {
+        Self {
+            temperature: 1.0,
+            top_k: None,
+            top_p: None,
+            seed: 0,
+        }
+    }
+}
+
+impl SampleParams {
+    /// Always the most likely token (temperature 0).
+    pub fn greedy() -> Self {
+        Self {
+            temperature: 0.0,
+            ..Self::default()
+        }
+    }
+
+    pub fn is_greedy(&self) -> bool {
+        self.temperature == 0.0
+    }
+
+    /// Refuses NaN or negative temperatures, `top_p` outside (0, 1] and
+    /// `top_k = 0`.
+    pub fn validate(&self) -> Result<(), SampleError> {
+        if !(self.temperature.is_finite() && self.temperature >= 0.0) {
+            return Err(SampleError::Temperature(self.temperature));
+        }
+        if let Some(p) = self.top_p {
+            if !(p > 0.0 && p <= 1.0) {
+                return Err(SampleError::TopP(p));
+            }
+        }
+        if self.top_k == Some(0) {
+            return Err(SampleError::TopKZero);
+        }
+        Ok(())
+    }
+}
+
+/// Validated parameters plus the RNG they seed: one per generated text.
+#[derive(Clone, Debug)]
+pub struct Sampler {
+    params: SampleParams,
+    rng: Rng,
+}
+
+impl Sampler {
+    pub fn new(params: SampleParams) -> Result<Self, SampleError> {
+        params.validate()?;
+        Ok(Self {
+            rng: Rng::new(params.seed),
+            params,
+        })
+    }
+
+    /// Draws one token id from `logits` `(V)`.
+    pub fn sample(&mut self, logits: &[f32]) -> Result<u32, SampleError> {
+        if logits.is_empty() {
+            return Err(SampleError::EmptyLogits);
+        }
+        if let Some(index) = logits.iter().position(|l| !l.is_finite()) {
+            let value = logits[index];
+            return Err(SampleError::NonFiniteLogit { index, value });
+        }
+        let argmax = || {
+            let best = logits
+                .iter()
+                .enumerate()
+                .fold(0, |best, (i, &l)| if l > logits[best] { i } else { best });
+            best as u32
+        };
+        if self.params.is_greedy() {
+            return Ok(argmax());
+        }
+        // Candidates by falling probability, ties by id; f64 so a tiny
+        // temperature saturates cleanly to the argmax.
+        let max = logits.iter().fold(f32::MIN, |m, &l| m.max(l)) as f64;
+        let inv_t = 1.0 / self.params.temperature as f64;
+        let mut cands: Vec<(u32, f64)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as u32, ((l as f64 - max) * inv_t).exp()))
+            .collect();
+        cands.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        if let Some(k) = self.params.top_k {
+            cands.truncate(k);
+        }
+        if let Some(p) = self.params.top_p {
+            let total: f64 = cands.iter().map(|c| c.1).sum();
+            let mut cum = 0.0;
+            let keep = cands
+                .iter()
+                .position(|c| {
+                    cum += c.1;
+                    cum >= p as f64 * total
+                })
+                .map_or(cands.len(), |i| i + 1);
+            cands.truncate(keep);
+        }
+        let total: f64 = cands.iter().map(|c| c.1).sum();
+        let mut u = self.rng.next_f64() * total;
+        for &(id, weight) in &cands {
+            if u < weight {
+                return Ok(id);
+            }
+            u -= weight;
+        }
+        // Only reachable through rounding in the running subtraction.
+        Ok(cands.last().map_or_else(argmax, |c| c.0))
+    }
+}
+
+impl Gpt {
+    /// Generates up to `max_new_tokens` token ids after `prompt`, calling
+    /// `on_token` with each as soon as it is drawn (return
+    /// `ControlFlow::Break(())` to stop early). Returns the new ids only.
+    ///
+    /// The context is the last `block_size` ids. An empty prompt starts from
+    /// token 0 (the first character of the sorted vocabulary, `'\n'` for
+    /// usual text), which is not itself emitted. Ids outside the vocabulary
+    /// are refused up front with [`ModelError::TokenOutOfRange`] naming
+    /// `"prompt"`.
+    pub fn generate(
+        &self,
+        prompt: &[u32],
+        max_new_tokens: usize,
+        params: &SampleParams,
+        mut on_token: impl FnMut(u32) -> ControlFlow<()>,
+    ) -> Result<Vec<u32>, SampleError> {
+        let mut sampler = Sampler::new(*params)?;
+        let vocab_size = self.cfg.vocab_size;
+        if let Some(index) = prompt.iter().position(|&t| t as usize >= vocab_size) {
+            return Err(ModelError::TokenOutOfRange {
+                what: "prompt",
+                index,
+                token: prompt[index],
+                vocab_size,
+            }
+            .into());
+        }
+        let block = self.cfg.block_size;
+        let mut context: Vec<u32> = if prompt.is_empty() {
+            vec![0]
+        } else {
+            prompt[prompt.len().saturating_sub(block)..].to_vec()
+        };
+        let mut generated = Vec::with_capacity(max_new_tokens);
+        for _ in 0..max_new_tokens {
+            let next = sampler.sample(&self.logits_last(&context)?)?;
+            generated.push(next);
+            context.push(next);
+            if context.len() > block {
+                context.drain(..context.len() - block);
+            }
+            if on_token(next).is_break() {
+                break;
+            }
+        }
+        Ok(generated)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tinygpt_protocol::ModelConfig;
+
+    fn draws(params: SampleParams, logits: &[f32], n: usize) -> Vec<usize> {
+        let mut s = Sampler::new(params).unwrap();
+        let mut counts = vec![0; logits.len()];
+        for _ in 0..n {
+            counts[s.sample(logits).unwrap() as usize] += 1;
+        }
+        counts
+    }
+
+    fn probs(p: &[f64]) -> Vec<f32> {
+        p.iter().map(|x| x.ln() as f32).collect()
+    }
+
+    #[test]
+    fn bad_params_are_typed_errors() {
+        let with = |f: fn(&mut SampleParams)| {
+            let mut p = SampleParams::default();
+            f(&mut p);
+            Sampler::new(p).unwrap_err()
+        };
+        assert!(
+            matches!(with(|p| p.temperature = f32::NAN), SampleError::Temperature(t) if t.is_nan())
+        );
+        assert_eq!(
+            with(|p| p.temperature = -0.5),
+            SampleError::Temperature(-0.5)
+        );
+        assert_eq!(
+            with(|p| p.temperature = f32::INFINITY),
+            SampleError::Temperature(f32::INFINITY)
+        );
+        assert_eq!(with(|p| p.top_p = Some(0.0)), SampleError::TopP(0.0));
+        assert_eq!(with(|p| p.top_p = Some(1.5)), SampleError::TopP(1.5));
+        assert!(matches!(
+            with(|p| p.top_p = Some(f32::NAN)),
+            SampleError::TopP(_)
+        ));
+        assert_eq!(with(|p| p.top_k = Some(0)), SampleError::TopKZero);
+        let mut s = Sampler::new(SampleParams::default()).unwrap();
+        assert_eq!(s.sample(&[]), Err(SampleError::EmptyLogits));
+        assert!(matches!(
+            s.sample(&[0.0, f32::NAN]),
+            Err(SampleError::NonFiniteLogit { index: 1, value }) if value.is_nan()
+        ));
+        assert!(matches!(
+            s.sample(&[f32::NEG_INFINITY, 0.0]),
+            Err(SampleError::NonFiniteLogit { index: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn greedy_top1_and_tiny_nucleus_all_pick_the_argmax() {
+        let logits = [0.5, 2.0, -1.0, 2.0, 1.9];
+        let greedy = SampleParams::greedy();
+        assert!(greedy.is_greedy());
+        let top1 = SampleParams {
+            top_k: Some(1),
+            temperature: 3.0,
+            ..SampleParams::default()
+        };
+        let nucleus = SampleParams {
+            top_p: Some(1e-6),
+            ..SampleParams::default()
+        };
+        for params in [greedy, top1, nucleus] {
+            let mut s = Sampler::new(params).unwrap();
+            for _ in 0..20 {
+                // Ties go to the lower id.
+                assert_eq!(s.sample(&logits).unwrap(), 1, "{params:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn frequencies_follow_the_truncated_distribution() {
+        let n = 20_000;
+        let logits = probs(&[0.1, 0.2, 0.7]);
+        let check = |params: SampleParams, want: [f64; 3]| {
+            let counts = draws(params, &logits, n);
+            for (i, (&c, w)) in counts.iter().zip(want).enumerate() {
+                let f = c as f64 / n as f64;
+                assert!(
+                    (f - w).abs() < 0.015,
+                    "{params:?}: token {i} drawn {f}, want {w}"
+                );
+            }
+        };
+        let base = SampleParams {
+            seed: 5,
+            ..SampleParams::default()
+        };
+        check(base, [0.1, 0.2, 0.7]);
+        check(
+            SampleParams {
+                top_k: Some(2),
+                ..base
+            },
+            [0.0, 2.0 / 9.0, 7.0 / 9.0],
+        );
+        // 0.7 < 0.75 ≤ 0.7 + 0.2: the nucleus is the top two.
+        check(
+            SampleParams {
+                top_p: Some(0.75),
+                ..base
+            },
+            [0.0, 2.0 / 9.0, 7.0 / 9.0],
+        );
+        check(
+            SampleParams {
+                top_p: Some(0.6),
+                ..base
+            },
+            [0.0, 0.0, 1.0],
+        );
+        // Temperature 2 takes the square root of the probabilities.
+        let (a, b, c) = (0.1f64.sqrt(), 0.2f64.sqrt(), 0.7f64.sqrt());
+        let z = a + b + c;
+        check(
+            SampleParams {
+                temperature: 2.0,
+                ..base
+            },
+            [a / z, b / z, c / z],
+        );
+    }
+
+    #[test]
+    fn same_seed_same_draws_other_seed_other_draws() {
+        let logits: Vec<f32> = (0..20).map(|i| (i % 7) as f32 * 0.3).collect();
+        let run = |seed| {
+            let mut s = Sampler::new(SampleParams {
+                seed,
+                ..SampleParams::default()
+            })
+            .unwrap();
+            (0..64)
+                .map(|_| s.sample(&logits).unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(1), run(1));
+        assert_ne!(run(1), run(2));
+    }
+
+    fn tiny_gpt() -> Gpt {
+        let cfg = ModelConfig {
+            vocab_size: 7,
+            block_size: 6,
+            n_layer: 1,
+            n_head: 2,
+            d_model: 8,
+        };
+        let mut gpt = Gpt::new(cfg, 3).unwrap();
+        // Sharpen the random init so sampling is not near-uniform.
+        gpt.params.iter_mut().for_each(|p| *p *= 20.0);
+        gpt
+    }
+
+    #[test]
+    fn generate_streams_each_token_and_is_reproducible() {
+        let gpt = tiny_gpt();
+        let params = SampleParams {
+            seed: 11,
+            top_k: Some(4),
+            ..SampleParams::default()
+        };
+        let mut streamed = Vec::new();
+        let out = gpt
+            .generate(&[1, 2, 3], 20, &params, |t| {
+                streamed.push(t);
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(out.len(), 20);
+        assert_eq!(out, streamed);
+        assert!(out.iter().all(|&t| t < 7));
+        let again = gpt
+            .generate(&[1, 2, 3], 20, &params, |_| ControlFlow::Continue(()))
+            .unwrap();
+        assert_eq!(out, again);
+        // A prompt longer than the context is cropped, not refused.
+        let long: Vec<u32> = (0..30).map(|i| i % 7).collect();
+        assert_eq!(
+            gpt.generate(&long, 5, &params, |_| ControlFlow::Continue(()))
+                .unwrap()
+                .len(),
+            5
+        );
+        assert!(gpt
+            .generate(&[1], 0, &params, |_| panic!("no tokens asked"))
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn greedy_generation_matches_argmax_of_logits_last() {
+        let gpt = tiny_gpt();
+        let out = gpt
+            .generate(&[4, 0], 8, &SampleParams::greedy(), |_| {
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        let mut ctx = vec![4, 0];
+        for &tok in &out {
+            let logits = gpt.logits_last(&ctx).unwrap();
+            let best = (0..logits.len()).fold(0, |b, i| if logits[i] > logits[b] { i } else { b });
+            assert_eq!(tok as usize, best);
+            ctx.push(tok);
+        }
+    }
+
+    #[test]
+    fn break_stops_generation_early() {
+        let gpt = tiny_gpt();
+        let mut calls = 0;
+        let out = gpt
+            .generate(&[1], 50, &SampleParams::default(), |_| {
+                calls += 1;
+                if calls == 3 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .unwrap();
+        assert_eq!((out.len(), calls), (3, 3));
+    }
+
+    #[test]
+    fn empty_prompt_starts_from_token_zero() {
+        let gpt = tiny_gpt();
+        let params = SampleParams {
+            seed: 9,
+            ..SampleParams::default()
+        };
+        let go = |prompt: &[u32]| {
+            gpt.generate(prompt, 10, &params, |_| ControlFlow::Continue(()))
+                .unwrap()
+        };
+        assert_eq!(go(&[]), go(&[0]));
+    }
+
+    #[test]
+    fn prompt_outside_the_vocabulary_is_a_typed_error() {
+        let gpt = tiny_gpt();
+        let err = gpt
+            .generate(&[1, 9, 2], 5, &SampleParams::default(), |_| {
+                ControlFlow::Continue(())
+            })
+            .unwrap_err();
+        assert_eq!(
+            err,
+            SampleError::Model(ModelError::TokenOutOfRange {
+                what: "prompt",
+                index: 1,
+                token: 9,
+                vocab_size: 7
+            })
+        );
+        assert!(err.to_string().contains("prompt[1] = 9"), "{err}");
+        let bad = SampleParams {
+            top_k: Some(0),
+            ..SampleParams::default()
+        };
+        assert_eq!(
+            gpt.generate(&[1], 5, &bad, |_| ControlFlow::Continue(())),
+            Err(SampleError::TopKZero)
+        );
+    }
+}

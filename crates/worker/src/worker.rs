@@ -1,0 +1,158 @@
+//! The worker's event loop: detect, check, report, then serve requests.
+
+use crate::js;
+use futures_channel::mpsc;
+use futures_util::StreamExt;
+use tinygpt_gpu::{GpuContext, PipelineRegistry};
+use tinygpt_protocol::{GpuCaps, LogLevel, WorkerInput, WorkerOutput};
+use wasm_bindgen::prelude::*;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+fn scope() -> DedicatedWorkerGlobalScope {
+    js_sys::global().unchecked_into()
+}
+
+/// Posts one typed message to the UI.
+pub fn post(msg: &WorkerOutput) {
+    match serde_wasm_bindgen::to_value(msg) {
+        Ok(v) => {
+            if let Err(e) = scope().post_message(&v) {
+                web_sys::console::error_2(&"[worker] postMessage failed".into(), &e);
+            }
+        }
+        Err(e) => web_sys::console::error_1(&format!("[worker] cannot encode message: {e}").into()),
+    }
+}
+
+/// Logs to the worker console (captured by the browser tests) and the UI.
+pub fn log(level: LogLevel, text: String) {
+    let js = JsValue::from_str(&text);
+    match level {
+        LogLevel::Info => web_sys::console::log_1(&js),
+        LogLevel::Warn => web_sys::console::warn_1(&js),
+        LogLevel::Error => web_sys::console::error_1(&js),
+    }
+    post(&WorkerOutput::Log { level, text });
+}
+
+/// The GPU the worker owns, once it is up.
+type Engine = (GpuContext, PipelineRegistry);
+
+/// Detects the GPU, runs the start-up kernel check and builds `gpu_caps`.
+async fn start_gpu() -> (GpuCaps, Option<Engine>) {
+    let mut caps = GpuCaps::default();
+    caps.features.webnn = js::has_webnn();
+    if !js::has_webgpu() {
+        caps.unavailable_reason = Some(
+            "WebGPU is not available in this browser's workers (navigator.gpu is missing). \
+             Use Chrome or Edge 113+ on a supported GPU, or enable chrome://flags/#enable-unsafe-webgpu."
+                .into(),
+        );
+        return (caps, None);
+    }
+    match js::adapter_info().await {
+        Ok(Some((desc, subgroups))) => {
+            caps.adapter = desc;
+            caps.features.subgroups = subgroups;
+        }
+        Ok(None) => {
+            caps.unavailable_reason = Some(
+                "WebGPU is present but no GPU adapter was granted (blocklisted GPU or driver). \
+                 Update the GPU driver, or try chrome://flags/#enable-unsafe-webgpu."
+                    .into(),
+            );
+            return (caps, None);
+        }
+        Err(e) => {
+            caps.unavailable_reason = Some(format!("requesting a WebGPU adapter failed: {e:?}"));
+            return (caps, None);
+        }
+    }
+    let ctx = match GpuContext::new().await {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            caps.unavailable_reason = Some(e.to_string());
+            return (caps, None);
+        }
+    };
+    caps.webgpu = true;
+    let wgpu_features = ctx.detected_features();
+    caps.features.shader_f16 = wgpu_features.shader_f16;
+    caps.features.timestamp_query = wgpu_features.timestamp_query;
+    caps.limits = ctx.gpu_limits();
+    let mut registry = PipelineRegistry::default();
+    match tinygpt_gpu::smoke::kernel_check(&ctx, &mut registry, js::now_ms).await {
+        Ok(check) => {
+            log(
+                if check.passed {
+                    LogLevel::Info
+                } else {
+                    LogLevel::Error
+                },
+                format!(
+                    "[ops] kernel check {} {:?}: max_abs={:.3e} (limit {:.1e}) in {:.1} ms — {}",
+                    check.kernel,
+                    check.shape,
+                    check.max_abs_err,
+                    check.tolerance,
+                    check.millis,
+                    if check.passed { "PASS" } else { "FAIL" }
+                ),
+            );
+            caps.kernel_check = Some(check);
+        }
+        Err(e) => log(
+            LogLevel::Error,
+            format!("[ops] kernel check could not run: {e}"),
+        ),
+    }
+    (caps, Some((ctx, registry)))
+}
+
+fn status_line(caps: &GpuCaps) -> String {
+    match (&caps.unavailable_reason, &caps.kernel_check) {
+        (Some(reason), _) => format!("No WebGPU — {reason}"),
+        (None, Some(c)) if c.passed => format!(
+            "WebGPU ready · kernel check passed in {:.0} ms — ready.",
+            c.millis
+        ),
+        (None, Some(_)) => {
+            "WebGPU is up but the kernel check FAILED — results would be wrong; see the console."
+                .into()
+        }
+        (None, None) => "WebGPU is up but the kernel check could not run; see the console.".into(),
+    }
+}
+
+/// Entry point of the worker.
+pub async fn run() {
+    let (tx, mut rx) = mpsc::unbounded::<WorkerInput>();
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        match serde_wasm_bindgen::from_value::<WorkerInput>(ev.data()) {
+            Ok(msg) => {
+                let _ = tx.unbounded_send(msg);
+            }
+            Err(e) => post(&WorkerOutput::Error {
+                context: "decoding a message from the UI".into(),
+                message: e.to_string(),
+            }),
+        }
+    });
+    scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    // The handler lives as long as the worker.
+    on_message.forget();
+    post(&WorkerOutput::Ready);
+
+    let (caps, engine) = start_gpu().await;
+    post(&WorkerOutput::GpuCaps(caps.clone()));
+    post(&WorkerOutput::Status {
+        text: status_line(&caps),
+    });
+    let _engine = engine;
+
+    while let Some(msg) = rx.next().await {
+        match msg {
+            WorkerInput::QueryCaps => post(&WorkerOutput::GpuCaps(caps.clone())),
+        }
+    }
+}
