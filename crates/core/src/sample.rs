@@ -2,8 +2,8 @@
 //! sampling, seeded so the same seed always gives the same characters, and
 //! streaming generation on the CPU [`Gpt`].
 //!
-//! The GPU path computes logits on the device and samples with the same
-//! [`Sampler`], so both paths draw identically from identical logits.
+//! [`Sampler`] only needs logits, so a GPU path that computes them on the
+//! device can draw with it too, identically for identical logits.
 
 use std::ops::ControlFlow;
 

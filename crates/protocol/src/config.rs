@@ -74,7 +74,7 @@ impl ModelConfig {
         check_range("n_layer", self.n_layer, 1, 64)?;
         check_range("n_head", self.n_head, 1, 64)?;
         check_range("d_model", self.d_model, 1, 4096)?;
-        if self.d_model % self.n_head != 0 {
+        if !self.d_model.is_multiple_of(self.n_head) {
             return Err(ConfigError::HeadsDoNotDivide {
                 n_head: self.n_head,
                 d_model: self.d_model,

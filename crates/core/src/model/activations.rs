@@ -8,7 +8,7 @@ use super::float::Float;
 
 /// What one block keeps for its backward pass.
 #[derive(Clone, Debug)]
-pub struct BlockActivations<F> {
+pub struct BlockActivations<F = f32> {
     pub ln1: Vec<F>,       // (B,T,C)
     pub ln1_mean: Vec<F>,  // (B,T)
     pub ln1_rstd: Vec<F>,  // (B,T)
@@ -26,7 +26,7 @@ pub struct BlockActivations<F> {
 
 /// Everything one forward pass computed.
 #[derive(Clone, Debug)]
-pub struct Activations<F> {
+pub struct Activations<F = f32> {
     pub b: usize,
     pub t: usize,
     pub inputs: Vec<u32>,                 // (B,T)
