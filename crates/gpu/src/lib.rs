@@ -18,3 +18,4 @@ pub use context::GpuContext;
 pub use error::GpuError;
 pub use kernel::BoundKernel;
 pub use registry::{KernelSource, PipelineRegistry};
+pub mod ops;

@@ -1,0 +1,433 @@
+//! Causal multi-head self-attention without a `(B,NH,T,T)` buffer: the
+//! flash-style forward, its two-kernel backward, and the KV-cache decode step
+//! for sampling at batch 1.
+//!
+//! Layouts match the CPU reference (`tinygpt_core::model::layers`):
+//! `qkv (B,T,3C)` holds Q in columns `[0,C)`, K in `[C,2C)`, V in `[2C,3C)`;
+//! head `h` owns columns `[h·HS, (h+1)·HS)` of each part; `out (B,T,C)` has
+//! the heads concatenated; scores are scaled by `1/√HS`. The forward also
+//! keeps `lse (B,NH,T)`, the log-sum-exp of each query row's scaled scores,
+//! from which the backward recomputes every probability.
+//!
+//! Every kernel supports any `T ≥ 1`, `NH ≥ 1` and `1 ≤ HS ≤ 128`
+//! ([`MAX_HEAD_SIZE`]); all sums run in f32, in a fixed order, without atomics.
+
+use crate::kernel::{bind_group, BoundKernel};
+use crate::registry::{KernelSource, PipelineRegistry};
+use crate::{GpuContext, GpuError};
+
+pub const ATTENTION_FWD: KernelSource = KernelSource {
+    key: "attention_fwd_flash",
+    wgsl: include_str!("../../../../shaders/attention_fwd.wgsl"),
+    entry: "main",
+};
+
+pub const ATTENTION_BWD_DQ: KernelSource = KernelSource {
+    key: "attention_bwd_dq",
+    wgsl: include_str!("../../../../shaders/attention_bwd_dq.wgsl"),
+    entry: "main",
+};
+
+pub const ATTENTION_BWD_DKV: KernelSource = KernelSource {
+    key: "attention_bwd_dkv",
+    wgsl: include_str!("../../../../shaders/attention_bwd_dkv.wgsl"),
+    entry: "main",
+};
+
+pub const ATTENTION_KV_APPEND: KernelSource = KernelSource {
+    key: "attention_kv_append",
+    wgsl: include_str!("../../../../shaders/attention_kv_append.wgsl"),
+    entry: "main",
+};
+
+pub const ATTENTION_DECODE: KernelSource = KernelSource {
+    key: "attention_decode",
+    wgsl: include_str!("../../../../shaders/attention_decode.wgsl"),
+    entry: "main",
+};
+
+/// Largest head size the kernels' private and workgroup arrays hold.
+pub const MAX_HEAD_SIZE: u32 = 128;
+/// Query (or key) rows per workgroup of the forward and backward kernels.
+const ROWS_PER_WORKGROUP: u32 = 64;
+/// f32 per K/V (or Q/dout) tile in workgroup memory, and the row cap of a tile.
+const TILE_FLOATS: u32 = 1024;
+const MAX_TILE_ROWS: u32 = 32;
+/// Threads (and outputs) per workgroup of the KV append.
+const APPEND_WORKGROUP: u32 = 64;
+/// Bytes of the decode-position uniform: `vec4<u32>`, position in `x`.
+const POSITION_BYTES: u64 = 16;
+
+fn shape_error(detail: String) -> GpuError {
+    GpuError::Shape {
+        op: "attention",
+        detail,
+    }
+}
+
+/// Refuses `buf` when it holds fewer than `elems` f32.
+fn need(
+    buf: &wgpu::Buffer,
+    elems: u64,
+    name: &str,
+    what: &dyn std::fmt::Debug,
+) -> Result<(), GpuError> {
+    if buf.size() < elems * 4 {
+        return Err(shape_error(format!(
+            "{name} holds {} bytes, {what:?} needs {}",
+            buf.size(),
+            elems * 4
+        )));
+    }
+    Ok(())
+}
+
+/// Checks `c = nh·HS` with `1 ≤ HS ≤ MAX_HEAD_SIZE`; returns HS.
+fn head_size(c: u32, nh: u32) -> Result<u32, GpuError> {
+    if nh == 0 || !c.is_multiple_of(nh) {
+        return Err(shape_error(format!(
+            "C = {c} is not a multiple of NH = {nh}"
+        )));
+    }
+    let hs = c / nh;
+    if hs == 0 || hs > MAX_HEAD_SIZE {
+        return Err(shape_error(format!(
+            "head size {hs} (C = {c}, NH = {nh}) is outside 1..={MAX_HEAD_SIZE}"
+        )));
+    }
+    Ok(hs)
+}
+
+/// `1/√HS` rounded to f32, as the CPU reference's `F::of` rounds it.
+fn scale(hs: u32) -> f32 {
+    (1.0 / (hs as f64).sqrt()) as f32
+}
+
+/// Attention over a batch: `B` sequences of `T` tokens, `C` channels in
+/// `NH` heads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AttentionDesc {
+    pub b: u32,
+    pub t: u32,
+    pub c: u32,
+    pub nh: u32,
+}
+
+impl AttentionDesc {
+    /// Checks the shape against the kernels and the device; returns HS.
+    fn validate(&self, ctx: &GpuContext) -> Result<u32, GpuError> {
+        let hs = head_size(self.c, self.nh)?;
+        let max = ctx.limits.max_compute_workgroups_per_dimension;
+        let [x, y, z] = self.workgroups();
+        if self.b == 0 || self.t == 0 || x > max || y > max || z > max {
+            return Err(shape_error(format!(
+                "{self:?} needs {x}×{y}×{z} workgroups; each must be 1..={max}"
+            )));
+        }
+        Ok(hs)
+    }
+
+    /// `(row blocks of T, NH, B)`.
+    fn workgroups(&self) -> [u32; 3] {
+        [self.t.div_ceil(ROWS_PER_WORKGROUP), self.nh, self.b]
+    }
+
+    fn uniform_bytes(&self, hs: u32) -> [u8; 32] {
+        let kt = MAX_TILE_ROWS.min(TILE_FLOATS / hs);
+        bytemuck::cast([self.t, self.c, self.nh, hs, kt, scale(hs).to_bits(), 0, 0])
+    }
+
+    fn rows(&self) -> u64 {
+        self.b as u64 * self.t as u64
+    }
+
+    /// Elements of `qkv`/`dqkv (B,T,3C)`, `out`/`dout (B,T,C)`, `lse (B,NH,T)`.
+    pub fn qkv_len(&self) -> u64 {
+        self.rows() * 3 * self.c as u64
+    }
+
+    pub fn out_len(&self) -> u64 {
+        self.rows() * self.c as u64
+    }
+
+    pub fn lse_len(&self) -> u64 {
+        self.rows() * self.nh as u64
+    }
+}
+
+/// Binds the forward: `qkv (B,T,3C)` → `out (B,T,C)`, `lse (B,NH,T)`.
+/// Both outputs are overwritten.
+pub fn bind_attention_forward(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: AttentionDesc,
+    qkv: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+    lse: &wgpu::Buffer,
+) -> Result<BoundKernel, GpuError> {
+    let hs = desc.validate(ctx)?;
+    need(qkv, desc.qkv_len(), "qkv", &desc)?;
+    need(out, desc.out_len(), "out", &desc)?;
+    need(lse, desc.lse_len(), "lse", &desc)?;
+    let pipeline = registry.get(&ctx.device, &ATTENTION_FWD);
+    let uniform = ctx.uniform("attention_fwd_params", &desc.uniform_bytes(hs));
+    let bind_group = bind_group(
+        &ctx.device,
+        &pipeline,
+        ATTENTION_FWD.key,
+        &[&uniform, qkv, out, lse],
+    );
+    Ok(BoundKernel {
+        key: ATTENTION_FWD.key,
+        pipeline,
+        bind_group,
+        workgroups: desc.workgroups(),
+        _uniform: Some(uniform),
+    })
+}
+
+/// The buffers of one attention backward.
+pub struct AttentionBackwardBuffers<'a> {
+    /// `(B,T,3C)`: the forward's input.
+    pub qkv: &'a wgpu::Buffer,
+    /// `(B,T,C)`: the forward's output.
+    pub out: &'a wgpu::Buffer,
+    /// `(B,T,C)`: the loss gradient of `out`.
+    pub dout: &'a wgpu::Buffer,
+    /// `(B,NH,T)`: the forward's log-sum-exp.
+    pub lse: &'a wgpu::Buffer,
+    /// `(B,T,3C)`: written in full, **overwriting** (not accumulating into)
+    /// its contents, unlike the CPU reference's `+=`.
+    pub dqkv: &'a wgpu::Buffer,
+}
+
+/// Binds the backward as two dispatches to record in the order returned:
+/// `attention_bwd_dq` writes the Q columns of `dqkv` and the row terms
+/// `D = dout·out (B,NH,T)` into a scratch buffer made here, then
+/// `attention_bwd_dkv` reads `D` and writes the K and V columns.
+pub fn bind_attention_backward(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: AttentionDesc,
+    bufs: AttentionBackwardBuffers<'_>,
+) -> Result<Vec<BoundKernel>, GpuError> {
+    let hs = desc.validate(ctx)?;
+    need(bufs.qkv, desc.qkv_len(), "qkv", &desc)?;
+    need(bufs.out, desc.out_len(), "out", &desc)?;
+    need(bufs.dout, desc.out_len(), "dout", &desc)?;
+    need(bufs.lse, desc.lse_len(), "lse", &desc)?;
+    need(bufs.dqkv, desc.qkv_len(), "dqkv", &desc)?;
+    // The bind groups keep `delta` alive once this handle drops: wgpu-core
+    // holds its resources by reference count, and on the web the GPUBindGroup
+    // references the GPUBuffer.
+    let delta = ctx.zeros("attention_delta", desc.lse_len() as usize)?;
+    let bytes = desc.uniform_bytes(hs);
+
+    let dq_pipeline = registry.get(&ctx.device, &ATTENTION_BWD_DQ);
+    let dq_uniform = ctx.uniform("attention_bwd_dq_params", &bytes);
+    let dq_group = bind_group(
+        &ctx.device,
+        &dq_pipeline,
+        ATTENTION_BWD_DQ.key,
+        &[
+            &dq_uniform,
+            bufs.qkv,
+            bufs.out,
+            bufs.dout,
+            bufs.lse,
+            &delta,
+            bufs.dqkv,
+        ],
+    );
+
+    let dkv_pipeline = registry.get(&ctx.device, &ATTENTION_BWD_DKV);
+    let dkv_uniform = ctx.uniform("attention_bwd_dkv_params", &bytes);
+    let dkv_group = bind_group(
+        &ctx.device,
+        &dkv_pipeline,
+        ATTENTION_BWD_DKV.key,
+        &[
+            &dkv_uniform,
+            bufs.qkv,
+            bufs.dout,
+            bufs.lse,
+            &delta,
+            bufs.dqkv,
+        ],
+    );
+
+    Ok(vec![
+        BoundKernel {
+            key: ATTENTION_BWD_DQ.key,
+            pipeline: dq_pipeline,
+            bind_group: dq_group,
+            workgroups: desc.workgroups(),
+            _uniform: Some(dq_uniform),
+        },
+        BoundKernel {
+            key: ATTENTION_BWD_DKV.key,
+            pipeline: dkv_pipeline,
+            bind_group: dkv_group,
+            workgroups: desc.workgroups(),
+            _uniform: Some(dkv_uniform),
+        },
+    ])
+}
+
+/// One layer's decode attention at batch 1 with a cache of `t_max` positions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodeDesc {
+    pub c: u32,
+    pub nh: u32,
+    pub t_max: u32,
+}
+
+impl DecodeDesc {
+    /// Elements of one cache (`K` or `V`): `(NH, T_max, HS)`, i.e. `T_max·C`.
+    pub fn cache_len(&self) -> u64 {
+        self.t_max as u64 * self.c as u64
+    }
+
+    fn validate(&self, ctx: &GpuContext) -> Result<u32, GpuError> {
+        let hs = head_size(self.c, self.nh)?;
+        let max = ctx.limits.max_compute_workgroups_per_dimension;
+        if self.t_max == 0 || self.nh > max || self.c.div_ceil(APPEND_WORKGROUP) > max {
+            return Err(shape_error(format!(
+                "{self:?}: T_max must be ≥ 1 and NH, C/{APPEND_WORKGROUP} at most {max}"
+            )));
+        }
+        Ok(hs)
+    }
+
+    fn uniform_bytes(&self, hs: u32) -> [u8; 32] {
+        bytemuck::cast([
+            self.c,
+            self.nh,
+            hs,
+            self.t_max,
+            scale(hs).to_bits(),
+            0,
+            0,
+            0,
+        ])
+    }
+
+    fn check(
+        &self,
+        ctx: &GpuContext,
+        position: &wgpu::Buffer,
+        qkv: &wgpu::Buffer,
+        cache: &KvCache,
+    ) -> Result<u32, GpuError> {
+        let hs = self.validate(ctx)?;
+        if position.size() < POSITION_BYTES {
+            return Err(shape_error(format!(
+                "the position uniform holds {} bytes, needs {POSITION_BYTES}",
+                position.size()
+            )));
+        }
+        need(qkv, 3 * self.c as u64, "qkv row", self)?;
+        need(&cache.k, self.cache_len(), "K cache", self)?;
+        need(&cache.v, self.cache_len(), "V cache", self)?;
+        Ok(hs)
+    }
+}
+
+/// One layer's key and value caches, each `(NH, T_max, HS)`: head `h`'s
+/// position `p` starts at `(h·T_max + p)·HS`.
+pub struct KvCache {
+    pub k: wgpu::Buffer,
+    pub v: wgpu::Buffer,
+}
+
+impl KvCache {
+    pub fn new(ctx: &GpuContext, desc: DecodeDesc) -> Result<Self, GpuError> {
+        let len = desc.cache_len() as usize;
+        Ok(Self {
+            k: ctx.zeros("attention_k_cache", len)?,
+            v: ctx.zeros("attention_v_cache", len)?,
+        })
+    }
+}
+
+/// The decode position: a 16-byte uniform (`vec4<u32>`, position in `x`)
+/// that every layer's append and decode kernels share. Set it with
+/// [`set_decode_position`] before each token: one 4-byte write, no rebinding.
+pub fn decode_position_buffer(ctx: &GpuContext) -> wgpu::Buffer {
+    ctx.uniform("attention_decode_position", &[0; POSITION_BYTES as usize])
+}
+
+/// Queues the write of position `p` (the index of the token being decoded).
+pub fn set_decode_position(
+    ctx: &GpuContext,
+    position: &wgpu::Buffer,
+    desc: DecodeDesc,
+    p: u32,
+) -> Result<(), GpuError> {
+    if p >= desc.t_max {
+        return Err(shape_error(format!(
+            "decode position {p} is past the cache ({desc:?})"
+        )));
+    }
+    ctx.queue.write_buffer(position, 0, &p.to_le_bytes());
+    Ok(())
+}
+
+/// Binds the append of the K and V parts of `qkv` (one `(3C)` row: the
+/// first `3C` floats of the buffer) into `cache` at the current position.
+pub fn bind_kv_append(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: DecodeDesc,
+    position: &wgpu::Buffer,
+    qkv: &wgpu::Buffer,
+    cache: &KvCache,
+) -> Result<BoundKernel, GpuError> {
+    let hs = desc.check(ctx, position, qkv, cache)?;
+    let pipeline = registry.get(&ctx.device, &ATTENTION_KV_APPEND);
+    let uniform = ctx.uniform("attention_kv_append_params", &desc.uniform_bytes(hs));
+    let bind_group = bind_group(
+        &ctx.device,
+        &pipeline,
+        ATTENTION_KV_APPEND.key,
+        &[&uniform, position, qkv, &cache.k, &cache.v],
+    );
+    Ok(BoundKernel {
+        key: ATTENTION_KV_APPEND.key,
+        pipeline,
+        bind_group,
+        workgroups: [desc.c.div_ceil(APPEND_WORKGROUP), 1, 1],
+        _uniform: Some(uniform),
+    })
+}
+
+/// Binds the attention of the query in `qkv` (one `(3C)` row) over cache
+/// positions `0..=p`, writing the `(C)` output row to `out`. Record it after
+/// [`bind_kv_append`]'s kernel, which puts position `p` into the cache.
+pub fn bind_attention_decode(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: DecodeDesc,
+    position: &wgpu::Buffer,
+    qkv: &wgpu::Buffer,
+    cache: &KvCache,
+    out: &wgpu::Buffer,
+) -> Result<BoundKernel, GpuError> {
+    let hs = desc.check(ctx, position, qkv, cache)?;
+    need(out, desc.c as u64, "out row", &desc)?;
+    let pipeline = registry.get(&ctx.device, &ATTENTION_DECODE);
+    let uniform = ctx.uniform("attention_decode_params", &desc.uniform_bytes(hs));
+    let bind_group = bind_group(
+        &ctx.device,
+        &pipeline,
+        ATTENTION_DECODE.key,
+        &[&uniform, position, qkv, &cache.k, &cache.v, out],
+    );
+    Ok(BoundKernel {
+        key: ATTENTION_DECODE.key,
+        pipeline,
+        bind_group,
+        workgroups: [desc.nh, 1, 1],
+        _uniform: Some(uniform),
+    })
+}

@@ -1,0 +1,322 @@
+//! The attention kernels against the CPU reference of `tinygpt_core`, run in
+//! f64 so that the comparison measures only the kernels' f32 error: forward
+//! output and log-sum-exp, backward gradients, causality, and the KV-cache
+//! decode step against the full forward.
+
+use std::sync::MutexGuard;
+use tinygpt_core::model::layers::{attention_backward, attention_forward};
+use tinygpt_core::numerics::assert_close;
+use tinygpt_core::Rng;
+use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::submit;
+use tinygpt_gpu::ops::attention::{
+    bind_attention_backward, bind_attention_decode, bind_attention_forward, bind_kv_append,
+    decode_position_buffer, set_decode_position, AttentionBackwardBuffers, AttentionDesc,
+    DecodeDesc, KvCache,
+};
+use tinygpt_gpu::testing::TestGpu;
+use tinygpt_gpu::PipelineRegistry;
+
+const fn shape(b: u32, t: u32, c: u32, nh: u32) -> AttentionDesc {
+    AttentionDesc { b, t, c, nh }
+}
+
+/// Odd T, HS not a multiple of 4, one and two row blocks of 64, HS 64 and 128.
+const SHAPES: &[AttentionDesc] = &[
+    shape(2, 7, 12, 3),   // HS 4
+    shape(1, 33, 16, 2),  // HS 8: two key tiles of 32
+    shape(1, 64, 128, 2), // HS 64
+    shape(2, 70, 10, 2),  // HS 5: two row blocks
+    shape(1, 9, 256, 2),  // HS 128, the largest supported
+    shape(1, 5, 7, 1),    // NH 1, HS 7
+];
+
+/// The shared registry; a test that panicked while holding it (a failed
+/// comparison) leaves it usable, so one failure does not fail every test.
+fn registry(gpu: &TestGpu) -> MutexGuard<'_, PipelineRegistry> {
+    gpu.registry
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn random(rng: &mut Rng, n: u64) -> Vec<f32> {
+    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
+}
+
+fn to_f64(x: &[f32]) -> Vec<f64> {
+    x.iter().map(|&v| v as f64).collect()
+}
+
+fn to_f32(x: &[f64]) -> Vec<f32> {
+    x.iter().map(|&v| v as f32).collect()
+}
+
+/// The CPU reference in f64: `(out (B,T,C), att (B,NH,T,T))`.
+fn cpu_forward(d: AttentionDesc, qkv: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let (b, t, c, nh) = (d.b as usize, d.t as usize, d.c as usize, d.nh as usize);
+    let mut out = vec![0.0; b * t * c];
+    let mut att = vec![0.0; b * nh * t * t];
+    attention_forward(&mut out, &mut att, &to_f64(qkv), b, t, c, nh);
+    (out, att)
+}
+
+/// `lse[b,h,t] = log Σ_{s≤t} exp(q_t·k_s/√HS)` straight from the scores, in f64.
+fn cpu_lse(d: AttentionDesc, qkv: &[f32]) -> Vec<f64> {
+    let (t, c, nh) = (d.t as usize, d.c as usize, d.nh as usize);
+    let hs = c / nh;
+    let scale = 1.0 / (hs as f64).sqrt();
+    let col = |bi: usize, ti: usize, part: usize, h: usize, i: usize| {
+        qkv[(bi * t + ti) * 3 * c + part * c + h * hs + i] as f64
+    };
+    let mut lse = Vec::new();
+    for bi in 0..d.b as usize {
+        for h in 0..nh {
+            for ti in 0..t {
+                let scores: Vec<f64> = (0..=ti)
+                    .map(|s| {
+                        scale
+                            * (0..hs)
+                                .map(|i| col(bi, ti, 0, h, i) * col(bi, s, 1, h, i))
+                                .sum::<f64>()
+                    })
+                    .collect();
+                let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                lse.push(max + scores.iter().map(|x| (x - max).exp()).sum::<f64>().ln());
+            }
+        }
+    }
+    lse
+}
+
+/// Runs the GPU forward: `(out, lse)`.
+fn gpu_forward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let ctx = &gpu.ctx;
+    let mut reg = registry(gpu);
+    let qkv_buf = ctx.upload("qkv", qkv).unwrap();
+    let out = ctx.zeros("out", d.out_len() as usize).unwrap();
+    let lse = ctx.zeros("lse", d.lse_len() as usize).unwrap();
+    let k = bind_attention_forward(ctx, &mut reg, d, &qkv_buf, &out, &lse).unwrap();
+    submit(ctx, "attention_fwd", &[&k]);
+    pollster::block_on(async {
+        (
+            ctx.read_f32(&out, d.out_len() as usize).await.unwrap(),
+            ctx.read_f32(&lse, d.lse_len() as usize).await.unwrap(),
+        )
+    })
+}
+
+/// Runs the GPU forward then backward in one pass; `dqkv` starts as junk
+/// so that any element the backward fails to overwrite shows.
+fn gpu_backward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32]) -> Vec<f32> {
+    let ctx = &gpu.ctx;
+    let mut reg = registry(gpu);
+    let qkv_buf = ctx.upload("qkv", qkv).unwrap();
+    let dout_buf = ctx.upload("dout", dout).unwrap();
+    let out = ctx.zeros("out", d.out_len() as usize).unwrap();
+    let lse = ctx.zeros("lse", d.lse_len() as usize).unwrap();
+    let dqkv = ctx
+        .upload("dqkv", &vec![1e3; d.qkv_len() as usize])
+        .unwrap();
+    let fwd = bind_attention_forward(ctx, &mut reg, d, &qkv_buf, &out, &lse).unwrap();
+    let bufs = AttentionBackwardBuffers {
+        qkv: &qkv_buf,
+        out: &out,
+        dout: &dout_buf,
+        lse: &lse,
+        dqkv: &dqkv,
+    };
+    let bwd = bind_attention_backward(ctx, &mut reg, d, bufs).unwrap();
+    submit(ctx, "attention_fwd_bwd", &[&fwd, &bwd[0], &bwd[1]]);
+    pollster::block_on(ctx.read_f32(&dqkv, d.qkv_len() as usize)).unwrap()
+}
+
+fn check_forward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], atol: f64, rtol: f64) {
+    let (out, lse) = gpu_forward(gpu, d, qkv);
+    let (want, _) = cpu_forward(d, qkv);
+    assert_close(&format!("out {d:?}"), &out, &to_f32(&want), atol, rtol);
+    let want = cpu_lse(d, qkv);
+    assert_close(&format!("lse {d:?}"), &lse, &to_f32(&want), atol, rtol);
+}
+
+fn check_backward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32], rtol: f64) {
+    let got = gpu_backward(gpu, d, qkv, dout);
+    let (_, att) = cpu_forward(d, qkv);
+    let mut want = vec![0.0; d.qkv_len() as usize];
+    let (b, t, c, nh) = (d.b as usize, d.t as usize, d.c as usize, d.nh as usize);
+    attention_backward(&mut want, &to_f64(dout), &to_f64(qkv), &att, b, t, c, nh);
+    // Sums of up to T terms of magnitude ≤ ~1: the error grows ~√T·ε.
+    let atol = 4e-6 * (d.t as f64).sqrt();
+    assert_close(&format!("dqkv {d:?}"), &got, &to_f32(&want), atol, rtol);
+}
+
+/// Feeds the tokens of `qkv (1,T,3C)` one at a time through append + decode
+/// and compares each position's output with the GPU and CPU full forwards.
+fn check_decode(gpu: &TestGpu, desc: DecodeDesc, qkv: &[f32], tol: f64) {
+    let c = desc.c as usize;
+    let full = shape(1, (qkv.len() / (3 * c)) as u32, desc.c, desc.nh);
+    let (forward, _) = gpu_forward(gpu, full, qkv);
+    let (cpu, _) = cpu_forward(full, qkv);
+
+    let ctx = &gpu.ctx;
+    let mut reg = registry(gpu);
+    let position = decode_position_buffer(ctx);
+    let row = ctx.zeros("qkv_row", 3 * c).unwrap();
+    let out = ctx.zeros("out_row", c).unwrap();
+    let cache = KvCache::new(ctx, desc).unwrap();
+    let append = bind_kv_append(ctx, &mut reg, desc, &position, &row, &cache).unwrap();
+    let decode = bind_attention_decode(ctx, &mut reg, desc, &position, &row, &cache, &out).unwrap();
+    let mut got = Vec::new();
+    for (p, token) in qkv.chunks_exact(3 * c).enumerate() {
+        ctx.queue.write_buffer(&row, 0, bytemuck::cast_slice(token));
+        set_decode_position(ctx, &position, desc, p as u32).unwrap();
+        submit(ctx, "decode_step", &[&append, &decode]);
+        got.extend(pollster::block_on(ctx.read_f32(&out, c)).unwrap());
+    }
+    let what = format!("decode {desc:?} T {}", full.t);
+    assert_close(&format!("{what} vs GPU forward"), &got, &forward, tol, tol);
+    assert_close(&format!("{what} vs CPU"), &got, &to_f32(&cpu), tol, tol);
+}
+
+#[test]
+fn forward_out_and_lse_match_cpu_reference() {
+    let gpu = gpu_or_skip!();
+    for (i, &d) in SHAPES.iter().enumerate() {
+        let qkv = random(&mut Rng::new(100 + i as u64), d.qkv_len());
+        // out is a convex combination of values in [-1, 1], summed in f32.
+        check_forward(gpu, d, &qkv, 2e-6, 1e-5);
+    }
+}
+
+#[test]
+fn backward_matches_cpu_reference() {
+    let gpu = gpu_or_skip!();
+    for (i, &d) in SHAPES.iter().enumerate() {
+        let mut rng = Rng::new(300 + i as u64);
+        let qkv = random(&mut rng, d.qkv_len());
+        let dout = random(&mut rng, d.out_len());
+        check_backward(gpu, d, &qkv, &dout, 1e-5);
+    }
+}
+
+#[test]
+fn decode_with_kv_cache_matches_full_forward() {
+    let gpu = gpu_or_skip!();
+    // (T, C, NH, T_max): HS 4; HS 65 (dims past 64, positions past one chunk
+    // of 64); HS 128.
+    for (i, &(t, c, nh, t_max)) in [(9, 12, 3, 16), (70, 130, 2, 70), (5, 256, 2, 8)]
+        .iter()
+        .enumerate()
+    {
+        let qkv = random(&mut Rng::new(500 + i as u64), shape(1, t, c, nh).qkv_len());
+        check_decode(gpu, DecodeDesc { c, nh, t_max }, &qkv, 1e-5);
+    }
+}
+
+/// Q and K scaled by 12 give scores in the hundreds and near one-hot rows:
+/// `exp` overflows f32 past 88, so this fails unless every kernel subtracts
+/// the true running max.
+#[test]
+fn sharp_softmax_stays_finite_and_accurate() {
+    let gpu = gpu_or_skip!();
+    let d = shape(2, 70, 16, 2);
+    let mut rng = Rng::new(600);
+    let mut qkv = random(&mut rng, d.qkv_len());
+    for row in qkv.chunks_exact_mut(3 * d.c as usize) {
+        row[..2 * d.c as usize].iter_mut().for_each(|x| *x *= 12.0);
+    }
+    let dout = random(&mut rng, d.out_len());
+    // A score of size S carries an f32 error ~S·ε, which moves the weights
+    // by as much in relative terms.
+    check_forward(gpu, d, &qkv, 2e-5, 2e-5);
+    check_backward(gpu, d, &qkv, &dout, 1e-4);
+    let seq = &qkv[..d.qkv_len() as usize / 2];
+    check_decode(
+        gpu,
+        DecodeDesc {
+            c: d.c,
+            nh: d.nh,
+            t_max: d.t,
+        },
+        seq,
+        2e-5,
+    );
+}
+
+#[test]
+fn future_tokens_do_not_change_earlier_rows() {
+    let gpu = gpu_or_skip!();
+    let d = shape(2, 70, 10, 2);
+    let (t, c) = (d.t as usize, d.c as usize);
+    let mut rng = Rng::new(400);
+    let qkv = random(&mut rng, d.qkv_len());
+    let dout = random(&mut rng, d.out_len());
+    // Replace q, k and v of token `future` of the second sequence.
+    let future = 66;
+    let mut changed = qkv.clone();
+    for x in &mut changed[(t + future) * 3 * c..][..3 * c] {
+        *x = rng.uniform(-2.0, 2.0);
+    }
+    let (out_a, _) = gpu_forward(gpu, d, &qkv);
+    let (out_b, _) = gpu_forward(gpu, d, &changed);
+    let (dq_a, dq_b) = (
+        gpu_backward(gpu, d, &qkv, &dout),
+        gpu_backward(gpu, d, &changed, &dout),
+    );
+    let earlier = (t + future) * c;
+    assert_eq!(
+        out_a[..earlier],
+        out_b[..earlier],
+        "outputs before the change"
+    );
+    assert_ne!(
+        out_a[earlier..][..c],
+        out_b[earlier..][..c],
+        "the changed row itself"
+    );
+    // dq_t depends only on rows ≤ t; dk, dv of earlier rows do see later queries.
+    for row in 0..t + future {
+        let q = &dq_a[row * 3 * c..][..c];
+        assert_eq!(q, &dq_b[row * 3 * c..][..c], "dq of row {row}");
+    }
+}
+
+#[test]
+fn bad_shapes_are_errors_not_panics() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let mut reg = registry(gpu);
+    let big = ctx.zeros("big", 1 << 16).unwrap();
+    let small = ctx.zeros("small", 4).unwrap();
+    let fwd = |reg: &mut _, d, qkv| bind_attention_forward(ctx, reg, d, qkv, &big, &big).is_err();
+    assert!(
+        !fwd(&mut reg, shape(2, 7, 12, 3), &big),
+        "a valid shape binds"
+    );
+    assert!(
+        fwd(&mut reg, shape(2, 7, 12, 5), &big),
+        "C not a multiple of NH"
+    );
+    assert!(fwd(&mut reg, shape(1, 2, 129, 1), &big), "HS over 128");
+    assert!(fwd(&mut reg, shape(0, 7, 12, 3), &big), "empty batch");
+    assert!(fwd(&mut reg, shape(2, 7, 12, 3), &small), "qkv too small");
+
+    let desc = DecodeDesc {
+        c: 12,
+        nh: 3,
+        t_max: 4,
+    };
+    let position = decode_position_buffer(ctx);
+    let cache = KvCache::new(ctx, desc).unwrap();
+    let short = KvCache {
+        k: ctx.zeros("k", 8).unwrap(),
+        v: ctx.zeros("v", 8).unwrap(),
+    };
+    assert!(bind_kv_append(ctx, &mut reg, desc, &position, &big, &cache).is_ok());
+    assert!(bind_kv_append(ctx, &mut reg, desc, &position, &big, &short).is_err());
+    assert!(bind_attention_decode(ctx, &mut reg, desc, &position, &big, &cache, &small).is_err());
+    assert!(set_decode_position(ctx, &position, desc, 3).is_ok());
+    assert!(
+        set_decode_position(ctx, &position, desc, 4).is_err(),
+        "position past T_max"
+    );
+}

@@ -1,0 +1,107 @@
+// Shared harness of the browser tests: a static server for dist/, Debian's
+// Chromium driven by playwright-core (never a downloaded browser), and a log
+// of every console line — the worker's included — printed into test output.
+import { createServer } from "node:http";
+import { readFile, stat } from "node:fs/promises";
+import { extname, join, normalize, resolve } from "node:path";
+import { chromium } from "playwright-core";
+
+export const DIST = resolve(process.env.TINYGPT_DIST ?? new URL("../../dist", import.meta.url).pathname);
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+const MIME = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript",
+  ".wasm": "application/wasm",
+  ".css": "text/css",
+  ".txt": "text/plain; charset=utf-8",
+  ".json": "application/json",
+  ".safetensors": "application/octet-stream",
+};
+
+/** Serves `root` on 127.0.0.1 at a free port. */
+export async function serve(root = DIST) {
+  await stat(join(root, "index.html")).catch(() => {
+    throw new Error(`${root}/index.html is missing: run \`trunk build --release\` first`);
+  });
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
+    const file = normalize(join(root, path.endsWith("/") ? path + "index.html" : path));
+    if (!file.startsWith(root)) {
+      res.writeHead(403).end();
+      return;
+    }
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, { "content-type": MIME[extname(file)] ?? "application/octet-stream" });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end("not found");
+    }
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const { port } = server.address();
+  return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+// Flags that keep Chromium off the network on a machine without one.
+const QUIET = [
+  "--no-sandbox",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+// WebGPU on SwiftShader (no GPU on CI): subgroups and timestamp-query, no shader-f16.
+const WEBGPU = [
+  "--enable-unsafe-webgpu",
+  "--enable-features=Vulkan,WebMachineLearningNeuralNetwork",
+  "--use-vulkan=swiftshader",
+  "--use-webgpu-adapter=swiftshader",
+  "--enable-unsafe-swiftshader",
+];
+
+/** Launches headless Chromium, with or without WebGPU. */
+export async function launch({ webgpu = true } = {}) {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [...QUIET, ...(webgpu ? WEBGPU : ["--disable-gpu", "--disable-features=WebGPU"])],
+  });
+}
+
+/**
+ * Opens the app and records every console line of the page and its workers.
+ * Returns the page and `logs`, an array of `{ source, type, text }`.
+ */
+export async function openApp(browser, url) {
+  const page = await browser.newPage();
+  const logs = [];
+  const record = (source) => (msg) => {
+    const line = { source, type: msg.type(), text: msg.text() };
+    logs.push(line);
+    console.log(`  [${source}:${line.type}] ${line.text}`);
+  };
+  page.on("console", record("page"));
+  page.on("pageerror", (err) => {
+    logs.push({ source: "page", type: "pageerror", text: String(err) });
+    console.log(`  [page:pageerror] ${err}`);
+  });
+  page.on("worker", (worker) => {
+    console.log(`  [worker] started ${worker.url()}`);
+    worker.on("console", record("worker"));
+  });
+  await page.goto(url);
+  return { page, logs };
+}
+
+/** Console errors and uncaught exceptions, which every test forbids. */
+export function errorsIn(logs) {
+  return logs.filter((l) => l.type === "error" || l.type === "pageerror");
+}
+
+/** Text of the element with `data-testid`. */
+export async function testid(page, id) {
+  return page.getByTestId(id).innerText();
+}
