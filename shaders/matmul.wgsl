@@ -14,6 +14,12 @@ struct Params {
     n: u32,
     // bit 0: TRANS_A, bit 1: TRANS_B, bit 2: add bias, bit 3: accumulate into C
     flags: u32,
+    // Element offsets of each operand in its buffer (parameters and their
+    // gradients are views into one flat buffer each).
+    a_off: u32,
+    b_off: u32,
+    bias_off: u32,
+    c_off: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -39,9 +45,9 @@ fn op_a(row: u32, kk: u32) -> f32 {
         return 0.0;
     }
     if ((p.flags & TRANS_A) != 0u) {
-        return a[kk * p.m + row];
+        return a[p.a_off + kk * p.m + row];
     }
-    return a[row * p.k + kk];
+    return a[p.a_off + row * p.k + kk];
 }
 
 fn op_b(kk: u32, col: u32) -> f32 {
@@ -49,9 +55,9 @@ fn op_b(kk: u32, col: u32) -> f32 {
         return 0.0;
     }
     if ((p.flags & TRANS_B) != 0u) {
-        return b[col * p.k + kk];
+        return b[p.b_off + col * p.k + kk];
     }
-    return b[kk * p.n + col];
+    return b[p.b_off + kk * p.n + col];
 }
 
 @compute @workgroup_size(16, 16)
@@ -113,9 +119,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             }
             var v = acc[i * 4u + j];
             if ((p.flags & HAS_BIAS) != 0u) {
-                v += bias[col];
+                v += bias[p.bias_off + col];
             }
-            let o = row * p.n + col;
+            let o = p.c_off + row * p.n + col;
             if ((p.flags & ACCUMULATE) != 0u) {
                 v += c[o];
             }

@@ -6,9 +6,11 @@
 
 pub mod buffers;
 pub mod context;
+pub mod engine;
 pub mod error;
 pub mod kernel;
 pub mod matmul;
+pub mod model;
 pub mod registry;
 pub mod smoke;
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,6 +1,7 @@
 //! The f32 matmul in the three layouts training needs.
 
 use crate::kernel::{bind_group, BoundKernel};
+use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
@@ -49,21 +50,25 @@ impl MatmulDesc {
             | (self.accumulate as u32) << 3
     }
 
-    fn uniform_bytes(&self) -> [u8; 16] {
-        bytemuck::cast([self.m, self.k, self.n, self.flags()])
+    fn uniform_bytes(&self, offsets: [u32; 4]) -> [u8; 32] {
+        let [a, b, bias, c] = offsets;
+        bytemuck::cast([self.m, self.k, self.n, self.flags(), a, b, bias, c])
     }
 }
 
-/// Binds one matmul to its buffers. `bias` is required iff `desc.bias`.
-pub fn bind_matmul(
+/// Binds one matmul to its operands (views into larger buffers allowed).
+/// `bias` is required iff `desc.bias`. C must not share a buffer with A, B
+/// or the bias (WebGPU forbids reading and writing one buffer in a dispatch).
+pub fn bind_matmul<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
-    a: &wgpu::Buffer,
-    b: &wgpu::Buffer,
-    bias: Option<&wgpu::Buffer>,
-    c: &wgpu::Buffer,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
+    let (a, b, c) = (a.into(), b.into(), c.into());
     if desc.bias != bias.is_some() {
         return Err(GpuError::Shape {
             op: "matmul",
@@ -74,33 +79,27 @@ pub fn bind_matmul(
             ),
         });
     }
-    let need = |buf: &wgpu::Buffer, elems: u32, name: &str| -> Result<(), GpuError> {
-        if buf.size() < elems as u64 * 4 {
+    a.need("matmul", "A", desc.m as u64 * desc.k as u64)?;
+    b.need("matmul", "B", desc.k as u64 * desc.n as u64)?;
+    c.need("matmul", "C", desc.m as u64 * desc.n as u64)?;
+    if let Some(bias) = &bias {
+        bias.need("matmul", "bias", desc.n as u64)?;
+    }
+    for (name, read) in [("A", Some(a)), ("B", Some(b)), ("bias", bias)] {
+        if read.is_some_and(|r| r.buffer == c.buffer) {
             return Err(GpuError::Shape {
                 op: "matmul",
-                detail: format!(
-                    "{name} holds {} bytes, {:?} needs {}",
-                    buf.size(),
-                    desc,
-                    elems as u64 * 4
-                ),
+                detail: format!("C (written) and {name} (read) share a buffer"),
             });
         }
-        Ok(())
-    };
-    need(a, desc.m * desc.k, "A")?;
-    need(b, desc.k * desc.n, "B")?;
-    need(c, desc.m * desc.n, "C")?;
+    }
     let pipeline = registry.get(&ctx.device, &MATMUL_F32);
-    let uniform = ctx.uniform("matmul_params", &desc.uniform_bytes());
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
-    let bind_group = bind_group(
-        &ctx.device,
-        &pipeline,
-        MATMUL_F32.key,
-        &[&uniform, a, b, bias, c],
-    );
+    let offsets = [a.offset, b.offset, bias.offset, c.offset];
+    let uniform = ctx.uniform("matmul_params", &desc.uniform_bytes(offsets));
+    let buffers = [&uniform, a.buffer, b.buffer, bias.buffer, c.buffer];
+    let bind_group = bind_group(&ctx.device, &pipeline, MATMUL_F32.key, &buffers);
     Ok(BoundKernel {
         key: MATMUL_F32.key,
         pipeline,
@@ -133,7 +132,7 @@ pub async fn matmul_once(
         desc,
         &a_buf,
         &b_buf,
-        bias_buf.as_ref(),
+        bias_buf.as_ref().map(View::from),
         &c_buf,
     )?;
     crate::kernel::submit(ctx, "matmul_once", &[&k]);

@@ -4,6 +4,7 @@
 //! wire form of [`WorkerOutput::GpuCaps`] is `{"type": "gpu_caps", ...}`.
 //! Errors travel as values ([`WorkerOutput::Error`]) and are shown by the UI.
 
+use crate::{ModelConfig, TrainConfig};
 use serde::{Deserialize, Serialize};
 
 /// What the adapter reports about itself. On the web wgpu leaves vendor and
@@ -76,12 +77,116 @@ pub struct GpuCaps {
     pub active: ActivePaths,
 }
 
+/// Which corpus a training run reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CorpusSource {
+    /// The product corpus shipped with the app (`web/corpus/shakespeare.txt`).
+    Bundled,
+    /// A `.txt` file the user chose.
+    Upload {
+        name: String,
+        #[serde(with = "serde_bytes")]
+        bytes: Vec<u8>,
+    },
+}
+
+/// Parameters of one generation request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SampleRequest {
+    pub prompt: String,
+    /// New characters to generate.
+    pub max_tokens: usize,
+    /// 0 means greedy.
+    pub temperature: f32,
+    pub top_k: Option<usize>,
+    pub top_p: Option<f32>,
+    pub seed: u64,
+}
+
 /// Messages the UI sends to the worker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum WorkerInput {
     /// Ask the worker to (re)send its `gpu_caps`.
     QueryCaps,
+    /// Start a new run from scratch (replaces the current model).
+    Train {
+        model: ModelShape,
+        train: TrainConfig,
+        corpus: CorpusSource,
+    },
+    Pause,
+    Resume,
+    /// Stop the run; the model stays and can be sampled or continued.
+    Stop,
+    /// Train the current model (trained, loaded or restored) `steps` more.
+    Continue {
+        steps: usize,
+    },
+    Sample(SampleRequest),
+    /// Stop a generation in progress.
+    StopSampling,
+    /// Load a safetensors checkpoint; the current model stays if it is bad.
+    LoadCheckpoint {
+        name: String,
+        #[serde(with = "serde_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// Serialize the current model (f32 weights and AdamW moments).
+    SaveCheckpoint,
+}
+
+/// The architecture of a new run without the vocabulary, which comes from
+/// the corpus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelShape {
+    pub block_size: usize,
+    pub n_layer: usize,
+    pub n_head: usize,
+    pub d_model: usize,
+}
+
+/// The model the worker holds now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub config: ModelConfig,
+    pub params: usize,
+    /// Where it came from: a preset run, a file name, the bundled model.
+    pub source: String,
+    pub step: usize,
+    /// `"webgpu"` or `"cpu"`.
+    pub backend: String,
+    /// Bytes of GPU (or CPU) memory the model and its training state take.
+    pub memory_bytes: u64,
+}
+
+/// Where a run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Idle,
+    Running,
+    Paused,
+    Stopped,
+    Finished,
+}
+
+/// One progress report of a training run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainProgress {
+    pub step: usize,
+    pub total_steps: usize,
+    /// Mean training loss (nats/char) of the last reported step.
+    pub train_loss: f32,
+    /// Validation loss, when this step evaluated it.
+    pub val_loss: Option<f32>,
+    pub lr: f32,
+    /// Training tokens per second over the time actually spent training
+    /// (pauses excluded).
+    pub tokens_per_s: f64,
+    pub elapsed_s: f64,
+    pub eta_s: f64,
 }
 
 /// Severity of a log line forwarded to the UI and the console.
@@ -102,11 +207,47 @@ pub enum WorkerOutput {
     /// Detected capabilities, active fast paths and the start-up check.
     GpuCaps(GpuCaps),
     /// One line for the status bar.
-    Status { text: String },
+    Status {
+        text: String,
+    },
     /// A line for the console and the UI log.
-    Log { level: LogLevel, text: String },
+    Log {
+        level: LogLevel,
+        text: String,
+    },
     /// A failure, sent as a value; `context` says what was being done.
-    Error { context: String, message: String },
+    Error {
+        context: String,
+        message: String,
+    },
+    /// The model now held (after training starts, a load, a restore).
+    ModelInfo(ModelInfo),
+    RunState {
+        state: RunState,
+    },
+    Progress(TrainProgress),
+    /// Newly generated text; `tokens` counts all tokens so far.
+    SampleChunk {
+        text: String,
+        tokens: usize,
+        tokens_per_s: f64,
+        first_token_ms: f64,
+    },
+    SampleDone {
+        tokens: usize,
+        tokens_per_s: f64,
+        first_token_ms: f64,
+    },
+    /// A serialized checkpoint for the user to download.
+    Checkpoint {
+        name: String,
+        #[serde(with = "serde_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// The GPU (or CPU) is working on a request.
+    Busy {
+        busy: bool,
+    },
 }
 
 #[cfg(test)]

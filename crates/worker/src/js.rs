@@ -79,3 +79,56 @@ pub async fn adapter_info() -> Result<Option<(AdapterDesc, bool)>, JsValue> {
         .unwrap_or(false);
     Ok(Some((desc, subgroups)))
 }
+
+/// Where the worker finds the product corpus (copied into `dist/` by Trunk).
+pub const BUNDLED_CORPUS: &str = "./shakespeare.txt";
+
+/// `fetch(url)` → bytes, with the HTTP status in the error.
+pub async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
+    let global = js_sys::global();
+    let fetch = get(&global, "fetch")
+        .ok_or("fetch is missing")?
+        .dyn_into::<Function>()
+        .map_err(|_| "fetch is not a function")?;
+    let promise = fetch
+        .call1(&global, &JsValue::from_str(url))
+        .map_err(|e| format!("{e:?}"))?
+        .dyn_into::<Promise>()
+        .map_err(|_| "fetch returned no promise")?;
+    let resp = JsFuture::from(promise)
+        .await
+        .map_err(|e| format!("fetching {url}: {e:?}"))?;
+    let ok = get(&resp, "ok").and_then(|v| v.as_bool()).unwrap_or(false);
+    if !ok {
+        let status = get(&resp, "status").and_then(|v| v.as_f64()).unwrap_or(0.0);
+        return Err(format!("fetching {url}: HTTP {status}"));
+    }
+    let array_buffer = get(&resp, "arrayBuffer")
+        .ok_or("no arrayBuffer")?
+        .dyn_into::<Function>()
+        .map_err(|_| "arrayBuffer is not a function")?;
+    let buf_promise = array_buffer
+        .call0(&resp)
+        .map_err(|e| format!("{e:?}"))?
+        .dyn_into::<Promise>()
+        .map_err(|_| "arrayBuffer returned no promise")?;
+    let buf = JsFuture::from(buf_promise)
+        .await
+        .map_err(|e| format!("reading {url}: {e:?}"))?;
+    Ok(js_sys::Uint8Array::new(&buf).to_vec())
+}
+
+/// Yields to the event loop (a `setTimeout(0)`), so queued messages run.
+pub async fn yield_now() {
+    let promise = Promise::new(&mut |resolve, _reject| {
+        let global = js_sys::global();
+        if let Some(set_timeout) =
+            get(&global, "setTimeout").and_then(|f| f.dyn_into::<Function>().ok())
+        {
+            let _ = set_timeout.call2(&global, &resolve, &JsValue::from_f64(0.0));
+        } else {
+            let _ = resolve.call0(&JsValue::NULL);
+        }
+    });
+    let _ = JsFuture::from(promise).await;
+}

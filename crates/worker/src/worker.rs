@@ -1,6 +1,7 @@
 //! The worker's event loop: detect, check, report, then serve requests.
 
 use crate::js;
+use crate::session::Runner;
 use futures_channel::mpsc;
 use futures_util::StreamExt;
 use tinygpt_gpu::{GpuContext, PipelineRegistry};

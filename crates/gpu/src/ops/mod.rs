@@ -1,1 +1,11 @@
+pub mod adamw;
 pub mod attention;
+pub mod bias_grad;
+pub mod common;
+pub mod crossentropy;
+pub mod embedding;
+pub mod gelu;
+pub mod grad_norm;
+pub mod layernorm;
+pub mod residual;
+pub use common::{BoundOp, View};

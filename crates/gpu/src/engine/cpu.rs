@@ -1,0 +1,68 @@
+//! The CPU backend: the reference model trained by the reference AdamW. It is
+//! the worker's fallback when there is no WebGPU, and `tinygpt train --cpu`.
+
+use super::{moments, EngineError};
+use tinygpt_core::checkpoint::{AdamMoments, Checkpoint};
+use tinygpt_core::data::Batch;
+use tinygpt_core::optim::{clip_grad_norm, AdamW};
+use tinygpt_core::{Gpt, ModelConfig, TrainConfig};
+
+/// The reference model and its optimiser state.
+pub struct CpuTrainer {
+    pub model: Gpt,
+    pub opt: AdamW,
+}
+
+impl CpuTrainer {
+    pub fn new(config: ModelConfig, seed: u64) -> Result<Self, EngineError> {
+        let model = Gpt::new(config, seed)?;
+        let opt = AdamW::new(model.params.len());
+        Ok(Self { model, opt })
+    }
+
+    pub fn from_checkpoint(ckpt: &Checkpoint) -> Result<Self, EngineError> {
+        let model = Gpt::from_params(ckpt.config, ckpt.params.clone())?;
+        let opt = match &ckpt.adam {
+            Some(a) => AdamW::from_state(a.m.clone(), a.v.clone(), a.step)?,
+            None => AdamW::new(model.params.len()),
+        };
+        Ok(Self { model, opt })
+    }
+
+    /// One step: forward, backward, clip, AdamW. Returns the loss; a
+    /// non-finite loss leaves the weights untouched.
+    pub fn step(&mut self, batch: &Batch, cfg: &TrainConfig, lr: f32) -> Result<f32, EngineError> {
+        let (loss, mut grads) = self.model.forward_backward(
+            &batch.inputs,
+            &batch.targets,
+            batch.batch_size,
+            batch.seq_len,
+        )?;
+        let norm = clip_grad_norm(&mut grads, cfg);
+        if !loss.is_finite() || !norm.is_finite() {
+            return Ok(f32::NAN);
+        }
+        let layout = self.model.layout.clone();
+        self.opt
+            .update(&mut self.model.params, &grads, &layout, cfg, lr)?;
+        Ok(loss)
+    }
+
+    pub fn loss(&self, batch: &Batch) -> Result<f32, EngineError> {
+        Ok(self.model.loss(
+            &batch.inputs,
+            &batch.targets,
+            batch.batch_size,
+            batch.seq_len,
+        )?)
+    }
+
+    pub fn moments(&self) -> AdamMoments {
+        moments(&self.opt.m, &self.opt.v, self.opt.step)
+    }
+
+    /// Parameters, gradients-free training state (two moments).
+    pub fn memory_bytes(&self) -> u64 {
+        (self.model.params.len() * 3 * 4) as u64
+    }
+}

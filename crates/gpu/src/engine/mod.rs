@@ -1,0 +1,243 @@
+//! The engine facade the worker and the CLI drive: one training session on
+//! either backend (the GPU model, or the CPU reference when there is no GPU),
+//! with its data, schedule, evaluation, sampling and checkpoints.
+
+mod cpu;
+
+pub use cpu::CpuTrainer;
+
+use crate::GpuError;
+use std::ops::ControlFlow;
+use tinygpt_core::checkpoint::{self, AdamMoments, Checkpoint, CheckpointError, WeightDtype};
+use tinygpt_core::data::{BatchSampler, DataError, Dataset, Vocab};
+use tinygpt_core::model::ModelError;
+use tinygpt_core::optim::{lr_at, OptimError};
+use tinygpt_core::sample::{SampleError, SampleParams};
+use tinygpt_core::{ModelConfig, TrainConfig};
+use tinygpt_protocol::ConfigError;
+
+/// Everything a session can refuse or fail at, as values.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Data(#[from] DataError),
+    #[error("{0}")]
+    Model(#[from] ModelError),
+    #[error("{0}")]
+    Sample(#[from] SampleError),
+    #[error("{0}")]
+    Checkpoint(#[from] CheckpointError),
+    #[error("{0}")]
+    Optim(#[from] OptimError),
+    #[error("{0}")]
+    Gpu(#[from] GpuError),
+    #[error("this model has no training data: load a corpus to continue training it")]
+    NoData,
+    #[error("the corpus's characters ({corpus}) differ from the model's vocabulary ({model}); continue training on the corpus it was trained on")]
+    VocabMismatch { corpus: usize, model: usize },
+    #[error("training produced a non-finite loss at step {step}; the update was not applied")]
+    NonFinite { step: usize },
+}
+
+/// Seed offset of the validation sampler: every evaluation draws the same
+/// windows, so successive validation losses are comparable.
+const VAL_SEED_OFFSET: u64 = 0x5eed_0f_7a1;
+
+/// The model and optimiser state of one backend.
+pub enum Backend {
+    Cpu(CpuTrainer),
+}
+
+/// One model with what it needs to train, evaluate and sample.
+pub struct Session {
+    pub config: ModelConfig,
+    pub train: TrainConfig,
+    pub vocab: Vocab,
+    /// Optimiser steps taken so far.
+    pub step: usize,
+    /// Where the model came from (preset run, file name, bundled).
+    pub source: String,
+    data: Option<Dataset>,
+    sampler: BatchSampler,
+    backend: Backend,
+}
+
+impl Session {
+    /// A fresh model on `data`, initialised from `train.seed`.
+    pub fn new(
+        config: ModelConfig,
+        train: TrainConfig,
+        data: Dataset,
+        source: String,
+    ) -> Result<Self, EngineError> {
+        config.validate()?;
+        train.validate(&config)?;
+        if data.vocab.len() != config.vocab_size {
+            return Err(EngineError::VocabMismatch {
+                corpus: data.vocab.len(),
+                model: config.vocab_size,
+            });
+        }
+        let backend = Backend::Cpu(CpuTrainer::new(config, train.seed)?);
+        Ok(Self {
+            config,
+            train,
+            vocab: data.vocab.clone(),
+            step: 0,
+            source,
+            sampler: BatchSampler::new(train.seed),
+            data: Some(data),
+            backend,
+        })
+    }
+
+    /// A session holding a loaded checkpoint (no data until one is attached).
+    pub fn from_checkpoint(ckpt: Checkpoint, source: String) -> Result<Self, EngineError> {
+        let vocab = Vocab::from_chars(ckpt.vocab.clone())?;
+        let mut train = ckpt.train_config.unwrap_or_default();
+        train.seq_len = train.seq_len.min(ckpt.config.block_size);
+        train.validate(&ckpt.config)?;
+        let step = ckpt.step as usize;
+        let backend = Backend::Cpu(CpuTrainer::from_checkpoint(&ckpt)?);
+        Ok(Self {
+            config: ckpt.config,
+            train,
+            vocab,
+            step,
+            source,
+            sampler: BatchSampler::new(train.seed.wrapping_add(step as u64)),
+            data: None,
+            backend,
+        })
+    }
+
+    /// Attaches a corpus so a loaded model can continue training. The corpus
+    /// must use exactly the model's vocabulary.
+    pub fn attach_data(&mut self, data: Dataset) -> Result<(), EngineError> {
+        if data.vocab != self.vocab {
+            return Err(EngineError::VocabMismatch {
+                corpus: data.vocab.len(),
+                model: self.vocab.len(),
+            });
+        }
+        self.data = Some(data);
+        Ok(())
+    }
+
+    pub fn has_data(&self) -> bool {
+        self.data.is_some()
+    }
+
+    /// `"webgpu"` or `"cpu"`.
+    pub fn backend_name(&self) -> &'static str {
+        match self.backend {
+            Backend::Cpu(_) => "cpu",
+        }
+    }
+
+    /// Bytes the model and its training state occupy on the backend.
+    pub fn memory_bytes(&self) -> u64 {
+        match &self.backend {
+            Backend::Cpu(t) => t.memory_bytes(),
+        }
+    }
+
+    /// Learning rate of the next step.
+    pub fn lr(&self) -> f32 {
+        lr_at(self.step, &self.train)
+    }
+
+    /// Runs `n` optimiser steps and returns the training loss of the last.
+    pub async fn train_steps(&mut self, n: usize) -> Result<f32, EngineError> {
+        let data = self.data.as_ref().ok_or(EngineError::NoData)?;
+        let (b, t) = (self.train.batch_size, self.train.seq_len);
+        let mut loss = f32::NAN;
+        for _ in 0..n {
+            let batch = self.sampler.try_next_batch(&data.train, b, t)?;
+            let lr = lr_at(self.step, &self.train);
+            loss = match &mut self.backend {
+                Backend::Cpu(tr) => tr.step(&batch, &self.train, lr)?,
+            };
+            if !loss.is_finite() {
+                return Err(EngineError::NonFinite { step: self.step });
+            }
+            self.step += 1;
+        }
+        Ok(loss)
+    }
+
+    /// Mean loss over `train.eval_batches` fixed validation windows.
+    pub async fn eval_loss(&mut self) -> Result<f32, EngineError> {
+        let data = self.data.as_ref().ok_or(EngineError::NoData)?;
+        let (b, t) = (self.train.batch_size, self.train.seq_len);
+        let mut sampler = BatchSampler::new(self.train.seed ^ VAL_SEED_OFFSET);
+        let tokens = if data.val.is_empty() {
+            &data.train
+        } else {
+            &data.val
+        };
+        let mut total = 0.0f64;
+        for _ in 0..self.train.eval_batches {
+            let batch = sampler.try_next_batch(tokens, b, t)?;
+            total += match &self.backend {
+                Backend::Cpu(tr) => tr.loss(&batch)?,
+            } as f64;
+        }
+        Ok((total / self.train.eval_batches as f64) as f32)
+    }
+
+    /// Encodes `prompt` (a clear error names an unknown character) and
+    /// generates up to `n` characters, streaming each through `on_text`.
+    pub async fn generate(
+        &mut self,
+        prompt: &str,
+        n: usize,
+        params: &SampleParams,
+        mut on_text: impl FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<String, EngineError> {
+        params.validate()?;
+        let ids = self.vocab.encode(prompt)?;
+        let vocab = &self.vocab;
+        let mut buf = String::new();
+        let out = match &self.backend {
+            Backend::Cpu(tr) => tr.model.generate(&ids, n, params, |id| {
+                buf.clear();
+                buf.push_str(&vocab.decode(&[id]));
+                on_text(&buf)
+            })?,
+        };
+        Ok(self.vocab.decode(&out))
+    }
+
+    /// The whole state as a checkpoint (f32 weights plus AdamW moments).
+    pub async fn checkpoint(&self) -> Result<Checkpoint, EngineError> {
+        let (params, adam) = match &self.backend {
+            Backend::Cpu(tr) => (tr.model.params.clone(), tr.moments()),
+        };
+        Ok(Checkpoint {
+            config: self.config,
+            vocab: self.vocab.chars().to_vec(),
+            step: self.step as u64,
+            params,
+            adam: Some(adam),
+            train_config: Some(self.train),
+            extra: Default::default(),
+        })
+    }
+
+    /// The serialized checkpoint.
+    pub async fn save(&self, dtype: WeightDtype) -> Result<Vec<u8>, EngineError> {
+        Ok(checkpoint::save(&self.checkpoint().await?, dtype)?)
+    }
+}
+
+/// Moments as the checkpoint stores them.
+fn moments(m: &[f32], v: &[f32], step: u64) -> AdamMoments {
+    AdamMoments {
+        m: m.to_vec(),
+        v: v.to_vec(),
+        step,
+    }
+}

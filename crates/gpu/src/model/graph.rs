@@ -1,0 +1,477 @@
+//! The training graph as bound kernels: forward (to the mean loss), then
+//! backward into the flat gradient buffer. Bound once per batch shape;
+//! a step only records them.
+
+use super::acts::Acts;
+use crate::matmul::{bind_matmul, MatmulDesc};
+use crate::ops::attention::{
+    bind_attention_backward, bind_attention_forward, AttentionBackwardBuffers, AttentionDesc,
+};
+use crate::ops::bias_grad::{bind_bias_grad, BiasGradDesc};
+use crate::ops::crossentropy::{bind_crossentropy, CrossEntropyDesc};
+use crate::ops::embedding::{bind_embedding_backward, bind_embedding_forward, EmbeddingDesc};
+use crate::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
+use crate::ops::layernorm::{
+    bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
+};
+use crate::ops::residual::bind_residual_forward;
+use crate::ops::{BoundOp, View};
+use crate::{GpuContext, GpuError, PipelineRegistry};
+use tinygpt_core::{ModelConfig, ParamKind, ParamLayout};
+use ParamKind::*;
+
+/// Views of one parameter tensor (or its gradient) of one layer in a flat buffer.
+pub struct Flat<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub layout: &'a ParamLayout,
+}
+
+impl<'a> Flat<'a> {
+    /// Layer `l` of the stacked tensor `kind` (layer 0 for unstacked ones).
+    pub fn at(&self, kind: ParamKind, l: usize) -> View<'a> {
+        let spec = self.layout.get(kind);
+        let per = if spec.shape.len() > 1 && !matches!(kind, TokEmb | PosEmb) {
+            spec.len / spec.shape[0]
+        } else {
+            0
+        };
+        View::at(self.buffer, (spec.offset + l * per) as u32)
+    }
+}
+
+fn u(x: usize) -> u32 {
+    x as u32
+}
+
+/// Binds the forward pass from `inputs` to `logits`; with `targets`, also
+/// the per-row and mean loss, and (when `dlogits` is wanted) its gradient.
+/// `linear` binds each forward linear, so a fast path can swap the kernel.
+pub fn bind_forward(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    cfg: &ModelConfig,
+    params: &Flat<'_>,
+    a: &Acts,
+    with_loss_grad: bool,
+) -> Result<Vec<BoundOp>, GpuError> {
+    let (b, t, c, v) = (a.b, a.t, cfg.d_model, cfg.vocab_size);
+    let n = b * t;
+    let mut ops: Vec<BoundOp> = Vec::new();
+    let emb = EmbeddingDesc {
+        n: u(n),
+        t: u(t),
+        c: u(c),
+        v: u(v),
+        t_max: u(cfg.block_size),
+    };
+    ops.push(
+        bind_embedding_forward(
+            ctx,
+            reg,
+            emb,
+            &a.inputs,
+            params.at(TokEmb, 0),
+            params.at(PosEmb, 0),
+            &a.res[0],
+            None,
+        )?
+        .into(),
+    );
+    let ln = LayerNormDesc {
+        n: u(n),
+        c: u(c),
+        accumulate: false,
+    };
+    for (l, blk) in a.blocks.iter().enumerate() {
+        let x = &a.res[l];
+        ops.push(
+            bind_layernorm_forward(
+                ctx,
+                reg,
+                ln,
+                x,
+                params.at(Ln1W, l),
+                params.at(Ln1B, l),
+                &blk.ln1,
+                &blk.ln1_mean,
+                &blk.ln1_rstd,
+            )?
+            .into(),
+        );
+        ops.push(
+            bind_matmul(
+                ctx,
+                reg,
+                MatmulDesc::linear(u(n), u(c), u(3 * c)),
+                &blk.ln1,
+                params.at(QkvW, l),
+                Some(params.at(QkvB, l)),
+                &blk.qkv,
+            )?
+            .into(),
+        );
+        let att = AttentionDesc {
+            b: u(b),
+            t: u(t),
+            c: u(c),
+            nh: u(cfg.n_head),
+        };
+        ops.push(bind_attention_forward(ctx, reg, att, &blk.qkv, &blk.atty, &blk.lse)?.into());
+        ops.push(
+            bind_matmul(
+                ctx,
+                reg,
+                MatmulDesc::linear(u(n), u(c), u(c)),
+                &blk.atty,
+                params.at(AttnProjW, l),
+                Some(params.at(AttnProjB, l)),
+                &a.proj,
+            )?
+            .into(),
+        );
+        ops.push(bind_residual_forward(ctx, reg, u(n * c), x, &a.proj, &blk.res2)?.into());
+        ops.push(
+            bind_layernorm_forward(
+                ctx,
+                reg,
+                ln,
+                &blk.res2,
+                params.at(Ln2W, l),
+                params.at(Ln2B, l),
+                &blk.ln2,
+                &blk.ln2_mean,
+                &blk.ln2_rstd,
+            )?
+            .into(),
+        );
+        ops.push(
+            bind_matmul(
+                ctx,
+                reg,
+                MatmulDesc::linear(u(n), u(c), u(4 * c)),
+                &blk.ln2,
+                params.at(FcW, l),
+                Some(params.at(FcB, l)),
+                &blk.fch,
+            )?
+            .into(),
+        );
+        ops.push(bind_gelu_forward(ctx, reg, u(n * 4 * c), &blk.fch, &blk.fch_gelu)?.into());
+        ops.push(
+            bind_matmul(
+                ctx,
+                reg,
+                MatmulDesc::linear(u(n), u(4 * c), u(c)),
+                &blk.fch_gelu,
+                params.at(FcProjW, l),
+                Some(params.at(FcProjB, l)),
+                &a.proj,
+            )?
+            .into(),
+        );
+        ops.push(
+            bind_residual_forward(ctx, reg, u(n * c), &blk.res2, &a.proj, &a.res[l + 1])?.into(),
+        );
+    }
+    let last = &a.res[cfg.n_layer];
+    ops.push(
+        bind_layernorm_forward(
+            ctx,
+            reg,
+            ln,
+            last,
+            params.at(LnfW, 0),
+            params.at(LnfB, 0),
+            &a.lnf,
+            &a.lnf_mean,
+            &a.lnf_rstd,
+        )?
+        .into(),
+    );
+    // Tied head: logits = lnf · tok_embᵀ, always f32.
+    let head = MatmulDesc {
+        m: u(n),
+        k: u(c),
+        n: u(v),
+        trans_b: true,
+        ..Default::default()
+    };
+    ops.push(
+        bind_matmul(
+            ctx,
+            reg,
+            head,
+            &a.lnf,
+            params.at(TokEmb, 0),
+            None,
+            &a.logits,
+        )?
+        .into(),
+    );
+    let ce = CrossEntropyDesc {
+        n: u(n),
+        v: u(v),
+        n_total: u(n),
+        accumulate: false,
+    };
+    let dlogits = with_loss_grad.then(|| View::from(&a.dlogits));
+    ops.push(bind_crossentropy(
+        ctx, reg, ce, &a.logits, &a.targets, &a.losses, dlogits, &a.loss,
+    )?);
+    Ok(ops)
+}
+
+/// Binds the backward pass from `dlogits` into `grads` (which the step
+/// zeroes first: every parameter gradient accumulates).
+pub fn bind_backward(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    cfg: &ModelConfig,
+    params: &Flat<'_>,
+    grads: &Flat<'_>,
+    a: &Acts,
+) -> Result<Vec<BoundOp>, GpuError> {
+    let (b, t, c, v) = (a.b, a.t, cfg.d_model, cfg.vocab_size);
+    let n = b * t;
+    let mut ops: Vec<BoundOp> = Vec::new();
+    // Tied head: dlnf = dlogits · tok_emb; dtok_emb += dlogitsᵀ · lnf.
+    ops.push(
+        bind_matmul(
+            ctx,
+            reg,
+            MatmulDesc {
+                m: u(n),
+                k: u(v),
+                n: u(c),
+                ..Default::default()
+            },
+            &a.dlogits,
+            params.at(TokEmb, 0),
+            None,
+            &a.dln,
+        )?
+        .into(),
+    );
+    let dw_head = MatmulDesc {
+        m: u(v),
+        k: u(n),
+        n: u(c),
+        trans_a: true,
+        accumulate: true,
+        ..Default::default()
+    };
+    ops.push(
+        bind_matmul(
+            ctx,
+            reg,
+            dw_head,
+            &a.dlogits,
+            &a.lnf,
+            None,
+            grads.at(TokEmb, 0),
+        )?
+        .into(),
+    );
+    // dres = LNf backward (overwrites: it starts the stream's gradient).
+    let ln_over = LayerNormDesc {
+        n: u(n),
+        c: u(c),
+        accumulate: false,
+    };
+    let ln_acc = LayerNormDesc {
+        accumulate: true,
+        ..ln_over
+    };
+    ops.push(bind_layernorm_backward(
+        ctx,
+        reg,
+        ln_over,
+        LayerNormGrads {
+            dout: (&a.dln).into(),
+            x: (&a.res[cfg.n_layer]).into(),
+            w: params.at(LnfW, 0),
+            mean: (&a.lnf_mean).into(),
+            rstd: (&a.lnf_rstd).into(),
+            dx: (&a.dres).into(),
+            dw: grads.at(LnfW, 0),
+            db: grads.at(LnfB, 0),
+        },
+    )?);
+    // For a linear `y = x·Wᵀ + b` with `W (out, in)`: dx = dy·W, dW += dyᵀ·x, db += Σ dy.
+    let linear_backward = |reg: &mut PipelineRegistry,
+                           ops: &mut Vec<BoundOp>,
+                           dy: &wgpu::Buffer,
+                           x: &wgpu::Buffer,
+                           dx: &wgpu::Buffer,
+                           w: ParamKind,
+                           bias: ParamKind,
+                           l: usize,
+                           d_in: usize,
+                           d_out: usize|
+     -> Result<(), GpuError> {
+        ops.push(
+            bind_matmul(
+                ctx,
+                reg,
+                MatmulDesc {
+                    m: u(n),
+                    k: u(d_out),
+                    n: u(d_in),
+                    ..Default::default()
+                },
+                dy,
+                params.at(w, l),
+                None,
+                dx,
+            )?
+            .into(),
+        );
+        let dw = MatmulDesc {
+            m: u(d_out),
+            k: u(n),
+            n: u(d_in),
+            trans_a: true,
+            accumulate: true,
+            ..Default::default()
+        };
+        ops.push(bind_matmul(ctx, reg, dw, dy, x, None, grads.at(w, l))?.into());
+        ops.push(bind_bias_grad(
+            ctx,
+            reg,
+            BiasGradDesc {
+                rows: u(n),
+                cols: u(d_out),
+                accumulate: true,
+            },
+            dy,
+            grads.at(bias, l),
+        )?);
+        Ok(())
+    };
+    for l in (0..cfg.n_layer).rev() {
+        let blk = &a.blocks[l];
+        // dres holds d res[l+1]; through the MLP residual it is also d fc_proj's output.
+        linear_backward(
+            reg,
+            &mut ops,
+            &a.dres,
+            &blk.fch_gelu,
+            &a.dfch_gelu,
+            FcProjW,
+            FcProjB,
+            l,
+            4 * c,
+            c,
+        )?;
+        ops.push(
+            bind_gelu_backward(
+                ctx,
+                reg,
+                u(n * 4 * c),
+                false,
+                &blk.fch,
+                &a.dfch_gelu,
+                &a.dfch,
+            )?
+            .into(),
+        );
+        linear_backward(
+            reg,
+            &mut ops,
+            &a.dfch,
+            &blk.ln2,
+            &a.dln,
+            FcW,
+            FcB,
+            l,
+            c,
+            4 * c,
+        )?;
+        // d res2 = d res[l+1] + LN2's dx: accumulate into dres.
+        ops.push(bind_layernorm_backward(
+            ctx,
+            reg,
+            ln_acc,
+            LayerNormGrads {
+                dout: (&a.dln).into(),
+                x: (&blk.res2).into(),
+                w: params.at(Ln2W, l),
+                mean: (&blk.ln2_mean).into(),
+                rstd: (&blk.ln2_rstd).into(),
+                dx: (&a.dres).into(),
+                dw: grads.at(Ln2W, l),
+                db: grads.at(Ln2B, l),
+            },
+        )?);
+        linear_backward(
+            reg, &mut ops, &a.dres, &blk.atty, &a.datty, AttnProjW, AttnProjB, l, c, c,
+        )?;
+        let att = AttentionDesc {
+            b: u(b),
+            t: u(t),
+            c: u(c),
+            nh: u(cfg.n_head),
+        };
+        let att_ops = bind_attention_backward(
+            ctx,
+            reg,
+            att,
+            AttentionBackwardBuffers {
+                qkv: &blk.qkv,
+                out: &blk.atty,
+                dout: &a.datty,
+                lse: &blk.lse,
+                dqkv: &a.dqkv,
+            },
+        )?;
+        ops.push(BoundOp {
+            kernels: att_ops,
+            scratch: Vec::new(),
+        });
+        linear_backward(
+            reg,
+            &mut ops,
+            &a.dqkv,
+            &blk.ln1,
+            &a.dln,
+            QkvW,
+            QkvB,
+            l,
+            c,
+            3 * c,
+        )?;
+        // d res[l] = d res2 + LN1's dx.
+        ops.push(bind_layernorm_backward(
+            ctx,
+            reg,
+            ln_acc,
+            LayerNormGrads {
+                dout: (&a.dln).into(),
+                x: (&a.res[l]).into(),
+                w: params.at(Ln1W, l),
+                mean: (&blk.ln1_mean).into(),
+                rstd: (&blk.ln1_rstd).into(),
+                dx: (&a.dres).into(),
+                dw: grads.at(Ln1W, l),
+                db: grads.at(Ln1B, l),
+            },
+        )?);
+    }
+    let emb = EmbeddingDesc {
+        n: u(n),
+        t: u(t),
+        c: u(c),
+        v: u(v),
+        t_max: u(cfg.block_size),
+    };
+    ops.push(bind_embedding_backward(
+        ctx,
+        reg,
+        emb,
+        &a.inputs,
+        &a.dres,
+        grads.at(TokEmb, 0),
+        grads.at(PosEmb, 0),
+    )?);
+    Ok(ops)
+}

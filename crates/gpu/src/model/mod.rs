@@ -1,0 +1,379 @@
+//! `GpuModel`: the GPT of `tinygpt_core` trained and sampled on the GPU.
+//!
+//! Parameters, gradients and AdamW moments live in flat GPU buffers laid out
+//! by [`ParamLayout`]; the tied head reads `tok_emb` directly. Every kernel is
+//! bound once per batch shape; a training step is one submission (zero the
+//! gradients, forward, backward, gradient norm, AdamW with the schedule and
+//! clipping) and never waits on the CPU. The loss is read back only when
+//! asked for.
+
+mod acts;
+mod decode;
+mod graph;
+
+pub use acts::{acts_bytes, Acts};
+pub use decode::Decoder;
+
+use crate::ops::adamw::{bind_adamw, decay_mask, AdamWBuffers, OptState, StepScalars};
+use crate::ops::grad_norm::bind_grad_norm;
+use crate::ops::BoundOp;
+use crate::{GpuContext, GpuError, PipelineRegistry};
+use graph::{bind_backward, bind_forward, Flat};
+use tinygpt_core::data::Batch;
+use tinygpt_core::{ModelConfig, ParamLayout, TrainConfig};
+
+/// Bytes of parameters, gradients and the two moments.
+pub fn param_state_bytes(cfg: &ModelConfig) -> u64 {
+    cfg.num_params() as u64 * 4 * 4
+}
+
+/// The ops bound for one `B × T` batch shape.
+struct Graph {
+    acts: Acts,
+    /// Forward to the loss and its gradient, then backward.
+    train: Vec<BoundOp>,
+    /// Forward to the loss only (evaluation).
+    eval: Vec<BoundOp>,
+    /// Gradient norm, then the schedule and AdamW.
+    optimizer: Vec<BoundOp>,
+}
+
+/// The model on the GPU.
+pub struct GpuModel {
+    pub cfg: ModelConfig,
+    pub layout: ParamLayout,
+    train_cfg: TrainConfig,
+    params: wgpu::Buffer,
+    grads: wgpu::Buffer,
+    adam_m: wgpu::Buffer,
+    adam_v: wgpu::Buffer,
+    decay_mask: wgpu::Buffer,
+    norm: wgpu::Buffer,
+    opt_state: wgpu::Buffer,
+    scalars: wgpu::Buffer,
+    graph: Option<Graph>,
+    decoder: Option<Decoder>,
+}
+
+impl GpuModel {
+    /// Uploads `params` (flat, [`ParamLayout`] order) and optional AdamW
+    /// moments resumed at `step` after `updates` applied updates.
+    pub fn new(
+        ctx: &GpuContext,
+        cfg: ModelConfig,
+        params: &[f32],
+        moments: Option<(&[f32], &[f32])>,
+        train_cfg: TrainConfig,
+        opt: OptState,
+    ) -> Result<Self, GpuError> {
+        let layout = ParamLayout::new(&cfg);
+        if params.len() != layout.total {
+            return Err(GpuError::Shape {
+                op: "GpuModel::new",
+                detail: format!(
+                    "{} parameters given, the config needs {}",
+                    params.len(),
+                    layout.total
+                ),
+            });
+        }
+        let (m, v) = match moments {
+            Some((m, v)) => (ctx.upload("adam_m", m)?, ctx.upload("adam_v", v)?),
+            None => (
+                ctx.zeros("adam_m", layout.total)?,
+                ctx.zeros("adam_v", layout.total)?,
+            ),
+        };
+        Ok(Self {
+            params: ctx.upload("params", params)?,
+            grads: ctx.zeros("grads", layout.total)?,
+            adam_m: m,
+            adam_v: v,
+            decay_mask: ctx
+                .upload_bytes("decay_mask", bytemuck::cast_slice(&decay_mask(&layout)))?,
+            norm: ctx.zeros("grad_norm", 1)?,
+            opt_state: opt.upload(ctx)?,
+            scalars: StepScalars::buffer(ctx)?,
+            cfg,
+            layout,
+            train_cfg,
+            graph: None,
+            decoder: None,
+        })
+    }
+
+    pub fn params_buffer(&self) -> &wgpu::Buffer {
+        &self.params
+    }
+
+    pub fn grads_buffer(&self) -> &wgpu::Buffer {
+        &self.grads
+    }
+
+    /// Bytes this model holds on the GPU now (parameter state plus any
+    /// bound training graph).
+    pub fn memory_bytes(&self) -> u64 {
+        let acts = self
+            .graph
+            .as_ref()
+            .map_or(0, |g| acts_bytes(&self.cfg, g.acts.b, g.acts.t));
+        param_state_bytes(&self.cfg) + acts
+    }
+
+    /// Binds (once per shape) the training graph for `B × T` batches.
+    fn graph(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        b: usize,
+        t: usize,
+    ) -> Result<&Graph, GpuError> {
+        let stale = self
+            .graph
+            .as_ref()
+            .is_none_or(|g| g.acts.b != b || g.acts.t != t);
+        if stale {
+            self.graph = None;
+            let acts = Acts::new(ctx, &self.cfg, b, t)?;
+            let params = Flat {
+                buffer: &self.params,
+                layout: &self.layout,
+            };
+            let grads = Flat {
+                buffer: &self.grads,
+                layout: &self.layout,
+            };
+            let mut train = bind_forward(ctx, reg, &self.cfg, &params, &acts, true)?;
+            train.extend(bind_backward(ctx, reg, &self.cfg, &params, &grads, &acts)?);
+            let eval = bind_forward(ctx, reg, &self.cfg, &params, &acts, false)?;
+            let optimizer = self.bind_optimizer(ctx, reg)?;
+            self.graph = Some(Graph {
+                acts,
+                train,
+                eval,
+                optimizer,
+            });
+        }
+        Ok(self.graph.as_ref().expect("bound above"))
+    }
+
+    fn bind_optimizer(
+        &self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+    ) -> Result<Vec<BoundOp>, GpuError> {
+        let n = self.layout.total as u32;
+        let norm = bind_grad_norm(ctx, reg, n, &self.grads, &self.norm)?;
+        let adam = bind_adamw(
+            ctx,
+            reg,
+            &self.train_cfg,
+            n,
+            AdamWBuffers {
+                params: &self.params,
+                grads: &self.grads,
+                m: &self.adam_m,
+                v: &self.adam_v,
+                decay_mask: &self.decay_mask,
+                norm: &self.norm,
+                state: &self.opt_state,
+                scalars: &self.scalars,
+            },
+        )?;
+        Ok(vec![norm, adam])
+    }
+
+    /// Changes the schedule (e.g. a run extended by "continue").
+    pub fn set_train_config(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        cfg: TrainConfig,
+    ) -> Result<(), GpuError> {
+        self.train_cfg = cfg;
+        if self.graph.is_some() {
+            let optimizer = self.bind_optimizer(ctx, reg)?;
+            self.graph.as_mut().expect("checked").optimizer = optimizer;
+        }
+        Ok(())
+    }
+
+    fn write_batch(ctx: &GpuContext, acts: &Acts, batch: &Batch) {
+        ctx.queue
+            .write_buffer(&acts.inputs, 0, bytemuck::cast_slice(&batch.inputs));
+        ctx.queue
+            .write_buffer(&acts.targets, 0, bytemuck::cast_slice(&batch.targets));
+    }
+
+    /// Records and submits one training step on `batch`; nothing waits.
+    /// The step's mean loss is left in the loss buffer for [`Self::read_loss`].
+    pub fn train_step(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batch: &Batch,
+    ) -> Result<(), GpuError> {
+        self.check_batch(batch)?;
+        self.graph(ctx, reg, batch.batch_size, batch.seq_len)?;
+        let g = self.graph.as_ref().expect("bound");
+        Self::write_batch(ctx, &g.acts, batch);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("train_step"),
+            });
+        enc.clear_buffer(&self.grads, 0, None);
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("train_step"),
+                timestamp_writes: None,
+            });
+            for op in g.train.iter().chain(&g.optimizer) {
+                op.record(&mut pass);
+            }
+        }
+        ctx.queue.submit([enc.finish()]);
+        Ok(())
+    }
+
+    /// Forward and backward only (no optimizer): the gradients stay in the
+    /// gradient buffer, for parity tests against the CPU reference.
+    pub fn forward_backward(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batch: &Batch,
+    ) -> Result<(), GpuError> {
+        self.check_batch(batch)?;
+        self.graph(ctx, reg, batch.batch_size, batch.seq_len)?;
+        let g = self.graph.as_ref().expect("bound");
+        Self::write_batch(ctx, &g.acts, batch);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("forward_backward"),
+            });
+        enc.clear_buffer(&self.grads, 0, None);
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            for op in &g.train {
+                op.record(&mut pass);
+            }
+        }
+        ctx.queue.submit([enc.finish()]);
+        Ok(())
+    }
+
+    /// Mean loss of the last step or evaluation (waits for it).
+    pub async fn read_loss(&self, ctx: &GpuContext) -> Result<f32, GpuError> {
+        let g = self.graph.as_ref().ok_or_else(|| GpuError::Shape {
+            op: "read_loss",
+            detail: "no step has run yet".into(),
+        })?;
+        Ok(ctx.read_f32(&g.acts.loss, 1).await?[0])
+    }
+
+    /// Mean loss over `batches` without training: one submission per batch,
+    /// each loss copied aside, one read-back at the end.
+    pub async fn eval_loss(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batches: &[Batch],
+    ) -> Result<f32, GpuError> {
+        let Some(first) = batches.first() else {
+            return Ok(f32::NAN);
+        };
+        self.graph(ctx, reg, first.batch_size, first.seq_len)?;
+        let losses = ctx.zeros("eval_losses", batches.len())?;
+        let g = self.graph.as_ref().expect("bound");
+        for (i, batch) in batches.iter().enumerate() {
+            self.check_batch(batch)?;
+            Self::write_batch(ctx, &g.acts, batch);
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("eval"),
+                });
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                for op in &g.eval {
+                    op.record(&mut pass);
+                }
+            }
+            enc.copy_buffer_to_buffer(&g.acts.loss, 0, &losses, (i * 4) as u64, 4);
+            ctx.queue.submit([enc.finish()]);
+        }
+        let values = ctx.read_f32(&losses, batches.len()).await?;
+        Ok((values.iter().map(|&x| x as f64).sum::<f64>() / values.len() as f64) as f32)
+    }
+
+    fn check_batch(&self, batch: &Batch) -> Result<(), GpuError> {
+        let n = batch.batch_size * batch.seq_len;
+        let v = self.cfg.vocab_size as u32;
+        if batch.seq_len == 0
+            || batch.seq_len > self.cfg.block_size
+            || batch.inputs.len() != n
+            || batch.targets.len() != n
+        {
+            return Err(GpuError::Shape {
+                op: "batch",
+                detail: format!(
+                    "{}×{} batch for block_size {}",
+                    batch.batch_size, batch.seq_len, self.cfg.block_size
+                ),
+            });
+        }
+        if let Some(&bad) = batch.inputs.iter().chain(&batch.targets).find(|&&x| x >= v) {
+            return Err(GpuError::Shape {
+                op: "batch",
+                detail: format!("token {bad} outside the vocabulary of {v}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The parameters, read back.
+    pub async fn read_params(&self, ctx: &GpuContext) -> Result<Vec<f32>, GpuError> {
+        ctx.read_f32(&self.params, self.layout.total).await
+    }
+
+    /// The gradients of the last step, read back.
+    pub async fn read_grads(&self, ctx: &GpuContext) -> Result<Vec<f32>, GpuError> {
+        ctx.read_f32(&self.grads, self.layout.total).await
+    }
+
+    /// AdamW moments and the optimiser counters, read back.
+    pub async fn read_optimizer(
+        &self,
+        ctx: &GpuContext,
+    ) -> Result<(Vec<f32>, Vec<f32>, OptState), GpuError> {
+        let m = ctx.read_f32(&self.adam_m, self.layout.total).await?;
+        let v = ctx.read_f32(&self.adam_v, self.layout.total).await?;
+        let state = OptState::from_bytes(
+            &ctx.read_bytes(&self.opt_state, crate::ops::adamw::OPT_STATE_BYTES)
+                .await?,
+        );
+        Ok((m, v, state))
+    }
+
+    /// The KV-cache decoder, bound on first use.
+    pub fn decoder(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+    ) -> Result<&mut Decoder, GpuError> {
+        if self.decoder.is_none() {
+            self.decoder = Some(Decoder::new(
+                ctx,
+                reg,
+                &self.cfg,
+                &Flat {
+                    buffer: &self.params,
+                    layout: &self.layout,
+                },
+            )?);
+        }
+        Ok(self.decoder.as_mut().expect("bound above"))
+    }
+}

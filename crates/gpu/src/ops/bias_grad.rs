@@ -1,0 +1,125 @@
+//! The bias gradient `db (cols) (+)= Σ_rows dout (rows, cols)` as a
+//! deterministic two-stage column sum (no float atomics in WebGPU): chunks
+//! of [`ROWS_PER_CHUNK`] rows into partials, then the partials into `db`.
+//! The matmul kernel computes `dW` and `dX`; this completes a linear layer's
+//! backward.
+
+use super::common::{bind_kernel, check_dim, check_no_alias, shape_error, uniform, BoundOp, View};
+use crate::kernel::BoundKernel;
+use crate::registry::{KernelSource, PipelineRegistry};
+use crate::{GpuContext, GpuError};
+
+pub const COLUMN_SUM: KernelSource = KernelSource {
+    key: "column_sum_chunked",
+    wgsl: include_str!("../../../../shaders/bias_grad.wgsl"),
+    entry: "main",
+};
+
+/// Rows summed per partial in the first stage: enough chunks to fill a GPU
+/// at `N = B·T` of a few thousand rows, few enough that the second stage's
+/// per-column loop stays short.
+pub const ROWS_PER_CHUNK: u32 = 64;
+/// Columns per workgroup of the column-sum kernel.
+const COLUMNS_PER_WORKGROUP: u32 = 64;
+
+/// `db (cols) (+)= Σ_rows dout (rows, cols)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BiasGradDesc {
+    pub rows: u32,
+    pub cols: u32,
+    /// Add into `db` (the CPU convention) instead of overwriting it.
+    pub accumulate: bool,
+}
+
+/// Number of row chunks, hence partial rows, for `rows` rows.
+pub fn chunks(rows: u32) -> u32 {
+    rows.div_ceil(ROWS_PER_CHUNK)
+}
+
+/// One dispatch: `dst[chunk, :] (+)= Σ_{r in chunk} src[r, :]` for `src
+/// (rows, cols)` in chunks of `rows_per_chunk` rows (`dst (chunks, cols)`).
+#[allow(clippy::too_many_arguments)]
+pub fn bind_column_sum<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    rows: u32,
+    cols: u32,
+    rows_per_chunk: u32,
+    accumulate: bool,
+    src: impl Into<View<'a>>,
+    dst: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let (src, dst) = (src.into(), dst.into());
+    let rows_per_chunk = rows_per_chunk.max(1);
+    let n_chunks = rows.div_ceil(rows_per_chunk).max(1);
+    src.need("column_sum", "src", rows as u64 * cols as u64)?;
+    dst.need("column_sum", "dst", n_chunks as u64 * cols as u64)?;
+    check_no_alias("column_sum", &[("dst", dst.buffer)], &[("src", src.buffer)])?;
+    check_dim(ctx, "column_sum", "row chunks", n_chunks)?;
+    let params = uniform(
+        ctx,
+        "column_sum_params",
+        &[
+            rows,
+            cols,
+            rows_per_chunk,
+            accumulate as u32,
+            src.offset,
+            dst.offset,
+        ],
+    );
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        &COLUMN_SUM,
+        &params,
+        &[(1, src.buffer), (2, dst.buffer)],
+        [cols.div_ceil(COLUMNS_PER_WORKGROUP), n_chunks, 1],
+    ))
+}
+
+/// Binds `db (cols) (+)= Σ_rows dout (rows, cols)`: one dispatch when the rows
+/// fit one chunk, else two through a scratch buffer the op owns.
+pub fn bind_bias_grad<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: BiasGradDesc,
+    dout: impl Into<View<'a>>,
+    db: impl Into<View<'a>>,
+) -> Result<BoundOp, GpuError> {
+    let (dout, db) = (dout.into(), db.into());
+    if desc.cols == 0 {
+        return Err(shape_error("bias_grad", format!("{desc:?} has no columns")));
+    }
+    let (rows, cols) = (desc.rows, desc.cols);
+    let n_chunks = chunks(rows);
+    if n_chunks <= 1 {
+        let k = bind_column_sum(ctx, registry, rows, cols, rows, desc.accumulate, dout, db)?;
+        return Ok(k.into());
+    }
+    let partials = ctx.zeros("bias_grad_partials", (n_chunks * cols) as usize)?;
+    let stage1 = bind_column_sum(
+        ctx,
+        registry,
+        rows,
+        cols,
+        ROWS_PER_CHUNK,
+        false,
+        dout,
+        &partials,
+    )?;
+    let stage2 = bind_column_sum(
+        ctx,
+        registry,
+        n_chunks,
+        cols,
+        n_chunks,
+        desc.accumulate,
+        &partials,
+        db,
+    )?;
+    Ok(BoundOp {
+        kernels: vec![stage1, stage2],
+        scratch: vec![partials],
+    })
+}

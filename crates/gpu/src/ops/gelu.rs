@@ -1,0 +1,77 @@
+//! Exact (erf) GELU, forward and backward, as `gelu_forward` /
+//! `gelu_backward` of `tinygpt_core::model::layers`.
+
+use super::common::{bind_kernel, check_no_alias, grid, uniform, View};
+use crate::kernel::BoundKernel;
+use crate::registry::{KernelSource, PipelineRegistry};
+use crate::{GpuContext, GpuError};
+
+pub const GELU_FORWARD: KernelSource = KernelSource {
+    key: "gelu_forward",
+    wgsl: include_str!("../../../../shaders/gelu.wgsl"),
+    entry: "forward",
+};
+
+pub const GELU_BACKWARD: KernelSource = KernelSource {
+    key: "gelu_backward",
+    wgsl: include_str!("../../../../shaders/gelu.wgsl"),
+    entry: "backward",
+};
+
+/// Binds `y (n) = gelu(x (n))`, overwriting `y`.
+pub fn bind_gelu_forward<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    n: u32,
+    x: impl Into<View<'a>>,
+    y: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let (x, y) = (x.into(), y.into());
+    x.need("gelu", "x", n as u64)?;
+    y.need("gelu", "y", n as u64)?;
+    check_no_alias("gelu", &[("y", y.buffer)], &[("x", x.buffer)])?;
+    let params = uniform(ctx, "gelu_params", &[n, 0, x.offset, y.offset, 0, 0]);
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        &GELU_FORWARD,
+        &params,
+        &[(1, x.buffer), (2, y.buffer)],
+        grid(ctx, n.div_ceil(256)),
+    ))
+}
+
+/// Binds `dx (n) (+)= dy · gelu'(x)`: added into `dx` when `accumulate` (the
+/// CPU convention), else overwriting it.
+pub fn bind_gelu_backward<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    n: u32,
+    accumulate: bool,
+    x: impl Into<View<'a>>,
+    dy: impl Into<View<'a>>,
+    dx: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let (x, dy, dx) = (x.into(), dy.into(), dx.into());
+    x.need("gelu_backward", "x", n as u64)?;
+    dy.need("gelu_backward", "dy", n as u64)?;
+    dx.need("gelu_backward", "dx", n as u64)?;
+    check_no_alias(
+        "gelu_backward",
+        &[("dx", dx.buffer)],
+        &[("x", x.buffer), ("dy", dy.buffer)],
+    )?;
+    let params = uniform(
+        ctx,
+        "gelu_backward_params",
+        &[n, accumulate as u32, x.offset, 0, dy.offset, dx.offset],
+    );
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        &GELU_BACKWARD,
+        &params,
+        &[(1, x.buffer), (3, dy.buffer), (4, dx.buffer)],
+        grid(ctx, n.div_ceil(256)),
+    ))
+}

@@ -1,0 +1,231 @@
+//! LayerNorm, forward and backward, as in `layernorm_forward` /
+//! `layernorm_backward` of `tinygpt_core::model::layers` (ε = 1e-5, biased
+//! variance). One workgroup of 128 threads per row: comfortable for `C` up to
+//! a few thousand.
+
+use super::bias_grad::{bind_column_sum, chunks, ROWS_PER_CHUNK};
+use super::common::{
+    bind_kernel, check_dim, check_no_alias, grid, shape_error, uniform, BoundOp, View,
+};
+use crate::kernel::BoundKernel;
+use crate::registry::{KernelSource, PipelineRegistry};
+use crate::{GpuContext, GpuError};
+
+pub const LAYERNORM_FORWARD: KernelSource = KernelSource {
+    key: "layernorm_forward",
+    wgsl: include_str!("../../../../shaders/layernorm.wgsl"),
+    entry: "forward",
+};
+
+pub const LAYERNORM_BACKWARD_DX: KernelSource = KernelSource {
+    key: "layernorm_backward_dx",
+    wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
+    entry: "dx_rows",
+};
+
+pub const LAYERNORM_BACKWARD_DWDB: KernelSource = KernelSource {
+    key: "layernorm_backward_dwdb_partials",
+    wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
+    entry: "dwdb_partials",
+};
+
+/// `N` rows of `C` channels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LayerNormDesc {
+    pub n: u32,
+    pub c: u32,
+    /// Backward only: add into `dx`, `dw`, `db` (the CPU convention) instead
+    /// of overwriting them.
+    pub accumulate: bool,
+}
+
+impl LayerNormDesc {
+    fn check(&self, op: &'static str) -> Result<(u64, u64), GpuError> {
+        if self.c == 0 {
+            return Err(shape_error(op, format!("{self:?} has no channels")));
+        }
+        Ok((self.n as u64, self.c as u64))
+    }
+}
+
+/// Binds `y (N, C) = (x − μ)·σ̂ · w + b`, writing (overwriting) `y`,
+/// `mean (N)` and `rstd (N)` from `x (N, C)`, `w (C)`, `b (C)`.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_layernorm_forward<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: LayerNormDesc,
+    x: impl Into<View<'a>>,
+    w: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    y: impl Into<View<'a>>,
+    mean: impl Into<View<'a>>,
+    rstd: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let (n, c) = desc.check("layernorm")?;
+    let (x, w, b, y) = (x.into(), w.into(), b.into(), y.into());
+    let (mean, rstd) = (mean.into(), rstd.into());
+    x.need("layernorm", "x", n * c)?;
+    w.need("layernorm", "w", c)?;
+    b.need("layernorm", "b", c)?;
+    y.need("layernorm", "y", n * c)?;
+    mean.need("layernorm", "mean", n)?;
+    rstd.need("layernorm", "rstd", n)?;
+    check_no_alias(
+        "layernorm",
+        &[
+            ("y", y.buffer),
+            ("mean", mean.buffer),
+            ("rstd", rstd.buffer),
+        ],
+        &[("x", x.buffer), ("w", w.buffer), ("b", b.buffer)],
+    )?;
+    let params = uniform(
+        ctx,
+        "layernorm_params",
+        &[
+            desc.n,
+            desc.c,
+            x.offset,
+            w.offset,
+            b.offset,
+            y.offset,
+            mean.offset,
+            rstd.offset,
+        ],
+    );
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        &LAYERNORM_FORWARD,
+        &params,
+        &[
+            (1, x.buffer),
+            (2, w.buffer),
+            (3, b.buffer),
+            (4, y.buffer),
+            (5, mean.buffer),
+            (6, rstd.buffer),
+        ],
+        grid(ctx, desc.n),
+    ))
+}
+
+/// The operands of the backward; `mean` and `rstd` are the forward's.
+pub struct LayerNormGrads<'a> {
+    pub dout: View<'a>,
+    pub x: View<'a>,
+    pub w: View<'a>,
+    pub mean: View<'a>,
+    pub rstd: View<'a>,
+    /// `(N, C)`, written.
+    pub dx: View<'a>,
+    /// `(C)`, written.
+    pub dw: View<'a>,
+    /// `(C)`, written.
+    pub db: View<'a>,
+}
+
+/// Binds the backward: `dx (N, C)`, `dw (C)`, `db (C)`, each accumulated or
+/// overwritten as `desc.accumulate` says. Three kinds of dispatch: `dx` per
+/// row, then `dw`/`db` per column in two deterministic stages (partials of
+/// [`ROWS_PER_CHUNK`] rows in a scratch buffer the op owns, then their sum).
+pub fn bind_layernorm_backward(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: LayerNormDesc,
+    g: LayerNormGrads<'_>,
+) -> Result<BoundOp, GpuError> {
+    let (n, c) = desc.check("layernorm_backward")?;
+    let op = "layernorm_backward";
+    g.dout.need(op, "dout", n * c)?;
+    g.x.need(op, "x", n * c)?;
+    g.w.need(op, "w", c)?;
+    g.mean.need(op, "mean", n)?;
+    g.rstd.need(op, "rstd", n)?;
+    g.dx.need(op, "dx", n * c)?;
+    g.dw.need(op, "dw", c)?;
+    g.db.need(op, "db", c)?;
+    check_no_alias(
+        op,
+        &[
+            ("dx", g.dx.buffer),
+            ("dw", g.dw.buffer),
+            ("db", g.db.buffer),
+        ],
+        &[
+            ("dout", g.dout.buffer),
+            ("x", g.x.buffer),
+            ("w", g.w.buffer),
+            ("mean", g.mean.buffer),
+            ("rstd", g.rstd.buffer),
+        ],
+    )?;
+    let n_chunks = chunks(desc.n).max(1);
+    check_dim(ctx, op, "row chunks", n_chunks)?;
+    let params = uniform(
+        ctx,
+        "layernorm_backward_params",
+        &[
+            desc.n,
+            desc.c,
+            desc.accumulate as u32,
+            ROWS_PER_CHUNK,
+            g.dout.offset,
+            g.x.offset,
+            g.mean.offset,
+            g.rstd.offset,
+            g.w.offset,
+            g.dx.offset,
+        ],
+    );
+    let shared = [
+        (1, g.dout.buffer),
+        (2, g.x.buffer),
+        (3, g.mean.buffer),
+        (4, g.rstd.buffer),
+    ];
+    let dx = bind_kernel(
+        ctx,
+        registry,
+        &LAYERNORM_BACKWARD_DX,
+        &params,
+        &[
+            shared[0],
+            shared[1],
+            shared[2],
+            shared[3],
+            (5, g.w.buffer),
+            (6, g.dx.buffer),
+        ],
+        grid(ctx, desc.n),
+    );
+    // dw's partials (chunks, C), then db's.
+    let partials = ctx.zeros("layernorm_dwdb_partials", (2 * n_chunks * desc.c) as usize)?;
+    let stage1 = bind_kernel(
+        ctx,
+        registry,
+        &LAYERNORM_BACKWARD_DWDB,
+        &params,
+        &[shared[0], shared[1], shared[2], shared[3], (7, &partials)],
+        [desc.c.div_ceil(64), n_chunks, 1],
+    );
+    let sum = |registry: &mut PipelineRegistry, first: u32, dst: View<'_>| {
+        bind_column_sum(
+            ctx,
+            registry,
+            n_chunks,
+            desc.c,
+            n_chunks,
+            desc.accumulate,
+            View::at(&partials, first),
+            dst,
+        )
+    };
+    let dw = sum(registry, 0, g.dw)?;
+    let db = sum(registry, n_chunks * desc.c, g.db)?;
+    Ok(BoundOp {
+        kernels: vec![dx, stage1, dw, db],
+        scratch: vec![partials],
+    })
+}

@@ -1,0 +1,78 @@
+//! Exact GELU against `gelu_forward` / `gelu_backward` of the CPU reference
+//! (whose erf is accurate to f64): a dense sweep of [−8, 8] that crosses the
+//! erf polynomial's branch point at |x/√2| = 0.9277, plus random values.
+
+use tinygpt_core::model::layers::{gelu_backward, gelu_forward};
+use tinygpt_core::numerics::assert_close;
+use tinygpt_core::Rng;
+use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
+use tinygpt_gpu::ops::View;
+use tinygpt_gpu::GpuContext;
+
+fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
+    pollster::block_on(ctx.read_f32(buf, len)).unwrap()
+}
+
+/// 4001 points of [−8, 8] (step 0.004), then 999 random ones in [−4, 4].
+fn inputs() -> Vec<f32> {
+    let mut rng = Rng::new(500);
+    let sweep = (0..4001).map(|i| -8.0 + i as f32 * 0.004);
+    sweep
+        .chain((0..999).map(|_| rng.uniform(-4.0, 4.0)))
+        .collect()
+}
+
+#[test]
+fn forward_matches_reference() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let x = inputs();
+    let mut want = vec![0.0; x.len()];
+    gelu_forward(&mut want, &x);
+    let x_buf = ctx.upload("x", &x).unwrap();
+    // The output is a view 3 floats into its buffer.
+    let y = ctx.zeros("y", x.len() + 3).unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+    let k = bind_gelu_forward(ctx, &mut reg, x.len() as u32, &x_buf, View::at(&y, 3)).unwrap();
+    tinygpt_gpu::kernel::submit(ctx, "gelu", &[&k]);
+    let got = read(ctx, &y, x.len() + 3);
+    // 1e-6 absolute: erf to ~1 ulp, then a few f32 roundings of x·Φ(x).
+    assert_close("gelu forward", &got[3..], &want, 1e-6, 1e-6);
+    assert_eq!(&got[..3], &[0.0; 3]);
+}
+
+#[test]
+fn backward_matches_reference_accumulating_and_overwriting() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let x = inputs();
+    let mut rng = Rng::new(501);
+    let dy: Vec<f32> = (0..x.len()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+    let dx0: Vec<f32> = (0..x.len()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+    for accumulate in [true, false] {
+        let start = if accumulate {
+            dx0.clone()
+        } else {
+            vec![0.0; x.len()]
+        };
+        let mut want = start.clone();
+        gelu_backward(&mut want, &x, &dy);
+        let (x_buf, dy_buf) = (ctx.upload("x", &x).unwrap(), ctx.upload("dy", &dy).unwrap());
+        let dx = ctx
+            .upload("dx", if accumulate { &dx0 } else { &dy })
+            .unwrap();
+        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let n = x.len() as u32;
+        let k = bind_gelu_backward(ctx, &mut reg, n, accumulate, &x_buf, &dy_buf, &dx).unwrap();
+        tinygpt_gpu::kernel::submit(ctx, "gelu_backward", &[&k]);
+        let got = read(ctx, &dx, x.len());
+        assert_close(
+            &format!("gelu backward, accumulate {accumulate}"),
+            &got,
+            &want,
+            1e-6,
+            1e-6,
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! LayerNorm against `layernorm_forward` / `layernorm_backward` of the CPU
+//! reference: odd row and channel counts, more rows than one partial-sum
+//! chunk, both accumulate modes, and parameters read through views.
+
+use tinygpt_core::model::layers::{layernorm_backward, layernorm_forward};
+use tinygpt_core::numerics::assert_close;
+use tinygpt_core::Rng;
+use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::ops::layernorm::{
+    bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
+};
+use tinygpt_gpu::ops::View;
+use tinygpt_gpu::GpuContext;
+
+fn random(rng: &mut Rng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+    (0..n).map(|_| rng.uniform(lo, hi)).collect()
+}
+
+fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
+    pollster::block_on(ctx.read_f32(buf, len)).unwrap()
+}
+
+/// (N, C): 150 rows span three 64-row chunks of the dw/db reduction; 300
+/// channels exceed the 128 threads of a row's workgroup.
+const SHAPES: [(u32, u32); 4] = [(7, 13), (37, 96), (150, 65), (5, 300)];
+
+struct Case {
+    x: Vec<f32>,
+    w: Vec<f32>,
+    b: Vec<f32>,
+}
+
+fn case(rng: &mut Rng, n: u32, c: u32) -> Case {
+    // An offset mean and a spread so centring and scaling both matter.
+    Case {
+        x: random(rng, (n * c) as usize, -1.5, 2.5),
+        w: random(rng, c as usize, 0.5, 1.5),
+        b: random(rng, c as usize, -0.5, 0.5),
+    }
+}
+
+#[test]
+fn forward_matches_reference() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    for (i, &(n, c)) in SHAPES.iter().enumerate() {
+        let mut rng = Rng::new(300 + i as u64);
+        let Case { x, w, b } = case(&mut rng, n, c);
+        let (nu, cu) = (n as usize, c as usize);
+        let (mut y, mut mean, mut rstd) = (vec![0.0; nu * cu], vec![0.0; nu], vec![0.0; nu]);
+        layernorm_forward(&mut y, &mut mean, &mut rstd, &x, &w, &b);
+        // w and b as views into one "parameter" buffer, as in the model.
+        let params = ctx
+            .upload("params", &[vec![0.0; 5], w, b].concat())
+            .unwrap();
+        let x_buf = ctx.upload("x", &x).unwrap();
+        let y_buf = ctx.zeros("y", nu * cu).unwrap();
+        let stats = ctx.zeros("stats", 2 * nu).unwrap();
+        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let desc = LayerNormDesc {
+            n,
+            c,
+            accumulate: false,
+        };
+        let k = bind_layernorm_forward(
+            ctx,
+            &mut reg,
+            desc,
+            &x_buf,
+            View::at(&params, 5),
+            View::at(&params, 5 + c),
+            &y_buf,
+            View::at(&stats, 0),
+            View::at(&stats, n),
+        )
+        .unwrap();
+        tinygpt_gpu::kernel::submit(ctx, "layernorm", &[&k]);
+        let what = format!("{desc:?}");
+        // Outputs are O(1); f32 sums of C terms in a different order.
+        assert_close(
+            &format!("y {what}"),
+            &read(ctx, &y_buf, nu * cu),
+            &y,
+            1e-5,
+            1e-5,
+        );
+        let got = read(ctx, &stats, 2 * nu);
+        assert_close(&format!("mean {what}"), &got[..nu], &mean, 1e-6, 1e-5);
+        assert_close(&format!("rstd {what}"), &got[nu..], &rstd, 1e-6, 1e-5);
+    }
+}
+
+#[test]
+fn backward_matches_reference_accumulating_and_overwriting() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    for (i, &(n, c)) in SHAPES.iter().enumerate() {
+        for accumulate in [true, false] {
+            let mut rng = Rng::new(400 + i as u64);
+            let Case { x, w, b } = case(&mut rng, n, c);
+            let (nu, cu) = (n as usize, c as usize);
+            let (mut y, mut mean, mut rstd) = (vec![0.0; nu * cu], vec![0.0; nu], vec![0.0; nu]);
+            layernorm_forward(&mut y, &mut mean, &mut rstd, &x, &w, &b);
+            let dout = random(&mut rng, nu * cu, -1.0, 1.0);
+            // Starting gradients: what other branches already added.
+            let (dx0, dw0, db0) = if accumulate {
+                let dx0 = random(&mut rng, nu * cu, -1.0, 1.0);
+                let dw0 = random(&mut rng, cu, -1.0, 1.0);
+                (dx0, dw0, random(&mut rng, cu, -1.0, 1.0))
+            } else {
+                (vec![0.0; nu * cu], vec![0.0; cu], vec![0.0; cu])
+            };
+            let (mut dx, mut dw, mut db) = (dx0.clone(), dw0.clone(), db0.clone());
+            layernorm_backward(&mut dx, &mut dw, &mut db, &dout, &x, &w, &mean, &rstd);
+            let up = |name: &str, v: &[f32]| ctx.upload(name, v).unwrap();
+            // Garbage in the outputs must not leak through when overwriting.
+            let fill = |v: &[f32]| -> Vec<f32> {
+                if accumulate {
+                    v.to_vec()
+                } else {
+                    vec![7.0; v.len()]
+                }
+            };
+            let (dout_buf, x_buf, w_buf) = (up("dout", &dout), up("x", &x), up("w", &w));
+            let (mean_buf, rstd_buf) = (up("mean", &mean), up("rstd", &rstd));
+            let dx_buf = up("dx", &fill(&dx0));
+            // dw and db as views into one flat gradient buffer.
+            let grads = up("grads", &[fill(&dw0), fill(&db0)].concat());
+            let desc = LayerNormDesc { n, c, accumulate };
+            let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+            let op = bind_layernorm_backward(
+                ctx,
+                &mut reg,
+                desc,
+                LayerNormGrads {
+                    dout: (&dout_buf).into(),
+                    x: (&x_buf).into(),
+                    w: (&w_buf).into(),
+                    mean: (&mean_buf).into(),
+                    rstd: (&rstd_buf).into(),
+                    dx: (&dx_buf).into(),
+                    dw: View::at(&grads, 0),
+                    db: View::at(&grads, c),
+                },
+            )
+            .unwrap();
+            op.submit(ctx, "layernorm_backward");
+            let what = format!("{desc:?}");
+            assert_close(
+                &format!("dx {what}"),
+                &read(ctx, &dx_buf, nu * cu),
+                &dx,
+                1e-5,
+                1e-4,
+            );
+            let got = read(ctx, &grads, 2 * cu);
+            // Column sums over N rows of O(1) terms: error grows with √N.
+            let atol = 2e-6 * (n as f64).sqrt();
+            assert_close(&format!("dw {what}"), &got[..cu], &dw, atol, 1e-5);
+            assert_close(&format!("db {what}"), &got[cu..], &db, atol, 1e-5);
+        }
+    }
+}
+
+#[test]
+fn forward_output_may_not_alias_its_input() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+    let buf = ctx.zeros("buf", 64).unwrap();
+    let other = ctx.zeros("other", 64).unwrap();
+    let desc = LayerNormDesc {
+        n: 2,
+        c: 4,
+        accumulate: false,
+    };
+    let err = bind_layernorm_forward(
+        ctx,
+        &mut reg,
+        desc,
+        View::at(&buf, 0),
+        &other,
+        &other,
+        View::at(&buf, 8),
+        View::at(&buf, 16),
+        View::at(&buf, 18),
+    );
+    assert!(err.is_err());
+}

@@ -1,0 +1,77 @@
+// LayerNorm forward, one workgroup per row of C channels:
+//   y = (x − μ)·σ̂ · w + b,  σ̂ = 1/√(var + 1e-5), var biased,
+// keeping μ and σ̂ per row for the backward. Two passes over the row (mean,
+// then the centred variance) like the CPU reference; each thread sums a
+// strided slice, then a fixed tree combines the slices: deterministic.
+
+struct Params {
+    n: u32,          // rows N
+    c: u32,          // channels C
+    x_off: u32,      // x (N, C)
+    w_off: u32,      // w (C)
+    b_off: u32,      // b (C)
+    y_off: u32,      // y (N, C)
+    mean_off: u32,   // mean (N)
+    rstd_off: u32,   // rstd (N)
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(3) var<storage, read> b: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read_write> mean: array<f32>;
+@group(0) @binding(6) var<storage, read_write> rstd: array<f32>;
+
+const WG: u32 = 128u;
+const EPS: f32 = 1e-5;
+var<workgroup> red: array<f32, 128>;
+
+// Sum of `v` over the workgroup, returned to every thread.
+fn workgroup_sum(lid: u32, v: f32) -> f32 {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            red[lid] += red[lid + s];
+        }
+        workgroupBarrier();
+    }
+    let total = red[0];
+    // Everyone has read the total before `red` is reused.
+    workgroupBarrier();
+    return total;
+}
+
+@compute @workgroup_size(128)
+fn forward(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let row = wg.y * nwg.x + wg.x;
+    if (row >= p.n) {
+        return;
+    }
+    let x0 = p.x_off + row * p.c;
+    var s = 0.0;
+    for (var i = lid; i < p.c; i += WG) {
+        s += x[x0 + i];
+    }
+    let mu = workgroup_sum(lid, s) / f32(p.c);
+    var q = 0.0;
+    for (var i = lid; i < p.c; i += WG) {
+        let d = x[x0 + i] - mu;
+        q += d * d;
+    }
+    let variance = workgroup_sum(lid, q) / f32(p.c);
+    let rs = 1.0 / sqrt(variance + EPS);
+    let y0 = p.y_off + row * p.c;
+    for (var i = lid; i < p.c; i += WG) {
+        y[y0 + i] = (x[x0 + i] - mu) * rs * w[p.w_off + i] + b[p.b_off + i];
+    }
+    if (lid == 0u) {
+        mean[p.mean_off + row] = mu;
+        rstd[p.rstd_off + row] = rs;
+    }
+}

@@ -1,0 +1,106 @@
+// LayerNorm backward. With x̂ = (x − μ)·σ̂ and g = dout ⊙ w:
+//   dx = σ̂ · (g − mean(g) − x̂ · mean(g ⊙ x̂))      (`dx`, one workgroup per row)
+//   dw = Σ_rows dout ⊙ x̂,  db = Σ_rows dout         (`dwdb_partials`, then
+//                                                      the column sum)
+// The weight sums run in two deterministic stages: `dwdb_partials` sums
+// chunks of ROWS rows per column into partials (2, chunks, C) — dw's chunks
+// first, then db's — and the column-sum kernel (bias_grad.wgsl) adds the
+// chunks of each column into dw and db.
+
+struct Params {
+    n: u32,              // rows N
+    c: u32,              // channels C
+    accumulate: u32,     // 1: dx += …, 0: dx = …
+    rows_per_chunk: u32, // rows summed per partial
+    dout_off: u32,       // dout (N, C)
+    x_off: u32,          // x (N, C)
+    mean_off: u32,       // mean (N)
+    rstd_off: u32,       // rstd (N)
+    w_off: u32,          // w (C)
+    dx_off: u32,         // dx (N, C)
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> dout: array<f32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read> mean: array<f32>;
+@group(0) @binding(4) var<storage, read> rstd: array<f32>;
+@group(0) @binding(5) var<storage, read> w: array<f32>;
+@group(0) @binding(6) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(7) var<storage, read_write> partials: array<f32>;
+
+const WG: u32 = 128u;
+var<workgroup> red: array<vec2<f32>, 128>;
+
+// (Σ g, Σ g·x̂) over the workgroup, returned to every thread.
+fn workgroup_sum2(lid: u32, v: vec2<f32>) -> vec2<f32> {
+    red[lid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            red[lid] += red[lid + s];
+        }
+        workgroupBarrier();
+    }
+    let total = red[0];
+    workgroupBarrier();
+    return total;
+}
+
+@compute @workgroup_size(128)
+fn dx_rows(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let row = wg.y * nwg.x + wg.x;
+    if (row >= p.n) {
+        return;
+    }
+    let mu = mean[p.mean_off + row];
+    let rs = rstd[p.rstd_off + row];
+    let d0 = p.dout_off + row * p.c;
+    let x0 = p.x_off + row * p.c;
+    var acc = vec2<f32>(0.0, 0.0);
+    for (var i = lid; i < p.c; i += WG) {
+        let g = dout[d0 + i] * w[p.w_off + i];
+        let xhat = (x[x0 + i] - mu) * rs;
+        acc += vec2<f32>(g, g * xhat);
+    }
+    let means = workgroup_sum2(lid, acc) / f32(p.c);
+    let o0 = p.dx_off + row * p.c;
+    for (var i = lid; i < p.c; i += WG) {
+        let g = dout[d0 + i] * w[p.w_off + i];
+        let xhat = (x[x0 + i] - mu) * rs;
+        var d = rs * (g - means.x - xhat * means.y);
+        if (p.accumulate != 0u) {
+            d += dx[o0 + i];
+        }
+        dx[o0 + i] = d;
+    }
+}
+
+// Workgroup (x, y): columns [64x, 64x + 64) of row chunk y.
+@compute @workgroup_size(64)
+fn dwdb_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let col = wg.x * 64u + lid;
+    if (col >= p.c) {
+        return;
+    }
+    let chunk = wg.y;
+    let chunks = (p.n + p.rows_per_chunk - 1u) / p.rows_per_chunk;
+    let r0 = chunk * p.rows_per_chunk;
+    let r1 = min(r0 + p.rows_per_chunk, p.n);
+    var dw = 0.0;
+    var db = 0.0;
+    for (var r = r0; r < r1; r++) {
+        let dy = dout[p.dout_off + r * p.c + col];
+        let xhat = (x[p.x_off + r * p.c + col] - mean[p.mean_off + r]) * rstd[p.rstd_off + r];
+        dw += dy * xhat;
+        db += dy;
+    }
+    partials[chunk * p.c + col] = dw;
+    partials[(chunks + chunk) * p.c + col] = db;
+}
