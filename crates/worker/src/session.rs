@@ -9,7 +9,8 @@ use std::ops::ControlFlow;
 use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{checkpoint, ModelConfig, TrainConfig};
-use tinygpt_gpu::engine::{EngineError, Session};
+use std::rc::Rc;
+use tinygpt_gpu::engine::{EngineError, Gpu, Session};
 use tinygpt_protocol::{
     CorpusSource, LogLevel, ModelInfo, ModelShape, RunState, SampleRequest, TrainProgress,
     WorkerOutput,
@@ -22,6 +23,8 @@ const VAL_FRACTION: f64 = 0.1;
 /// A chunk of training ends after this much wall time, so the worker stays
 /// responsive and progress is reported several times a second.
 const CHUNK_MS: f64 = 150.0;
+/// GPU steps submitted back to back before one loss read-back.
+const GPU_STEPS_PER_CALL: usize = 8;
 
 /// The model the worker holds and where its run is.
 pub struct Runner {
@@ -32,7 +35,9 @@ pub struct Runner {
     /// Time spent training in this run (pauses excluded), for tokens/s.
     train_ms: f64,
     tokens: usize,
-    /// Whether a WebGPU device is up (else the CPU path, with a reason).
+    /// The WebGPU device, when there is one.
+    gpu: Option<Rc<Gpu>>,
+    /// Why there is no WebGPU (the CPU path is used instead).
     pub gpu_reason: Option<String>,
 }
 
@@ -51,8 +56,9 @@ fn set_state(runner: &mut Runner, state: RunState) {
 }
 
 impl Runner {
-    pub fn new(gpu_reason: Option<String>) -> Self {
+    pub fn new(gpu: Option<Rc<Gpu>>, gpu_reason: Option<String>) -> Self {
         Self {
+            gpu,
             session: None,
             state: RunState::Idle,
             target_step: 0,
@@ -117,7 +123,7 @@ impl Runner {
             "{}L/{}H/{}C on {name}",
             config.n_layer, config.n_head, config.d_model
         );
-        match Session::new(config, train, data, source) {
+        match Session::new(config, train, data, source, self.gpu.clone()) {
             Ok(s) => {
                 log(
                     LogLevel::Info,
@@ -207,8 +213,14 @@ impl Runner {
         let t0 = js::now_ms();
         let mut loss = f32::NAN;
         let mut val_loss = None;
+        // On the GPU several steps go out in one call and only the last loss
+        // is read back; the CPU reference steps one at a time.
+        let per_call = if s.backend_name() == "cpu" { 1 } else { GPU_STEPS_PER_CALL };
         while s.step < self.target_step && js::now_ms() - t0 < CHUNK_MS {
-            match s.train_steps(1).await {
+            let interval = s.train.eval_interval;
+            let to_eval = if interval > 0 { interval - s.step % interval } else { usize::MAX };
+            let n = per_call.min(self.target_step - s.step).min(to_eval);
+            match s.train_steps(n).await {
                 Ok(l) => loss = l,
                 Err(e) => {
                     error("training", e);
@@ -216,8 +228,7 @@ impl Runner {
                     return;
                 }
             }
-            self.tokens += s.train.batch_size * s.train.seq_len;
-            let interval = s.train.eval_interval;
+            self.tokens += n * s.train.batch_size * s.train.seq_len;
             if (interval > 0 && s.step % interval == 0) || s.step == self.target_step {
                 match s.eval_loss().await {
                     Ok(v) => val_loss = Some(v),
@@ -311,7 +322,7 @@ impl Runner {
                 )
             }
         };
-        match Session::from_checkpoint(ckpt, name.clone()) {
+        match Session::from_checkpoint(ckpt, name.clone(), self.gpu.clone()) {
             Ok(s) => {
                 self.session = Some(s);
                 set_state(self, RunState::Idle);

@@ -4,6 +4,8 @@ use crate::js;
 use crate::session::Runner;
 use futures_channel::mpsc;
 use futures_util::StreamExt;
+use std::rc::Rc;
+use tinygpt_gpu::engine::Gpu;
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
 use tinygpt_protocol::{GpuCaps, LogLevel, WorkerInput, WorkerOutput};
 use wasm_bindgen::prelude::*;
@@ -37,7 +39,7 @@ pub fn log(level: LogLevel, text: String) {
 }
 
 /// The GPU the worker owns, once it is up.
-type Engine = (GpuContext, PipelineRegistry);
+type Engine = Rc<Gpu>;
 
 /// Detects the GPU, runs the start-up kernel check and builds `gpu_caps`.
 async fn start_gpu() -> (GpuCaps, Option<Engine>) {
@@ -107,7 +109,9 @@ async fn start_gpu() -> (GpuCaps, Option<Engine>) {
             format!("[ops] kernel check could not run: {e}"),
         ),
     }
-    (caps, Some((ctx, registry)))
+    let gpu = Gpu::new(ctx);
+    *gpu.registry.borrow_mut() = registry;
+    (caps, Some(gpu))
 }
 
 fn status_line(caps: &GpuCaps) -> String {
@@ -149,11 +153,43 @@ pub async fn run() {
     post(&WorkerOutput::Status {
         text: status_line(&caps),
     });
-    let _engine = engine;
+    let mut runner = Runner::new(engine, caps.unavailable_reason.clone());
 
-    while let Some(msg) = rx.next().await {
+    loop {
+        // While training, take whatever is queued and otherwise train a
+        // chunk; when idle, wait for the next message.
+        let msg = if runner.running() {
+            js::yield_now().await;
+            match rx.try_recv() {
+                Ok(m) => Some(m),
+                Err(mpsc::TryRecvError::Closed) => return,
+                Err(mpsc::TryRecvError::Empty) => None,
+            }
+        } else {
+            match rx.next().await {
+                Some(m) => Some(m),
+                None => return,
+            }
+        };
         match msg {
-            WorkerInput::QueryCaps => post(&WorkerOutput::GpuCaps(caps.clone())),
+            Some(msg) => handle(&mut runner, &caps, msg).await,
+            None => runner.train_chunk().await,
         }
+    }
+}
+
+async fn handle(runner: &mut Runner, caps: &GpuCaps, msg: WorkerInput) {
+    match msg {
+        WorkerInput::QueryCaps => post(&WorkerOutput::GpuCaps(caps.clone())),
+        WorkerInput::Train { model, train, corpus } => runner.start(model, train, corpus).await,
+        WorkerInput::Pause => runner.pause(),
+        WorkerInput::Resume => runner.resume(),
+        WorkerInput::Stop => runner.stop(),
+        WorkerInput::Continue { steps } => runner.continue_for(steps).await,
+        WorkerInput::Sample(req) => runner.sample(req).await,
+        // Generation runs to completion between messages; nothing to stop.
+        WorkerInput::StopSampling => {}
+        WorkerInput::LoadCheckpoint { name, bytes } => runner.load_checkpoint(name, &bytes),
+        WorkerInput::SaveCheckpoint => runner.save_checkpoint().await,
     }
 }

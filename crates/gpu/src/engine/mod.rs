@@ -3,8 +3,11 @@
 //! with its data, schedule, evaluation, sampling and checkpoints.
 
 mod cpu;
+mod gpu;
 
 pub use cpu::CpuTrainer;
+pub use gpu::{Gpu, GpuTrainer};
+use std::rc::Rc;
 
 use crate::GpuError;
 use std::ops::ControlFlow;
@@ -48,6 +51,7 @@ const VAL_SEED_OFFSET: u64 = 0x5eed_0f_7a1;
 /// The model and optimiser state of one backend.
 pub enum Backend {
     Cpu(CpuTrainer),
+    Gpu(GpuTrainer),
 }
 
 /// One model with what it needs to train, evaluate and sample.
@@ -65,12 +69,14 @@ pub struct Session {
 }
 
 impl Session {
-    /// A fresh model on `data`, initialised from `train.seed`.
+    /// A fresh model on `data`, initialised from `train.seed`, on the GPU
+    /// when one is given, else on the CPU reference.
     pub fn new(
         config: ModelConfig,
         train: TrainConfig,
         data: Dataset,
         source: String,
+        gpu: Option<Rc<Gpu>>,
     ) -> Result<Self, EngineError> {
         config.validate()?;
         train.validate(&config)?;
@@ -80,7 +86,10 @@ impl Session {
                 model: config.vocab_size,
             });
         }
-        let backend = Backend::Cpu(CpuTrainer::new(config, train.seed)?);
+        let backend = match gpu {
+            Some(gpu) => Backend::Gpu(GpuTrainer::new(gpu, config, train)?),
+            None => Backend::Cpu(CpuTrainer::new(config, train.seed)?),
+        };
         Ok(Self {
             config,
             train,
@@ -94,13 +103,16 @@ impl Session {
     }
 
     /// A session holding a loaded checkpoint (no data until one is attached).
-    pub fn from_checkpoint(ckpt: Checkpoint, source: String) -> Result<Self, EngineError> {
+    pub fn from_checkpoint(ckpt: Checkpoint, source: String, gpu: Option<Rc<Gpu>>) -> Result<Self, EngineError> {
         let vocab = Vocab::from_chars(ckpt.vocab.clone())?;
         let mut train = ckpt.train_config.unwrap_or_default();
         train.seq_len = train.seq_len.min(ckpt.config.block_size);
         train.validate(&ckpt.config)?;
         let step = ckpt.step as usize;
-        let backend = Backend::Cpu(CpuTrainer::from_checkpoint(&ckpt)?);
+        let backend = match gpu {
+            Some(gpu) => Backend::Gpu(GpuTrainer::from_checkpoint(gpu, &ckpt, train)?),
+            None => Backend::Cpu(CpuTrainer::from_checkpoint(&ckpt)?),
+        };
         Ok(Self {
             config: ckpt.config,
             train,
@@ -134,6 +146,7 @@ impl Session {
     pub fn backend_name(&self) -> &'static str {
         match self.backend {
             Backend::Cpu(_) => "cpu",
+            Backend::Gpu(_) => "webgpu",
         }
     }
 
@@ -141,6 +154,7 @@ impl Session {
     pub fn memory_bytes(&self) -> u64 {
         match &self.backend {
             Backend::Cpu(t) => t.memory_bytes(),
+            Backend::Gpu(t) => t.model.memory_bytes(),
         }
     }
 
@@ -149,21 +163,45 @@ impl Session {
         lr_at(self.step, &self.train)
     }
 
+    /// Makes the schedule end at `steps` (a run extended by "continue").
+    pub fn set_total_steps(&mut self, steps: usize) -> Result<(), EngineError> {
+        self.train.steps = steps;
+        if let Backend::Gpu(tr) = &mut self.backend {
+            tr.set_train_config(self.train)?;
+        }
+        Ok(())
+    }
+
     /// Runs `n` optimiser steps and returns the training loss of the last.
+    /// On the GPU the `n` steps are submitted back to back and only the last
+    /// loss is read.
     pub async fn train_steps(&mut self, n: usize) -> Result<f32, EngineError> {
         let data = self.data.as_ref().ok_or(EngineError::NoData)?;
         let (b, t) = (self.train.batch_size, self.train.seq_len);
-        let mut loss = f32::NAN;
-        for _ in 0..n {
-            let batch = self.sampler.try_next_batch(&data.train, b, t)?;
-            let lr = lr_at(self.step, &self.train);
-            loss = match &mut self.backend {
-                Backend::Cpu(tr) => tr.step(&batch, &self.train, lr)?,
-            };
-            if !loss.is_finite() {
-                return Err(EngineError::NonFinite { step: self.step });
+        let loss = match &mut self.backend {
+            Backend::Cpu(tr) => {
+                let mut loss = f32::NAN;
+                for _ in 0..n {
+                    let batch = self.sampler.try_next_batch(&data.train, b, t)?;
+                    loss = tr.step(&batch, &self.train, lr_at(self.step, &self.train))?;
+                    if !loss.is_finite() {
+                        return Err(EngineError::NonFinite { step: self.step });
+                    }
+                    self.step += 1;
+                }
+                loss
             }
-            self.step += 1;
+            Backend::Gpu(tr) => {
+                let batches = (0..n)
+                    .map(|_| self.sampler.try_next_batch(&data.train, b, t))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let loss = tr.steps(&batches).await?;
+                self.step += n;
+                loss
+            }
+        };
+        if !loss.is_finite() {
+            return Err(EngineError::NonFinite { step: self.step });
         }
         Ok(loss)
     }
@@ -178,14 +216,16 @@ impl Session {
         } else {
             &data.val
         };
-        let mut total = 0.0f64;
-        for _ in 0..self.train.eval_batches {
-            let batch = sampler.try_next_batch(tokens, b, t)?;
-            total += match &self.backend {
-                Backend::Cpu(tr) => tr.loss(&batch)?,
-            } as f64;
+        let batches = (0..self.train.eval_batches)
+            .map(|_| sampler.try_next_batch(tokens, b, t))
+            .collect::<Result<Vec<_>, _>>()?;
+        match &mut self.backend {
+            Backend::Cpu(tr) => {
+                let total = batches.iter().map(|batch| tr.loss(batch).map(f64::from)).sum::<Result<f64, _>>()?;
+                Ok((total / batches.len() as f64) as f32)
+            }
+            Backend::Gpu(tr) => tr.eval(&batches).await,
         }
-        Ok((total / self.train.eval_batches as f64) as f32)
     }
 
     /// Encodes `prompt` (a clear error names an unknown character) and
@@ -201,12 +241,14 @@ impl Session {
         let ids = self.vocab.encode(prompt)?;
         let vocab = &self.vocab;
         let mut buf = String::new();
-        let out = match &self.backend {
-            Backend::Cpu(tr) => tr.model.generate(&ids, n, params, |id| {
-                buf.clear();
-                buf.push_str(&vocab.decode(&[id]));
-                on_text(&buf)
-            })?,
+        let mut emit = |id: u32| {
+            buf.clear();
+            buf.push_str(&vocab.decode(&[id]));
+            on_text(&buf)
+        };
+        let out = match &mut self.backend {
+            Backend::Cpu(tr) => tr.model.generate(&ids, n, params, emit)?,
+            Backend::Gpu(tr) => tr.generate(&ids, n, params, &mut emit).await?,
         };
         Ok(self.vocab.decode(&out))
     }
@@ -215,6 +257,7 @@ impl Session {
     pub async fn checkpoint(&self) -> Result<Checkpoint, EngineError> {
         let (params, adam) = match &self.backend {
             Backend::Cpu(tr) => (tr.model.params.clone(), tr.moments()),
+            Backend::Gpu(tr) => (tr.params().await?, tr.moments().await?),
         };
         Ok(Checkpoint {
             config: self.config,

@@ -273,28 +273,20 @@ impl GpuModel {
         Ok(ctx.read_f32(&g.acts.loss, 1).await?[0])
     }
 
-    /// Mean loss over `batches` without training: one submission per batch,
-    /// each loss copied aside, one read-back at the end.
-    pub async fn eval_loss(
-        &mut self,
-        ctx: &GpuContext,
-        reg: &mut PipelineRegistry,
-        batches: &[Batch],
-    ) -> Result<f32, GpuError> {
-        let Some(first) = batches.first() else {
-            return Ok(f32::NAN);
-        };
-        self.graph(ctx, reg, first.batch_size, first.seq_len)?;
+    /// Submits a forward pass per batch, each mean loss copied into the
+    /// returned buffer (one f32 per batch); nothing waits.
+    pub fn submit_eval(&mut self, ctx: &GpuContext, reg: &mut PipelineRegistry, batches: &[Batch]) -> Result<wgpu::Buffer, GpuError> {
         let losses = ctx.zeros("eval_losses", batches.len())?;
+        let Some(first) = batches.first() else { return Ok(losses) };
+        self.graph(ctx, reg, first.batch_size, first.seq_len)?;
         let g = self.graph.as_ref().expect("bound");
         for (i, batch) in batches.iter().enumerate() {
             self.check_batch(batch)?;
+            if (batch.batch_size, batch.seq_len) != (g.acts.b, g.acts.t) {
+                return Err(GpuError::Shape { op: "eval", detail: "every evaluation batch must have the same shape".into() });
+            }
             Self::write_batch(ctx, &g.acts, batch);
-            let mut enc = ctx
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("eval"),
-                });
+            let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("eval") });
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
                 for op in &g.eval {
@@ -304,8 +296,14 @@ impl GpuModel {
             enc.copy_buffer_to_buffer(&g.acts.loss, 0, &losses, (i * 4) as u64, 4);
             ctx.queue.submit([enc.finish()]);
         }
+        Ok(losses)
+    }
+
+    /// Mean loss over `batches` without training (one read-back).
+    pub async fn eval_loss(&mut self, ctx: &GpuContext, reg: &mut PipelineRegistry, batches: &[Batch]) -> Result<f32, GpuError> {
+        let losses = self.submit_eval(ctx, reg, batches)?;
         let values = ctx.read_f32(&losses, batches.len()).await?;
-        Ok((values.iter().map(|&x| x as f64).sum::<f64>() / values.len() as f64) as f32)
+        Ok((values.iter().map(|&x| x as f64).sum::<f64>() / values.len().max(1) as f64) as f32)
     }
 
     fn check_batch(&self, batch: &Batch) -> Result<(), GpuError> {

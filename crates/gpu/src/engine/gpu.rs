@@ -1,0 +1,123 @@
+//! The GPU backend of a session: a [`GpuModel`] on a shared device.
+
+use super::EngineError;
+use crate::model::GpuModel;
+use crate::ops::adamw::OptState;
+use crate::{GpuContext, PipelineRegistry};
+use std::cell::RefCell;
+use std::ops::ControlFlow;
+use std::rc::Rc;
+use tinygpt_core::checkpoint::{AdamMoments, Checkpoint};
+use tinygpt_core::data::Batch;
+use tinygpt_core::sample::{SampleParams, Sampler};
+use tinygpt_core::{ModelConfig, TrainConfig};
+
+/// A device and its pipelines, shared by every session on it.
+pub struct Gpu {
+    pub ctx: GpuContext,
+    pub registry: RefCell<PipelineRegistry>,
+}
+
+impl Gpu {
+    pub fn new(ctx: GpuContext) -> Rc<Self> {
+        Rc::new(Self { ctx, registry: RefCell::new(PipelineRegistry::default()) })
+    }
+}
+
+/// A model on the GPU with its device.
+pub struct GpuTrainer {
+    pub gpu: Rc<Gpu>,
+    pub model: GpuModel,
+}
+
+impl GpuTrainer {
+    pub fn new(gpu: Rc<Gpu>, config: ModelConfig, train: TrainConfig) -> Result<Self, EngineError> {
+        let params = tinygpt_core::init_params(&config, train.seed);
+        let model = GpuModel::new(&gpu.ctx, config, &params, None, train, OptState::default())?;
+        Ok(Self { gpu, model })
+    }
+
+    pub fn from_checkpoint(gpu: Rc<Gpu>, ckpt: &Checkpoint, train: TrainConfig) -> Result<Self, EngineError> {
+        let moments = ckpt.adam.as_ref().map(|a| (a.m.as_slice(), a.v.as_slice()));
+        let updates = ckpt.adam.as_ref().map_or(0, |a| a.step);
+        let opt = OptState::resumed(ckpt.step as u32, updates as u32);
+        let model = GpuModel::new(&gpu.ctx, ckpt.config, &ckpt.params, moments, train, opt)?;
+        Ok(Self { gpu, model })
+    }
+
+    /// Submits one step per batch without waiting, then reads the last loss.
+    pub async fn steps(&mut self, batches: &[Batch]) -> Result<f32, EngineError> {
+        for batch in batches {
+            let mut reg = self.gpu.registry.borrow_mut();
+            self.model.train_step(&self.gpu.ctx, &mut reg, batch)?;
+        }
+        Ok(self.model.read_loss(&self.gpu.ctx).await?)
+    }
+
+    pub async fn eval(&mut self, batches: &[Batch]) -> Result<f32, EngineError> {
+        let losses = {
+            let mut reg = self.gpu.registry.borrow_mut();
+            self.model.submit_eval(&self.gpu.ctx, &mut reg, batches)?
+        };
+        let values = self.gpu.ctx.read_f32(&losses, batches.len()).await?;
+        Ok((values.iter().map(|&x| x as f64).sum::<f64>() / values.len().max(1) as f64) as f32)
+    }
+
+    pub fn set_train_config(&mut self, cfg: TrainConfig) -> Result<(), EngineError> {
+        let mut reg = self.gpu.registry.borrow_mut();
+        Ok(self.model.set_train_config(&self.gpu.ctx, &mut reg, cfg)?)
+    }
+
+    /// KV-cached generation. Past the context window the cache restarts from
+    /// the last half window (amortised O(T) per token).
+    pub async fn generate(
+        &mut self,
+        prompt: &[u32],
+        n: usize,
+        params: &SampleParams,
+        mut on_token: impl FnMut(u32) -> ControlFlow<()>,
+    ) -> Result<Vec<u32>, EngineError> {
+        let mut sampler = Sampler::new(*params)?;
+        let gpu = self.gpu.clone();
+        let dec = {
+            let mut reg = gpu.registry.borrow_mut();
+            self.model.decoder(&gpu.ctx, &mut reg)?
+        };
+        let cap = dec.capacity();
+        let mut context: Vec<u32> = if prompt.is_empty() { vec![0] } else { prompt.to_vec() };
+        let start = context.len().saturating_sub(cap);
+        dec.reset();
+        let window = &context[start..];
+        for &t in &window[..window.len() - 1] {
+            dec.feed(&gpu.ctx, t)?;
+        }
+        let mut logits = dec.push(&gpu.ctx, window[window.len() - 1]).await?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let next = sampler.sample(&logits)?;
+            out.push(next);
+            context.push(next);
+            if on_token(next).is_break() || out.len() == n {
+                break;
+            }
+            if dec.len == cap {
+                dec.reset();
+                let keep = &context[context.len() - cap / 2..context.len() - 1];
+                for &t in keep {
+                    dec.feed(&gpu.ctx, t)?;
+                }
+            }
+            logits = dec.push(&gpu.ctx, next).await?;
+        }
+        Ok(out)
+    }
+
+    pub async fn params(&self) -> Result<Vec<f32>, EngineError> {
+        Ok(self.model.read_params(&self.gpu.ctx).await?)
+    }
+
+    pub async fn moments(&self) -> Result<AdamMoments, EngineError> {
+        let (m, v, state) = self.model.read_optimizer(&self.gpu.ctx).await?;
+        Ok(AdamMoments { m, v, step: state.updates as u64 })
+    }
+}
