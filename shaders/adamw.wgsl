@@ -92,22 +92,29 @@ fn lr_at(step: u32) -> f32 {
     return p.min_lr + cosine * (p.lr - p.min_lr);
 }
 
-// baseᵉ by repeated squaring: exact for e = 1, a few ulp for any e.
-fn powi(base: f32, e: u32) -> f32 {
-    var result = 1.0;
-    var b = base;
-    var k = e;
+// 1 − βᵗ, the bias correction. Subtracting a rounded βᵗ from 1 would lose
+// digits (β2 = 0.99, t = 3: 1 − 0.970299), so square-and-multiply carries
+// the pair (βᵉ, 1 − βᵉ) instead, using 1 − β^(a+b) = (1 − βᵃ) + βᵃ(1 − βᵇ):
+// sums of non-negative terms, a few ulp for any t.
+fn one_minus_pow(beta: f32, t: u32) -> f32 {
+    var rp = 1.0;          // βᵉ of the result so far
+    var rq = 0.0;          // 1 − βᵉ of the result so far
+    var bp = beta;         // β^(2ʲ)
+    var bq = 1.0 - beta;   // 1 − β^(2ʲ)
+    var k = t;
     loop {
         if (k == 0u) {
             break;
         }
         if ((k & 1u) == 1u) {
-            result *= b;
+            rq = rq + rp * bq;
+            rp = rp * bp;
         }
-        b *= b;
+        bq = bq + bp * bq;
+        bp = bp * bp;
         k >>= 1u;
     }
-    return result;
+    return rq;
 }
 
 @compute @workgroup_size(1)
@@ -123,8 +130,8 @@ fn schedule() {
     if (p.grad_clip > 0.0 && finite && gnorm > p.grad_clip) {
         s.clip_scale = p.grad_clip / gnorm;
     }
-    s.bc1 = 1.0 - powi(p.beta1, t);
-    s.bc2 = 1.0 - powi(p.beta2, t);
+    s.bc1 = one_minus_pow(p.beta1, t);
+    s.bc2 = one_minus_pow(p.beta2, t);
     s.apply = select(0u, 1u, finite);
     scalars_out = s;
     state.step = step + 1u;

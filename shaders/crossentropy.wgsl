@@ -30,7 +30,8 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> mean_loss: array<f32>;
 
 const WG: u32 = 128u;
-const LOWEST: f32 = -3.40282347e38;
+// The lowest finite f32 (Tint rejects a decimal literal that rounds to it).
+const LOWEST: f32 = -0x1.fffffep+127f;
 var<workgroup> red: array<f32, 128>;
 
 fn workgroup_max(lid: u32, v: f32) -> f32 {

@@ -105,3 +105,69 @@ export function errorsIn(logs) {
 export async function testid(page, id) {
   return page.getByTestId(id).innerText();
 }
+
+// ---- Playground helpers -------------------------------------------------
+
+/** Console errors except those matching one of `expected` (RegExps a test provokes on purpose). */
+export function unexpectedErrors(logs, expected = []) {
+  return errorsIn(logs).filter((l) => !expected.some((re) => re.test(l.text)));
+}
+
+/** Waits until `data-testid=id` has attribute `attr` equal to `value` (a string) or matching it (a RegExp). */
+export async function waitForAttr(page, id, attr, value, timeout = 60_000) {
+  const [source, flags, exact] =
+    value instanceof RegExp ? [value.source, value.flags, false] : [String(value), "", true];
+  await page.waitForFunction(
+    ({ id, attr, source, flags, exact }) => {
+      const v = document.querySelector(`[data-testid="${id}"]`)?.getAttribute(attr);
+      if (v == null) return false;
+      return exact ? v === source : new RegExp(source, flags).test(v);
+    },
+    { id, attr, source, flags, exact },
+    { timeout },
+  );
+}
+
+/** Waits for the run state badge to say `state` (`running`, `paused`, `finished`, …). */
+export async function waitForRunState(page, state, timeout = 60_000) {
+  await waitForAttr(page, "run-state", "data-state", state, timeout);
+}
+
+/** A numeric attribute of `data-testid=id`. */
+export async function numAttr(page, id, attr) {
+  return Number(await page.getByTestId(id).getAttribute(attr));
+}
+
+/** Opens the app and waits until the worker is up and has reported its capabilities. */
+export async function openReady(browser, url) {
+  const opened = await openApp(browser, url);
+  await opened.page.waitForSelector('[data-testid="caps"][data-reported="true"]', { timeout: 60_000 });
+  await waitForAttr(opened.page, "status", "data-worker-ready", "true");
+  return opened;
+}
+
+/** Types `{ testid: text }` into the playground's fields. */
+export async function fillFields(page, fields) {
+  for (const [id, text] of Object.entries(fields)) {
+    await page.getByTestId(id).fill(String(text));
+  }
+}
+
+/**
+ * Trains a preset (nano by default) on the bundled corpus with small, fast
+ * settings, and waits for the run to finish.
+ */
+export async function trainQuick(page, { preset = "nano", steps = 10, batch = 4, evalInterval = 5, warmup = 2, lr = "3e-3", timeout = 60_000 } = {}) {
+  await page.getByTestId("preset").selectOption(preset);
+  await fillFields(page, {
+    "hp-steps": steps,
+    "hp-batch": batch,
+    "hp-eval-interval": evalInterval,
+    "hp-warmup": warmup,
+    "hp-lr": lr,
+  });
+  const run = await numAttr(page, "run-state", "data-run");
+  await page.getByTestId("train").click();
+  await waitForAttr(page, "run-state", "data-run", String(run + 1), timeout);
+  await waitForRunState(page, "finished", timeout);
+}

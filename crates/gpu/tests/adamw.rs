@@ -164,9 +164,25 @@ fn four_steps_match_the_cpu_loop_with_clipping_on_off_and_unreached() {
         assert_eq!(state, OptState::resumed(4, 4), "{what}");
         let s = pollster::block_on(StepScalars::read(ctx, &gpu_opt.scalars)).unwrap();
         assert_close(&format!("{what}: norm"), &[s.norm], &[norm], 0.0, 2e-6);
-        assert_close(&format!("{what}: lr"), &[s.lr], &[lr_at(3, &cfg)], 0.0, 1e-6);
-        let scale = if clip > 0.0 && norm > clip { clip / norm } else { 1.0 };
-        assert_close(&format!("{what}: scale"), &[s.clip_scale], &[scale], 0.0, 2e-6);
+        assert_close(
+            &format!("{what}: lr"),
+            &[s.lr],
+            &[lr_at(3, &cfg)],
+            0.0,
+            1e-6,
+        );
+        let scale = if clip > 0.0 && norm > clip {
+            clip / norm
+        } else {
+            1.0
+        };
+        assert_close(
+            &format!("{what}: scale"),
+            &[s.clip_scale],
+            &[scale],
+            0.0,
+            2e-6,
+        );
         assert!(s.applied);
     }
 }
@@ -190,14 +206,19 @@ fn schedule_matches_lr_at_and_bias_corrections() {
     for step in 0..13u32 {
         // A norm above the clip from step 2 on.
         let norm_value = 0.25 * (step + 1) as f32;
-        ctx.queue.write_buffer(norm, 0, bytemuck::bytes_of(&norm_value));
+        ctx.queue
+            .write_buffer(norm, 0, bytemuck::bytes_of(&norm_value));
         tinygpt_gpu::kernel::submit(ctx, "schedule", &[schedule]);
         let s = pollster::block_on(StepScalars::read(ctx, &gpu_opt.scalars)).unwrap();
         let t = (step + 1) as f64;
         let want_lr = lr_at(step as usize, &cfg);
         let bc1 = (1.0 - (cfg.beta1 as f64).powf(t)) as f32;
         let bc2 = (1.0 - (cfg.beta2 as f64).powf(t)) as f32;
-        let scale = if norm_value > cfg.grad_clip { cfg.grad_clip / norm_value } else { 1.0 };
+        let scale = if norm_value > cfg.grad_clip {
+            cfg.grad_clip / norm_value
+        } else {
+            1.0
+        };
         let what = format!("step {step}");
         let got = [s.lr, s.bc1, s.bc2, s.clip_scale, s.norm];
         let want = [want_lr, bc1, bc2, scale, norm_value];
@@ -205,6 +226,14 @@ fn schedule_matches_lr_at_and_bias_corrections() {
     }
     let state = pollster::block_on(OptState::read(ctx, &gpu_opt.state)).unwrap();
     assert_eq!(state, OptState::resumed(13, 13));
+    // Resumed from a checkpoint late in a run: t = 5000, where β2ᵗ ≈ 4e-5.
+    ctx.queue
+        .write_buffer(&gpu_opt.state, 0, &OptState::resumed(4999, 4999).to_bytes());
+    tinygpt_gpu::kernel::submit(ctx, "schedule", &[schedule]);
+    let s = pollster::block_on(StepScalars::read(ctx, &gpu_opt.scalars)).unwrap();
+    let bc = |beta: f32| (1.0 - (beta as f64).powf(5000.0)) as f32;
+    let want = [cfg.min_lr, bc(cfg.beta1), bc(cfg.beta2)];
+    assert_close("t = 5000", &[s.lr, s.bc1, s.bc2], &want, 1e-12, 1e-6);
 }
 
 #[test]

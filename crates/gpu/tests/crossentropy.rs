@@ -99,7 +99,10 @@ fn losses_mean_and_dlogits_match_reference() {
         assert_close(&format!("dlogits {what}"), &d, &dlogits, atol, 1e-5);
         // Forward only: the same losses, no gradient kernel.
         let fwd = run(gpu, desc, &c, None);
-        assert_eq!(fwd.losses, got.losses, "{what}: forward and forward_backward agree");
+        assert_eq!(
+            fwd.losses, got.losses,
+            "{what}: forward and forward_backward agree"
+        );
         assert_eq!(fwd.mean, got.mean);
     }
 }

@@ -47,7 +47,11 @@ fn nan_or_infinity_anywhere_makes_the_norm_non_finite() {
     let gpu = gpu_or_skip!();
     let mut rng = Rng::new(1001);
     let base: Vec<f32> = (0..10_007).map(|_| rng.uniform(-1.0, 1.0)).collect();
-    for (at, bad) in [(0, f32::NAN), (5_003, f32::INFINITY), (10_006, f32::NEG_INFINITY)] {
+    for (at, bad) in [
+        (0, f32::NAN),
+        (5_003, f32::INFINITY),
+        (10_006, f32::NEG_INFINITY),
+    ] {
         let mut grads = base.clone();
         grads[at] = bad;
         let got = gpu_norm(gpu, &grads, 0);

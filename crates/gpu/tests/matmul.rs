@@ -4,7 +4,8 @@
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
-use tinygpt_gpu::matmul::{matmul_once, matmul_reference, MatmulDesc};
+use tinygpt_gpu::matmul::{bind_matmul, matmul_once, matmul_reference, MatmulDesc};
+use tinygpt_gpu::ops::View;
 
 fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
     (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
@@ -16,7 +17,7 @@ fn check(desc: MatmulDesc, seed: u64) {
     let a = random(&mut rng, desc.m * desc.k);
     let b = random(&mut rng, desc.k * desc.n);
     let bias = desc.bias.then(|| random(&mut rng, desc.n));
-    let mut reg = gpu.registry.lock().unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let got = pollster::block_on(matmul_once(
         &gpu.ctx,
         &mut reg,
@@ -98,7 +99,7 @@ fn accumulate_adds_into_c() {
     let a = random(&mut rng, 36);
     let b = random(&mut rng, 20);
     let ctx = &gpu.ctx;
-    let mut reg = gpu.registry.lock().unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let (a_buf, b_buf) = (ctx.upload("a", &a).unwrap(), ctx.upload("b", &b).unwrap());
     let c_buf = ctx.zeros("c", 45).unwrap();
     let k = tinygpt_gpu::matmul::bind_matmul(ctx, &mut reg, desc, &a_buf, &b_buf, None, &c_buf)
@@ -117,7 +118,7 @@ fn accumulate_adds_into_c() {
 #[test]
 fn start_up_kernel_check_passes() {
     let gpu = gpu_or_skip!();
-    let mut reg = gpu.registry.lock().unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let t = std::time::Instant::now();
     let check = pollster::block_on(tinygpt_gpu::smoke::kernel_check(&gpu.ctx, &mut reg, || {
         t.elapsed().as_secs_f64() * 1e3
@@ -131,16 +132,58 @@ fn start_up_kernel_check_passes() {
 fn mismatched_buffers_are_errors_not_panics() {
     let gpu = gpu_or_skip!();
     let ctx = &gpu.ctx;
-    let mut reg = gpu.registry.lock().unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let small = ctx.zeros("small", 4).unwrap();
-    let err = tinygpt_gpu::matmul::bind_matmul(
+    let other = ctx.zeros("other", 4).unwrap();
+    let desc = MatmulDesc::linear(8, 8, 8);
+    let err = bind_matmul(
         ctx,
         &mut reg,
-        MatmulDesc::linear(8, 8, 8),
+        desc,
         &small,
         &small,
-        Some(&small),
-        &small,
+        Some((&small).into()),
+        &other,
     );
-    assert!(err.is_err());
+    assert!(err.is_err(), "buffers too small");
+    let big = ctx.zeros("big", 64).unwrap();
+    let desc = MatmulDesc {
+        m: 2,
+        k: 2,
+        n: 2,
+        ..Default::default()
+    };
+    let aliased = bind_matmul(ctx, &mut reg, desc, &big, &small, None, &big);
+    assert!(aliased.is_err(), "C aliases A");
+}
+
+#[test]
+fn operands_at_offsets_in_flat_buffers() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let desc = MatmulDesc::linear(5, 7, 3);
+    let mut rng = Rng::new(9);
+    // A flat "parameter" buffer: junk, W, junk, bias.
+    let mut flat = random(&mut rng, 11);
+    let w_off = flat.len() as u32;
+    flat.extend(random(&mut rng, desc.n * desc.k));
+    flat.extend(random(&mut rng, 5));
+    let b_off = flat.len() as u32;
+    flat.extend(random(&mut rng, desc.n));
+    let x = random(&mut rng, desc.m * desc.k);
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let flat_buf = ctx.upload("flat", &flat).unwrap();
+    let x_buf = ctx.upload("x", &x).unwrap();
+    let len = 3 + (desc.m * desc.n) as usize;
+    let out = ctx.zeros("out", len).unwrap();
+    let w = View::at(&flat_buf, w_off);
+    let bias = Some(View::at(&flat_buf, b_off));
+    let k = bind_matmul(ctx, &mut reg, desc, &x_buf, w, bias, View::at(&out, 3)).unwrap();
+    tinygpt_gpu::kernel::submit(ctx, "offsets", &[&k]);
+    let got = pollster::block_on(ctx.read_f32(&out, len)).unwrap();
+    let w = &flat[w_off as usize..][..(desc.n * desc.k) as usize];
+    let bias = &flat[b_off as usize..][..desc.n as usize];
+    let want = matmul_reference(desc, &x, w, Some(bias));
+    assert_eq!(&got[..3], &[0.0; 3], "nothing before C's offset is written");
+    assert_close("offsets", &got[3..], &want, 1e-5, 1e-5);
 }

@@ -339,8 +339,10 @@ mod tests {
             Err(ConfigError::HeadsDoNotDivide { .. })
         ));
         let m = Preset::by_name("tiny").unwrap().model(65);
-        let mut t = TrainConfig::default();
-        t.lr = f32::NAN;
+        let mut t = TrainConfig {
+            lr: f32::NAN,
+            ..TrainConfig::default()
+        };
         let err = t.validate(&m).unwrap_err().to_string();
         assert!(err.contains("lr"), "{err}");
         t.lr = 1e-3;

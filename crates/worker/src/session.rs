@@ -6,10 +6,10 @@
 use crate::js;
 use crate::worker::{log, post};
 use std::ops::ControlFlow;
+use std::rc::Rc;
 use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{checkpoint, ModelConfig, TrainConfig};
-use std::rc::Rc;
 use tinygpt_gpu::engine::{EngineError, Gpu, Session};
 use tinygpt_protocol::{
     CorpusSource, LogLevel, ModelInfo, ModelShape, RunState, SampleRequest, TrainProgress,
@@ -215,10 +215,18 @@ impl Runner {
         let mut val_loss = None;
         // On the GPU several steps go out in one call and only the last loss
         // is read back; the CPU reference steps one at a time.
-        let per_call = if s.backend_name() == "cpu" { 1 } else { GPU_STEPS_PER_CALL };
+        let per_call = if s.backend_name() == "cpu" {
+            1
+        } else {
+            GPU_STEPS_PER_CALL
+        };
         while s.step < self.target_step && js::now_ms() - t0 < CHUNK_MS {
             let interval = s.train.eval_interval;
-            let to_eval = if interval > 0 { interval - s.step % interval } else { usize::MAX };
+            let to_eval = if interval > 0 {
+                interval - s.step % interval
+            } else {
+                usize::MAX
+            };
             let n = per_call.min(self.target_step - s.step).min(to_eval);
             match s.train_steps(n).await {
                 Ok(l) => loss = l,

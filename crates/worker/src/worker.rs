@@ -181,7 +181,11 @@ pub async fn run() {
 async fn handle(runner: &mut Runner, caps: &GpuCaps, msg: WorkerInput) {
     match msg {
         WorkerInput::QueryCaps => post(&WorkerOutput::GpuCaps(caps.clone())),
-        WorkerInput::Train { model, train, corpus } => runner.start(model, train, corpus).await,
+        WorkerInput::Train {
+            model,
+            train,
+            corpus,
+        } => runner.start(model, train, corpus).await,
         WorkerInput::Pause => runner.pause(),
         WorkerInput::Resume => runner.resume(),
         WorkerInput::Stop => runner.stop(),

@@ -20,7 +20,10 @@ pub struct Gpu {
 
 impl Gpu {
     pub fn new(ctx: GpuContext) -> Rc<Self> {
-        Rc::new(Self { ctx, registry: RefCell::new(PipelineRegistry::default()) })
+        Rc::new(Self {
+            ctx,
+            registry: RefCell::new(PipelineRegistry::default()),
+        })
     }
 }
 
@@ -37,7 +40,11 @@ impl GpuTrainer {
         Ok(Self { gpu, model })
     }
 
-    pub fn from_checkpoint(gpu: Rc<Gpu>, ckpt: &Checkpoint, train: TrainConfig) -> Result<Self, EngineError> {
+    pub fn from_checkpoint(
+        gpu: Rc<Gpu>,
+        ckpt: &Checkpoint,
+        train: TrainConfig,
+    ) -> Result<Self, EngineError> {
         let moments = ckpt.adam.as_ref().map(|a| (a.m.as_slice(), a.v.as_slice()));
         let updates = ckpt.adam.as_ref().map_or(0, |a| a.step);
         let opt = OptState::resumed(ckpt.step as u32, updates as u32);
@@ -84,7 +91,11 @@ impl GpuTrainer {
             self.model.decoder(&gpu.ctx, &mut reg)?
         };
         let cap = dec.capacity();
-        let mut context: Vec<u32> = if prompt.is_empty() { vec![0] } else { prompt.to_vec() };
+        let mut context: Vec<u32> = if prompt.is_empty() {
+            vec![0]
+        } else {
+            prompt.to_vec()
+        };
         let start = context.len().saturating_sub(cap);
         dec.reset();
         let window = &context[start..];
@@ -118,6 +129,10 @@ impl GpuTrainer {
 
     pub async fn moments(&self) -> Result<AdamMoments, EngineError> {
         let (m, v, state) = self.model.read_optimizer(&self.gpu.ctx).await?;
-        Ok(AdamMoments { m, v, step: state.updates as u64 })
+        Ok(AdamMoments {
+            m,
+            v,
+            step: state.updates as u64,
+        })
     }
 }

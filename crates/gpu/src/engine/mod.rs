@@ -46,12 +46,12 @@ pub enum EngineError {
 
 /// Seed offset of the validation sampler: every evaluation draws the same
 /// windows, so successive validation losses are comparable.
-const VAL_SEED_OFFSET: u64 = 0x5eed_0f_7a1;
+const VAL_SEED_OFFSET: u64 = 0x5EED_0F7A;
 
 /// The model and optimiser state of one backend.
 pub enum Backend {
     Cpu(CpuTrainer),
-    Gpu(GpuTrainer),
+    Gpu(Box<GpuTrainer>),
 }
 
 /// One model with what it needs to train, evaluate and sample.
@@ -87,7 +87,7 @@ impl Session {
             });
         }
         let backend = match gpu {
-            Some(gpu) => Backend::Gpu(GpuTrainer::new(gpu, config, train)?),
+            Some(gpu) => Backend::Gpu(Box::new(GpuTrainer::new(gpu, config, train)?)),
             None => Backend::Cpu(CpuTrainer::new(config, train.seed)?),
         };
         Ok(Self {
@@ -103,14 +103,18 @@ impl Session {
     }
 
     /// A session holding a loaded checkpoint (no data until one is attached).
-    pub fn from_checkpoint(ckpt: Checkpoint, source: String, gpu: Option<Rc<Gpu>>) -> Result<Self, EngineError> {
+    pub fn from_checkpoint(
+        ckpt: Checkpoint,
+        source: String,
+        gpu: Option<Rc<Gpu>>,
+    ) -> Result<Self, EngineError> {
         let vocab = Vocab::from_chars(ckpt.vocab.clone())?;
         let mut train = ckpt.train_config.unwrap_or_default();
         train.seq_len = train.seq_len.min(ckpt.config.block_size);
         train.validate(&ckpt.config)?;
         let step = ckpt.step as usize;
         let backend = match gpu {
-            Some(gpu) => Backend::Gpu(GpuTrainer::from_checkpoint(gpu, &ckpt, train)?),
+            Some(gpu) => Backend::Gpu(Box::new(GpuTrainer::from_checkpoint(gpu, &ckpt, train)?)),
             None => Backend::Cpu(CpuTrainer::from_checkpoint(&ckpt)?),
         };
         Ok(Self {
@@ -221,7 +225,10 @@ impl Session {
             .collect::<Result<Vec<_>, _>>()?;
         match &mut self.backend {
             Backend::Cpu(tr) => {
-                let total = batches.iter().map(|batch| tr.loss(batch).map(f64::from)).sum::<Result<f64, _>>()?;
+                let total = batches
+                    .iter()
+                    .map(|batch| tr.loss(batch).map(f64::from))
+                    .sum::<Result<f64, _>>()?;
                 Ok((total / batches.len() as f64) as f32)
             }
             Backend::Gpu(tr) => tr.eval(&batches).await,

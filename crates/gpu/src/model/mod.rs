@@ -193,7 +193,9 @@ impl GpuModel {
         self.train_cfg = cfg;
         if self.graph.is_some() {
             let optimizer = self.bind_optimizer(ctx, reg)?;
-            self.graph.as_mut().expect("checked").optimizer = optimizer;
+            if let Some(g) = &mut self.graph {
+                g.optimizer = optimizer;
+            }
         }
         Ok(())
     }
@@ -275,18 +277,32 @@ impl GpuModel {
 
     /// Submits a forward pass per batch, each mean loss copied into the
     /// returned buffer (one f32 per batch); nothing waits.
-    pub fn submit_eval(&mut self, ctx: &GpuContext, reg: &mut PipelineRegistry, batches: &[Batch]) -> Result<wgpu::Buffer, GpuError> {
+    pub fn submit_eval(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batches: &[Batch],
+    ) -> Result<wgpu::Buffer, GpuError> {
         let losses = ctx.zeros("eval_losses", batches.len())?;
-        let Some(first) = batches.first() else { return Ok(losses) };
+        let Some(first) = batches.first() else {
+            return Ok(losses);
+        };
         self.graph(ctx, reg, first.batch_size, first.seq_len)?;
         let g = self.graph.as_ref().expect("bound");
         for (i, batch) in batches.iter().enumerate() {
             self.check_batch(batch)?;
             if (batch.batch_size, batch.seq_len) != (g.acts.b, g.acts.t) {
-                return Err(GpuError::Shape { op: "eval", detail: "every evaluation batch must have the same shape".into() });
+                return Err(GpuError::Shape {
+                    op: "eval",
+                    detail: "every evaluation batch must have the same shape".into(),
+                });
             }
             Self::write_batch(ctx, &g.acts, batch);
-            let mut enc = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("eval") });
+            let mut enc = ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("eval"),
+                });
             {
                 let mut pass = enc.begin_compute_pass(&Default::default());
                 for op in &g.eval {
@@ -300,7 +316,12 @@ impl GpuModel {
     }
 
     /// Mean loss over `batches` without training (one read-back).
-    pub async fn eval_loss(&mut self, ctx: &GpuContext, reg: &mut PipelineRegistry, batches: &[Batch]) -> Result<f32, GpuError> {
+    pub async fn eval_loss(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batches: &[Batch],
+    ) -> Result<f32, GpuError> {
         let losses = self.submit_eval(ctx, reg, batches)?;
         let values = ctx.read_f32(&losses, batches.len()).await?;
         Ok((values.iter().map(|&x| x as f64).sum::<f64>() / values.len().max(1) as f64) as f32)

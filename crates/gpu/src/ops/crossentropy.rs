@@ -43,6 +43,7 @@ pub struct CrossEntropyDesc {
 /// then `mean_loss[0] = mean(losses)`, both overwritten. With `dlogits
 /// (N, V)`, the same pass also writes the mean loss's gradient into it,
 /// accumulated or overwritten as `desc.accumulate` says.
+#[allow(clippy::too_many_arguments)]
 pub fn bind_crossentropy<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,

@@ -1,0 +1,135 @@
+//! Command-line arguments.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Train and sample a small character-level GPT on your GPU.
+#[derive(Parser, Debug)]
+#[command(name = "tinygpt", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Train a model (from scratch or resumed from a checkpoint).
+    Train(Box<TrainArgs>),
+    /// Generate text from a checkpoint, streaming it to stdout.
+    Sample(SampleArgs),
+    /// Validation loss (nats/char) of a checkpoint on a corpus.
+    Eval(EvalArgs),
+    /// Print the GPU adapter this machine offers.
+    Info,
+}
+
+#[derive(Args, Debug)]
+pub struct Backend {
+    /// Run on the CPU reference instead of the GPU.
+    #[arg(long)]
+    pub cpu: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    /// Model preset: nano, tiny, small, nanogpt, large.
+    #[arg(long, default_value = "nano")]
+    pub preset: String,
+    /// Override the preset's layers.
+    #[arg(long)]
+    pub n_layer: Option<usize>,
+    /// Override the preset's heads.
+    #[arg(long)]
+    pub n_head: Option<usize>,
+    /// Override the preset's d_model.
+    #[arg(long)]
+    pub d_model: Option<usize>,
+    /// Override the preset's context length.
+    #[arg(long)]
+    pub block_size: Option<usize>,
+    /// Training corpus (UTF-8 text).
+    #[arg(long, default_value = "web/corpus/shakespeare.txt")]
+    pub corpus: PathBuf,
+    /// Share of the corpus (its tail) held out for validation.
+    #[arg(long, default_value_t = 0.1)]
+    pub val_fraction: f64,
+    /// Optimiser steps to run (in total, counting a resumed checkpoint's).
+    #[arg(long)]
+    pub steps: Option<usize>,
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    #[arg(long)]
+    pub seq_len: Option<usize>,
+    #[arg(long)]
+    pub lr: Option<f32>,
+    #[arg(long)]
+    pub min_lr: Option<f32>,
+    #[arg(long)]
+    pub warmup_steps: Option<usize>,
+    #[arg(long)]
+    pub weight_decay: Option<f32>,
+    #[arg(long)]
+    pub grad_clip: Option<f32>,
+    #[arg(long)]
+    pub eval_interval: Option<usize>,
+    #[arg(long)]
+    pub eval_batches: Option<usize>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Resume from this checkpoint (weights, AdamW moments, step).
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
+    /// Where to write the checkpoint.
+    #[arg(long, default_value = "tinygpt.safetensors")]
+    pub out: PathBuf,
+    /// Also checkpoint every N steps (0: only at the end).
+    #[arg(long, default_value_t = 0)]
+    pub save_every: usize,
+    /// Store weights as f16 (no AdamW moments: for shipping, not resuming).
+    #[arg(long)]
+    pub f16: bool,
+    /// One JSON object per report on stdout instead of a progress bar.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub backend: Backend,
+}
+
+#[derive(Args, Debug)]
+pub struct SampleArgs {
+    #[arg(long)]
+    pub checkpoint: PathBuf,
+    #[arg(long, default_value = "\n")]
+    pub prompt: String,
+    /// Characters to generate.
+    #[arg(long, default_value_t = 500)]
+    pub length: usize,
+    /// 0 is greedy.
+    #[arg(long, default_value_t = 0.8)]
+    pub temperature: f32,
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    #[arg(long, default_value_t = 1337)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub backend: Backend,
+}
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    #[arg(long)]
+    pub checkpoint: PathBuf,
+    #[arg(long, default_value = "web/corpus/shakespeare.txt")]
+    pub corpus: PathBuf,
+    #[arg(long, default_value_t = 0.1)]
+    pub val_fraction: f64,
+    /// Validation batches to average.
+    #[arg(long, default_value_t = 50)]
+    pub batches: usize,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub backend: Backend,
+}

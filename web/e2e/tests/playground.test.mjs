@@ -1,0 +1,253 @@
+// The playground in a real browser (WebGPU on SwiftShader): training, the
+// live chart, sampling, run control, and errors that are shown and leave the
+// current model alone. Settings are small so each test stays well under a
+// minute on a CPU.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { writeFile, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  serve,
+  launch,
+  openReady,
+  testid,
+  numAttr,
+  waitForAttr,
+  waitForRunState,
+  fillFields,
+  trainQuick,
+  unexpectedErrors,
+} from "../lib.mjs";
+
+let server;
+before(async () => {
+  server = await serve();
+});
+after(async () => {
+  await server?.close();
+});
+
+/** Runs `body(page, logs)` on a freshly opened app in its own browser. */
+async function withApp(body) {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    await body(page, logs);
+  } finally {
+    await browser.close();
+  }
+}
+
+/** A snapshot of what must survive a refused request. */
+async function modelAndChart(page) {
+  return {
+    model: await testid(page, "model-info"),
+    train: await numAttr(page, "loss-chart", "data-train-points"),
+    val: await numAttr(page, "loss-chart", "data-val-points"),
+    step: await testid(page, "progress-step"),
+    state: await page.getByTestId("run-state").getAttribute("data-state"),
+  };
+}
+
+test("training nano for 30 steps lowers the loss and fills the chart", async () => {
+  await withApp(async (page, logs) => {
+    // Before any run the estimate uses the bundled corpus's 83 characters.
+    const estimate = page.getByTestId("preset-estimate");
+    assert.equal(await estimate.getAttribute("data-params"), "66768");
+    assert.match(await estimate.innerText(), /≈ .*iB/);
+    const t0 = Date.now();
+    await trainQuick(page, { steps: 30, batch: 4, evalInterval: 10, warmup: 3, lr: "3e-3" });
+    console.log(`  trained 30 steps in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    assert.match(await testid(page, "progress-step"), /step 30 \/ 30/);
+    const chart = page.getByTestId("loss-chart");
+    assert.ok((await numAttr(page, "loss-chart", "data-train-points")) >= 2, "at least two train points");
+    assert.ok((await numAttr(page, "loss-chart", "data-val-points")) >= 1, "at least one validation point");
+    const first = Number(await chart.getAttribute("data-first-train-loss"));
+    const last = Number(await chart.getAttribute("data-last-train-loss"));
+    assert.ok(first > last, `train loss fell: first ${first}, last ${last}`);
+    assert.match(await testid(page, "progress-val-loss"), /^\d+\.\d{4}$/);
+    assert.match(await testid(page, "progress-tokens-per-s"), /tok\/s/);
+    assert.match(await testid(page, "progress-eta"), /^\d+:\d\d:\d\d$/);
+    // The chart has readable axes: tick labels on both.
+    assert.ok((await chart.locator("text.tick-label").count()) >= 4);
+    const info = await testid(page, "model-info");
+    assert.match(info, /params/);
+    assert.match(info, /step 30/);
+    assert.match(info, /backend: (webgpu|CPU)/);
+    assert.equal(await page.getByTestId("busy").getAttribute("data-busy"), "false");
+    assert.deepEqual(unexpectedErrors(logs), []);
+  });
+});
+
+test("sampling after training streams text with its stats", async () => {
+  await withApp(async (page, logs) => {
+    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 10 });
+    await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 60, "sample-temperature": "0.8", "sample-seed": 7 });
+    await page.getByTestId("generate").click();
+    await page.waitForFunction(
+      () => /tok\/s/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""),
+      null,
+      { timeout: 60_000 },
+    );
+    await page.waitForFunction(
+      () => (document.querySelector('[data-testid="sample-output"]')?.textContent ?? "").length >= 20,
+      null,
+      { timeout: 60_000 },
+    );
+    await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
+      timeout: 60_000,
+    });
+    const out = await page.getByTestId("sample-output").textContent();
+    assert.equal([...out].length, 60, `60 characters generated, got ${JSON.stringify(out)}`);
+    assert.match(await testid(page, "sample-stats"), /60 tokens · [\d.]+ (k )?tok\/s · first token after \d+ ms/);
+    await waitForAttr(page, "busy", "data-busy", "false");
+    assert.deepEqual(unexpectedErrors(logs), []);
+  });
+});
+
+test("pause, resume and stop change the run state and the step count", async () => {
+  await withApp(async (page, logs) => {
+    await fillFields(page, { "hp-steps": 5000, "hp-batch": 2, "hp-warmup": 10, "hp-eval-interval": 0 });
+    await page.getByTestId("train").click();
+    await waitForRunState(page, "running");
+    await waitForAttr(page, "busy", "data-busy", "true");
+    await waitForAttr(page, "progress", "data-step", /^[1-9]\d*$/);
+    assert.equal(await page.getByTestId("train").isDisabled(), true, "Train is disabled during a run");
+
+    await page.getByTestId("pause").click();
+    await waitForRunState(page, "paused");
+    assert.equal(await page.getByTestId("pause").isDisabled(), true);
+    assert.equal(await page.getByTestId("resume").isEnabled(), true);
+    await page.waitForTimeout(300); // a chunk in flight may still report
+    const pausedAt = await numAttr(page, "progress", "data-step");
+    await page.waitForTimeout(1000);
+    assert.equal(await numAttr(page, "progress", "data-step"), pausedAt, "no steps while paused");
+
+    await page.getByTestId("resume").click();
+    await waitForRunState(page, "running");
+    await page.waitForFunction(
+      (at) => Number(document.querySelector('[data-testid="progress"]').getAttribute("data-step")) > at,
+      pausedAt,
+      { timeout: 30_000 },
+    );
+
+    await page.getByTestId("stop").click();
+    await waitForRunState(page, "stopped");
+    await waitForAttr(page, "busy", "data-busy", "false");
+    assert.equal(await page.getByTestId("train").isEnabled(), true, "Train is enabled again");
+    assert.equal(await page.getByTestId("continue").isEnabled(), true, "the stopped model can continue");
+    assert.ok((await numAttr(page, "progress", "data-step")) < 5000);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  });
+});
+
+test("continue appends steps to the same model and chart", async () => {
+  await withApp(async (page, logs) => {
+    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 5 });
+    const before = await numAttr(page, "loss-chart", "data-train-points");
+    const first = await page.getByTestId("loss-chart").getAttribute("data-first-train-loss");
+    await fillFields(page, { "continue-steps": 10 });
+    await page.getByTestId("continue").click();
+    await waitForRunState(page, "running");
+    await waitForRunState(page, "finished");
+    assert.match(await testid(page, "progress-step"), /step 20 \/ 20/);
+    assert.ok((await numAttr(page, "loss-chart", "data-train-points")) > before, "points were appended");
+    assert.equal(await page.getByTestId("loss-chart").getAttribute("data-first-train-loss"), first, "the chart kept its start");
+    assert.match(await testid(page, "model-info"), /step 20/);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  });
+});
+
+test("an uploaded corpus that is too short is refused and the model and chart stay", async () => {
+  await withApp(async (page, logs) => {
+    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 5 });
+    const kept = await modelAndChart(page);
+    await page.getByTestId("corpus-file").setInputFiles({ name: "abc.txt", mimeType: "text/plain", buffer: Buffer.from("abc") });
+    await waitForAttr(page, "corpus-file-status", "data-loaded", "true");
+    assert.match(await testid(page, "corpus-file-status"), /abc\.txt · 3 B/);
+    assert.equal(await page.getByTestId("corpus-upload").isChecked(), true, "choosing a file selects it");
+    await page.getByTestId("train").click();
+    await page.getByTestId("error").waitFor({ timeout: 30_000 });
+    const banner = await testid(page, "error");
+    assert.match(banner, /abc\.txt/, "names the file");
+    assert.match(banner, /fewer than one context window/, "says what is wrong");
+    assert.match(banner, /longer corpus/, "says what to do");
+    assert.deepEqual(await modelAndChart(page), kept);
+    await page.getByTestId("error-dismiss").click();
+    assert.equal(await page.getByTestId("error").count(), 0, "the banner is dismissable");
+    const provoked = /reading the corpus abc\.txt/;
+    assert.ok(logs.some((l) => l.type === "error" && provoked.test(l.text)), "the worker logged the refusal");
+    assert.deepEqual(unexpectedErrors(logs, [provoked]), []);
+  });
+});
+
+test("a negative learning rate is refused by the worker with the field named", async () => {
+  await withApp(async (page, logs) => {
+    await fillFields(page, { "hp-steps": 10, "hp-batch": 4, "hp-warmup": 2, "hp-lr": "-1" });
+    await page.getByTestId("train").click();
+    await page.getByTestId("error").waitFor({ timeout: 30_000 });
+    const banner = await testid(page, "error");
+    assert.match(banner, /hyper-parameters/);
+    assert.match(banner, /\blr\b.*-1/);
+    assert.equal(await page.getByTestId("run-state").getAttribute("data-state"), "idle");
+    assert.match(await testid(page, "model-info"), /No model yet/);
+    const provoked = /checking the hyper-parameters: lr/;
+    assert.deepEqual(unexpectedErrors(logs, [provoked]), []);
+  });
+});
+
+test("a batch size that is not a number is caught in the form before sending", async () => {
+  await withApp(async (page, logs) => {
+    await fillFields(page, { "hp-batch": "four" });
+    await page.getByTestId("train").click();
+    const problem = page.getByTestId("train-validation");
+    await problem.waitFor({ state: "visible" });
+    assert.match(await problem.innerText(), /Batch size: “four” is not a whole number/);
+    await page.waitForTimeout(500);
+    assert.equal(await page.getByTestId("run-state").getAttribute("data-state"), "idle");
+    assert.equal(await page.getByTestId("error").count(), 0, "nothing reached the worker");
+    await fillFields(page, { "hp-batch": "" });
+    await page.getByTestId("train").click();
+    assert.match(await problem.innerText(), /Batch size is empty/);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  });
+});
+
+test("a checkpoint downloads and loads back into the playground", async () => {
+  await withApp(async (page, logs) => {
+    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 5 });
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("save-checkpoint").click()]);
+    assert.match(download.suggestedFilename(), /^tinygpt-step10\.safetensors$/);
+    const dir = await mkdtemp(join(tmpdir(), "tinygpt-e2e-"));
+    const path = join(dir, download.suggestedFilename());
+    await download.saveAs(path);
+    await page.getByTestId("load-checkpoint").setInputFiles(path);
+    await page.waitForFunction(() => /loaded/i.test(document.querySelector('[data-testid="checkpoint-note"]')?.innerText ?? ""), null, {
+      timeout: 30_000,
+    });
+    await page.waitForFunction(() => /tinygpt-step10/.test(document.querySelector('[data-testid="model-info"]')?.innerText ?? ""), null, {
+      timeout: 30_000,
+    });
+    assert.match(await testid(page, "model-info"), /step 10/);
+    assert.equal(await numAttr(page, "loss-chart", "data-train-points"), 0, "a loaded model starts a fresh chart");
+    assert.deepEqual(unexpectedErrors(logs), []);
+  });
+});
+
+// A bad checkpoint is refused and the current model stays.
+test("a corrupt checkpoint is refused and the current model stays", async () => {
+  await withApp(async (page, logs) => {
+    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 5 });
+    const kept = await modelAndChart(page);
+    const dir = await mkdtemp(join(tmpdir(), "tinygpt-e2e-"));
+    const path = join(dir, "broken.safetensors");
+    await writeFile(path, Buffer.from("this is not a safetensors file"));
+    await page.getByTestId("load-checkpoint").setInputFiles(path);
+    await page.getByTestId("error").waitFor({ timeout: 30_000 });
+    assert.match(await testid(page, "error"), /broken\.safetensors.*unchanged/);
+    assert.deepEqual(await modelAndChart(page), kept);
+    const provoked = /loading broken\.safetensors/;
+    assert.deepEqual(unexpectedErrors(logs, [provoked]), []);
+  });
+});
