@@ -193,7 +193,8 @@ fn override_train(mut t: tinygpt_core::TrainConfig, a: &TrainArgs) -> tinygpt_co
     t.seq_len = a.seq_len.unwrap_or(t.seq_len);
     t.lr = a.lr.unwrap_or(t.lr);
     t.min_lr = a.min_lr.unwrap_or(t.min_lr);
-    t.warmup_steps = a.warmup_steps.unwrap_or(t.warmup_steps);
+    // Unless given, warm-up is the preset's or a tenth of a short run.
+    t.warmup_steps = a.warmup_steps.unwrap_or(t.warmup_steps.min(t.steps / 10));
     t.weight_decay = a.weight_decay.unwrap_or(t.weight_decay);
     t.grad_clip = a.grad_clip.unwrap_or(t.grad_clip);
     t.eval_interval = a.eval_interval.unwrap_or(t.eval_interval);

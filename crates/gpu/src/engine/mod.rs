@@ -22,19 +22,19 @@ use tinygpt_protocol::ConfigError;
 /// Everything a session can refuse or fail at, as values.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("{0}")]
+    #[error(transparent)]
     Data(#[from] DataError),
-    #[error("{0}")]
+    #[error(transparent)]
     Model(#[from] ModelError),
-    #[error("{0}")]
+    #[error(transparent)]
     Sample(#[from] SampleError),
-    #[error("{0}")]
+    #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
-    #[error("{0}")]
+    #[error(transparent)]
     Optim(#[from] OptimError),
-    #[error("{0}")]
+    #[error(transparent)]
     Gpu(#[from] GpuError),
     #[error("this model has no training data: load a corpus to continue training it")]
     NoData,
