@@ -21,6 +21,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Print the GPU adapter this machine offers.
     Info,
+    /// Benchmark training, sampling and matmuls; prints one JSON document.
+    Bench(BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -132,4 +134,11 @@ pub struct EvalArgs {
     pub json: bool,
     #[command(flatten)]
     pub backend: Backend,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Tiny shapes and few iterations (a smoke run, e.g. on lavapipe).
+    #[arg(long)]
+    pub quick: bool,
 }

@@ -21,6 +21,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Sample(a) => sample(a).await,
         Command::Eval(a) => eval(a).await,
         Command::Info => info().await,
+        Command::Bench(a) => {
+            let ctx = GpuContext::new().await.context("opening the GPU")?;
+            println!("{}", serde_json::to_string_pretty(&crate::bench::run(&ctx, a.quick)?)?);
+            Ok(())
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! backend (Vulkan, Metal, DX12), or on the CPU reference with `--cpu`.
 
 mod args;
+mod bench;
 mod commands;
 
 use clap::Parser;

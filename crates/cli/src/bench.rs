@@ -1,0 +1,140 @@
+//! `tinygpt bench`: one JSON document of this engine's speed on the local
+//! adapter, with shapes matching `../shared/bench/pytorch_baseline.py`.
+
+use anyhow::Result;
+use serde_json::{json, Value};
+use std::time::Instant;
+use tinygpt_core::data::BatchSampler;
+use tinygpt_core::sample::SampleParams;
+use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
+use tinygpt_gpu::kernel::submit;
+use tinygpt_gpu::matmul::{bind_matmul, MatmulDesc};
+use tinygpt_gpu::model::GpuModel;
+use tinygpt_gpu::ops::adamw::OptState;
+use tinygpt_gpu::{GpuContext, PipelineRegistry};
+
+/// `(name, layers, heads, d_model, context, batch)`, as in pytorch_baseline.py.
+pub const SHAPES: [(&str, usize, usize, usize, usize, usize); 3] = [
+    ("tiny", 4, 4, 128, 64, 32),
+    ("small", 4, 4, 256, 128, 32),
+    ("nanogpt", 6, 6, 384, 256, 64),
+];
+const VOCAB: usize = 65;
+
+/// Waits until the GPU has finished everything submitted.
+fn sync(ctx: &GpuContext) -> Result<()> {
+    ctx.device.poll(wgpu::PollType::wait_indefinitely())?;
+    Ok(())
+}
+
+fn config(l: usize, h: usize, c: usize, t: usize) -> ModelConfig {
+    ModelConfig { vocab_size: VOCAB, block_size: t, n_layer: l, n_head: h, d_model: c }
+}
+
+/// Training throughput: `warmup` steps, then `steps` timed, one submission each.
+fn bench_train(ctx: &GpuContext, reg: &mut PipelineRegistry, name: &str, shape: (usize, usize, usize, usize, usize), warmup: usize, steps: usize) -> Result<Value> {
+    let (l, h, c, t, b) = shape;
+    let cfg = config(l, h, c, t);
+    let tc = TrainConfig { batch_size: b, seq_len: t, steps: warmup + steps, warmup_steps: 0, ..TrainConfig::default() };
+    let mut model = GpuModel::new(ctx, cfg, &init_params(&cfg, 0), None, tc, OptState::default())?;
+    let mut rng = Rng::new(1);
+    let tokens: Vec<u32> = (0..100_000).map(|_| rng.below(VOCAB) as u32).collect();
+    let mut sampler = BatchSampler::new(0);
+    let batches: Vec<_> = (0..warmup + steps).map(|_| sampler.next_batch(&tokens, b, t)).collect();
+    for batch in &batches[..warmup] {
+        model.train_step(ctx, reg, batch)?;
+    }
+    sync(ctx)?;
+    let t0 = Instant::now();
+    for batch in &batches[warmup..] {
+        model.train_step(ctx, reg, batch)?;
+    }
+    sync(ctx)?;
+    let dt = t0.elapsed().as_secs_f64() / steps as f64;
+    let loss = pollster::block_on(model.read_loss(ctx))?;
+    let params = cfg.num_params();
+    let flops_per_token = 6 * params + 12 * l * c * t;
+    Ok(json!({
+        "config": name, "params": params, "batch": b, "block": t,
+        "ms_per_step": dt * 1e3, "train_tokens_per_s": (b * t) as f64 / dt,
+        "train_tflops_est": (flops_per_token * b * t) as f64 / dt / 1e12,
+        "final_loss": loss, "steps": steps,
+    }))
+}
+
+/// Batch-1 sampling with the KV cache: `n` tokens after a one-token prompt.
+fn bench_sample(ctx: &GpuContext, reg: &mut PipelineRegistry, name: &str, shape: (usize, usize, usize, usize, usize), n: usize) -> Result<Value> {
+    let (l, h, c, t, _) = shape;
+    let cfg = config(l, h, c, t);
+    let mut model = GpuModel::new(ctx, cfg, &init_params(&cfg, 0), None, TrainConfig::default(), OptState::default())?;
+    let mut sampler = tinygpt_core::sample::Sampler::new(SampleParams::greedy())?;
+    let dec = model.decoder(ctx, reg)?;
+    let n = n.min(dec.capacity() - 1);
+    let mut logits = pollster::block_on(dec.push(ctx, 0))?;
+    let t0 = Instant::now();
+    for _ in 0..n {
+        let next = sampler.sample(&logits)?;
+        logits = pollster::block_on(dec.push(ctx, next))?;
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    Ok(json!({ "config": name, "path": "f32", "tokens": n, "sample_tokens_per_s": n as f64 / dt }))
+}
+
+/// One matmul shape, timed over `iters` back-to-back dispatches.
+fn bench_matmul(ctx: &GpuContext, reg: &mut PipelineRegistry, label: &str, desc: MatmulDesc, iters: usize) -> Result<Value> {
+    let a = ctx.zeros("bench_a", (desc.m * desc.k) as usize)?;
+    let b = ctx.zeros("bench_b", (desc.k * desc.n) as usize)?;
+    let c = ctx.zeros("bench_c", (desc.m * desc.n) as usize)?;
+    let k = bind_matmul(ctx, reg, desc, &a, &b, None, &c)?;
+    submit(ctx, "warmup", &[&k]);
+    sync(ctx)?;
+    let kernels: Vec<_> = std::iter::repeat_n(&k, iters).collect();
+    let t0 = Instant::now();
+    submit(ctx, "bench", &kernels);
+    sync(ctx)?;
+    let dt = t0.elapsed().as_secs_f64() / iters as f64;
+    let flops = 2.0 * desc.m as f64 * desc.k as f64 * desc.n as f64;
+    let bytes = 4.0 * (desc.m * desc.k + desc.k * desc.n + desc.m * desc.n) as f64;
+    Ok(json!({
+        "shape": label, "m": desc.m, "k": desc.k, "n": desc.n, "path": "f32",
+        "ms": dt * 1e3, "tflops": flops / dt / 1e12, "gb_per_s": bytes / dt / 1e9,
+    }))
+}
+
+pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
+    let mut reg = PipelineRegistry::default();
+    let (warmup, steps, tokens) = if quick { (1, 2, 8) } else { (5, 20, 200) };
+    let mut train = Vec::new();
+    let mut sample = Vec::new();
+    for (name, l, h, c, t, b) in SHAPES {
+        if quick && name != "tiny" {
+            continue;
+        }
+        eprintln!("bench: training {name}");
+        train.push(bench_train(ctx, &mut reg, name, (l, h, c, t, b), warmup, steps)?);
+        eprintln!("bench: sampling {name}");
+        sample.push(bench_sample(ctx, &mut reg, name, (l, h, c, t, b), tokens)?);
+    }
+    let mut matmul = Vec::new();
+    let big = if quick { 256 } else { 4096 };
+    let shapes = [
+        ("nanogpt fc (B·T=16384, 384→1536)", MatmulDesc::linear(16384, 384, 1536)),
+        ("nanogpt qkv (16384, 384→1152)", MatmulDesc::linear(16384, 384, 1152)),
+        ("square", MatmulDesc { m: big, k: big, n: big, ..Default::default() }),
+        ("GEMV M=1 f32 (4096→4096)", MatmulDesc::linear(1, big, big)),
+    ];
+    for (label, mut desc) in shapes {
+        if quick {
+            desc.m = desc.m.min(256);
+        }
+        desc.bias = false;
+        eprintln!("bench: matmul {label}");
+        matmul.push(bench_matmul(ctx, &mut reg, label, desc, if quick { 2 } else { 20 })?);
+    }
+    Ok(json!({
+        "adapter": ctx.adapter_desc(),
+        "train": train,
+        "sample": sample,
+        "matmul": matmul,
+    }))
+}
