@@ -60,12 +60,38 @@ fn op_b(kk: u32, col: u32) -> f32 {
     return b[p.b_off + kk * p.n + col];
 }
 
+// Writes one row of a thread's 4×4 block (accumulators are vectors, never
+// dynamically indexed private arrays, which drivers spill to memory).
+fn store_row(row: u32, col0: u32, acc: vec4<f32>) {
+    if (row >= p.m) {
+        return;
+    }
+    for (var j = 0u; j < 4u; j++) {
+        let col = col0 + j;
+        if (col >= p.n) {
+            return;
+        }
+        var v = acc[j];
+        if ((p.flags & HAS_BIAS) != 0u) {
+            v += bias[p.bias_off + col];
+        }
+        let o = p.c_off + row * p.n + col;
+        if ((p.flags & ACCUMULATE) != 0u) {
+            v += c[o];
+        }
+        c[o] = v;
+    }
+}
+
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let row0 = wg.y * TILE;
     let col0 = wg.x * TILE;
     let tid = lid.y * 16u + lid.x;
-    var acc: array<f32, 16>;
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
     for (var k0 = 0u; k0 < p.k; k0 += KT) {
         // 256 threads fill 1024 entries of each tile. The index order follows
         // the memory order of the source so that neighbouring threads read
@@ -93,39 +119,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
         workgroupBarrier();
         for (var kk = 0u; kk < KT; kk++) {
-            var av: array<f32, 4>;
-            var bv: array<f32, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                av[i] = a_tile[kk * TILE + lid.y * 4u + i];
-                bv[i] = b_tile[kk * TILE + lid.x * 4u + i];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) {
-                    acc[i * 4u + j] = fma(av[i], bv[j], acc[i * 4u + j]);
-                }
-            }
+            let ai = kk * TILE + lid.y * 4u;
+            let bi = kk * TILE + lid.x * 4u;
+            let av = vec4<f32>(a_tile[ai], a_tile[ai + 1u], a_tile[ai + 2u], a_tile[ai + 3u]);
+            let bv = vec4<f32>(b_tile[bi], b_tile[bi + 1u], b_tile[bi + 2u], b_tile[bi + 3u]);
+            acc0 = fma(vec4<f32>(av.x), bv, acc0);
+            acc1 = fma(vec4<f32>(av.y), bv, acc1);
+            acc2 = fma(vec4<f32>(av.z), bv, acc2);
+            acc3 = fma(vec4<f32>(av.w), bv, acc3);
         }
         workgroupBarrier();
     }
-    for (var i = 0u; i < 4u; i++) {
-        let row = row0 + lid.y * 4u + i;
-        if (row >= p.m) {
-            continue;
-        }
-        for (var j = 0u; j < 4u; j++) {
-            let col = col0 + lid.x * 4u + j;
-            if (col >= p.n) {
-                continue;
-            }
-            var v = acc[i * 4u + j];
-            if ((p.flags & HAS_BIAS) != 0u) {
-                v += bias[p.bias_off + col];
-            }
-            let o = p.c_off + row * p.n + col;
-            if ((p.flags & ACCUMULATE) != 0u) {
-                v += c[o];
-            }
-            c[o] = v;
-        }
-    }
+    let row = row0 + lid.y * 4u;
+    let col = col0 + lid.x * 4u;
+    store_row(row, col, acc0);
+    store_row(row + 1u, col, acc1);
+    store_row(row + 2u, col, acc2);
+    store_row(row + 3u, col, acc3);
 }
