@@ -155,14 +155,19 @@ export async function fillFields(page, fields) {
 
 /**
  * Trains a preset (nano by default) on the bundled corpus with small, fast
- * settings, and waits for the run to finish.
+ * settings (one sequence per step: SwiftShader runs ~250 tokens/s), and
+ * waits for the run to finish.
  */
-export async function trainQuick(page, { preset = "nano", steps = 10, batch = 4, evalInterval = 5, warmup = 2, lr = "3e-3", timeout = 60_000 } = {}) {
+export async function trainQuick(
+  page,
+  { preset = "nano", steps = 10, batch = 1, evalInterval = 5, evalBatches = 2, warmup = 2, lr = "3e-3", timeout = 60_000 } = {},
+) {
   await page.getByTestId("preset").selectOption(preset);
   await fillFields(page, {
     "hp-steps": steps,
     "hp-batch": batch,
     "hp-eval-interval": evalInterval,
+    "hp-eval-batches": evalBatches,
     "hp-warmup": warmup,
     "hp-lr": lr,
   });

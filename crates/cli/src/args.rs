@@ -23,6 +23,8 @@ pub enum Command {
     Info,
     /// Benchmark training, sampling and matmuls; prints one JSON document.
     Bench(BenchArgs),
+    /// Run every fast path's precision gate on this GPU (docs/precision.md).
+    Gate(GateArgs),
 }
 
 #[derive(Args, Debug)]
@@ -141,4 +143,23 @@ pub struct BenchArgs {
     /// Tiny shapes and few iterations (a smoke run, e.g. on lavapipe).
     #[arg(long)]
     pub quick: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct GateArgs {
+    /// Also gate on this model: its vocabulary as the K=vocab shape, its
+    /// weight matrices with real activations, and 100 greedy tokens on f32
+    /// versus the fast path.
+    #[arg(long)]
+    pub checkpoint: Option<PathBuf>,
+    /// Prompt of the sample gate (characters of the model's vocabulary).
+    #[arg(long, default_value = "ROMEO:\n")]
+    pub prompt: String,
+    /// Test only: inject a faulty kernel (f16acc, droptail, trunc) to see
+    /// the gate reject it.
+    #[arg(long, hide = true)]
+    pub fault: Option<String>,
+    /// One JSON array of gate reports on stdout instead of the lines.
+    #[arg(long)]
+    pub json: bool,
 }

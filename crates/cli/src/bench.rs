@@ -28,19 +28,47 @@ fn sync(ctx: &GpuContext) -> Result<()> {
 }
 
 fn config(l: usize, h: usize, c: usize, t: usize) -> ModelConfig {
-    ModelConfig { vocab_size: VOCAB, block_size: t, n_layer: l, n_head: h, d_model: c }
+    ModelConfig {
+        vocab_size: VOCAB,
+        block_size: t,
+        n_layer: l,
+        n_head: h,
+        d_model: c,
+    }
 }
 
 /// Training throughput: `warmup` steps, then `steps` timed, one submission each.
-fn bench_train(ctx: &GpuContext, reg: &mut PipelineRegistry, name: &str, shape: (usize, usize, usize, usize, usize), warmup: usize, steps: usize) -> Result<Value> {
+fn bench_train(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    name: &str,
+    shape: (usize, usize, usize, usize, usize),
+    warmup: usize,
+    steps: usize,
+) -> Result<Value> {
     let (l, h, c, t, b) = shape;
     let cfg = config(l, h, c, t);
-    let tc = TrainConfig { batch_size: b, seq_len: t, steps: warmup + steps, warmup_steps: 0, ..TrainConfig::default() };
-    let mut model = GpuModel::new(ctx, cfg, &init_params(&cfg, 0), None, tc, OptState::default())?;
+    let tc = TrainConfig {
+        batch_size: b,
+        seq_len: t,
+        steps: warmup + steps,
+        warmup_steps: 0,
+        ..TrainConfig::default()
+    };
+    let mut model = GpuModel::new(
+        ctx,
+        cfg,
+        &init_params(&cfg, 0),
+        None,
+        tc,
+        OptState::default(),
+    )?;
     let mut rng = Rng::new(1);
     let tokens: Vec<u32> = (0..100_000).map(|_| rng.below(VOCAB) as u32).collect();
     let mut sampler = BatchSampler::new(0);
-    let batches: Vec<_> = (0..warmup + steps).map(|_| sampler.next_batch(&tokens, b, t)).collect();
+    let batches: Vec<_> = (0..warmup + steps)
+        .map(|_| sampler.next_batch(&tokens, b, t))
+        .collect();
     for batch in &batches[..warmup] {
         model.train_step(ctx, reg, batch)?;
     }
@@ -63,10 +91,23 @@ fn bench_train(ctx: &GpuContext, reg: &mut PipelineRegistry, name: &str, shape: 
 }
 
 /// Batch-1 sampling with the KV cache: `n` tokens after a one-token prompt.
-fn bench_sample(ctx: &GpuContext, reg: &mut PipelineRegistry, name: &str, shape: (usize, usize, usize, usize, usize), n: usize) -> Result<Value> {
+fn bench_sample(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    name: &str,
+    shape: (usize, usize, usize, usize, usize),
+    n: usize,
+) -> Result<Value> {
     let (l, h, c, t, _) = shape;
     let cfg = config(l, h, c, t);
-    let mut model = GpuModel::new(ctx, cfg, &init_params(&cfg, 0), None, TrainConfig::default(), OptState::default())?;
+    let mut model = GpuModel::new(
+        ctx,
+        cfg,
+        &init_params(&cfg, 0),
+        None,
+        TrainConfig::default(),
+        OptState::default(),
+    )?;
     let mut sampler = tinygpt_core::sample::Sampler::new(SampleParams::greedy())?;
     let dec = model.decoder(ctx, reg)?;
     let n = n.min(dec.capacity() - 1);
@@ -81,7 +122,13 @@ fn bench_sample(ctx: &GpuContext, reg: &mut PipelineRegistry, name: &str, shape:
 }
 
 /// One matmul shape, timed over `iters` back-to-back dispatches.
-fn bench_matmul(ctx: &GpuContext, reg: &mut PipelineRegistry, label: &str, desc: MatmulDesc, iters: usize) -> Result<Value> {
+fn bench_matmul(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    label: &str,
+    desc: MatmulDesc,
+    iters: usize,
+) -> Result<Value> {
     let a = ctx.zeros("bench_a", (desc.m * desc.k) as usize)?;
     let b = ctx.zeros("bench_b", (desc.k * desc.n) as usize)?;
     let c = ctx.zeros("bench_c", (desc.m * desc.n) as usize)?;
@@ -111,16 +158,37 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
             continue;
         }
         eprintln!("bench: training {name}");
-        train.push(bench_train(ctx, &mut reg, name, (l, h, c, t, b), warmup, steps)?);
+        train.push(bench_train(
+            ctx,
+            &mut reg,
+            name,
+            (l, h, c, t, b),
+            warmup,
+            steps,
+        )?);
         eprintln!("bench: sampling {name}");
         sample.push(bench_sample(ctx, &mut reg, name, (l, h, c, t, b), tokens)?);
     }
     let mut matmul = Vec::new();
     let big = if quick { 256 } else { 4096 };
     let shapes = [
-        ("nanogpt fc (B·T=16384, 384→1536)", MatmulDesc::linear(16384, 384, 1536)),
-        ("nanogpt qkv (16384, 384→1152)", MatmulDesc::linear(16384, 384, 1152)),
-        ("square", MatmulDesc { m: big, k: big, n: big, ..Default::default() }),
+        (
+            "nanogpt fc (B·T=16384, 384→1536)",
+            MatmulDesc::linear(16384, 384, 1536),
+        ),
+        (
+            "nanogpt qkv (16384, 384→1152)",
+            MatmulDesc::linear(16384, 384, 1152),
+        ),
+        (
+            "square",
+            MatmulDesc {
+                m: big,
+                k: big,
+                n: big,
+                ..Default::default()
+            },
+        ),
         ("GEMV M=1 f32 (4096→4096)", MatmulDesc::linear(1, big, big)),
     ];
     for (label, mut desc) in shapes {
@@ -129,7 +197,13 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
         }
         desc.bias = false;
         eprintln!("bench: matmul {label}");
-        matmul.push(bench_matmul(ctx, &mut reg, label, desc, if quick { 2 } else { 20 })?);
+        matmul.push(bench_matmul(
+            ctx,
+            &mut reg,
+            label,
+            desc,
+            if quick { 2 } else { 20 },
+        )?);
     }
     Ok(json!({
         "adapter": ctx.adapter_desc(),

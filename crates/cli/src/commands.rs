@@ -1,6 +1,6 @@
 //! What each subcommand does.
 
-use crate::args::{Backend, Cli, Command, EvalArgs, SampleArgs, TrainArgs};
+use crate::args::{Backend, Cli, Command, EvalArgs, GateArgs, SampleArgs, TrainArgs};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
@@ -21,9 +21,13 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Sample(a) => sample(a).await,
         Command::Eval(a) => eval(a).await,
         Command::Info => info().await,
+        Command::Gate(a) => gate(a).await,
         Command::Bench(a) => {
             let ctx = GpuContext::new().await.context("opening the GPU")?;
-            println!("{}", serde_json::to_string_pretty(&crate::bench::run(&ctx, a.quick)?)?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&crate::bench::run(&ctx, a.quick)?)?
+            );
             Ok(())
         }
     }
@@ -273,5 +277,104 @@ async fn info() -> Result<()> {
         "adapter": ctx.adapter_desc(), "features": ctx.detected_features(), "limits": ctx.gpu_limits(),
     });
     println!("{}", serde_json::to_string_pretty(&caps)?);
+    Ok(())
+}
+
+fn now_ms() -> f64 {
+    use std::sync::OnceLock;
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
+}
+
+/// The error-distribution lines of one case (a measurement, never a verdict).
+fn distribution_lines(c: &tinygpt_protocol::GateCase) -> Vec<String> {
+    let d = &c.distribution;
+    let pct = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.2e}"))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    vec![
+        format!(
+            "    {}: rel_l2={:.3e} cosine={:.8} frac>thd {}",
+            c.name,
+            d.rel_l2,
+            d.cosine,
+            d.thresholds
+                .iter()
+                .zip(&d.frac_over)
+                .map(|(t, f)| format!("{t:.0e}:{:.2}%", f * 100.0))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        format!("      p50/p90/p99/max  rel_diff {}", pct(&d.rel_diff)),
+        format!("      p50/p90/p99/max  abs_diff {}", pct(&d.abs_diff)),
+        format!("      p50/p90/p99/max  |ref|    {}", pct(&d.ref_abs)),
+    ]
+}
+
+async fn gate(a: GateArgs) -> Result<()> {
+    use tinygpt_gpu::gate::{model_gate, run_gates, Fault, GateOptions, DEFAULT_VOCAB};
+    let fault = match &a.fault {
+        Some(name) => Some(
+            Fault::parse(name)
+                .with_context(|| format!("unknown fault {name:?} (f16acc, droptail, trunc)"))?,
+        ),
+        None => None,
+    };
+    let gpu = open_gpu(&Backend { cpu: false })
+        .await?
+        .expect("the GPU was asked for");
+    let mut session = a
+        .checkpoint
+        .as_deref()
+        .map(|p| load_session(p, Some(gpu.clone())))
+        .transpose()?;
+    let opts = GateOptions {
+        fault,
+        vocab: session
+            .as_ref()
+            .map_or(DEFAULT_VOCAB, |s| s.config.vocab_size as u32),
+        now_ms,
+    };
+    let mut reg = std::mem::take(&mut *gpu.registry.borrow_mut());
+    let (mut reports, active) = run_gates(&gpu.ctx, &mut reg, opts).await;
+    *gpu.registry.borrow_mut() = reg;
+    gpu.fast_paths.set(active);
+    if let Some(s) = &mut session {
+        s.apply_fast_paths()?;
+        let ids = s.vocab.encode(&a.prompt).unwrap_or_else(|_| vec![0]);
+        let trainer = s.gpu_trainer().expect("the session runs on the GPU");
+        for r in &mut reports {
+            model_gate::run_model_gates(trainer, r, &ids, &a.prompt).await?;
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+        return Ok(());
+    }
+    for r in &reports {
+        for line in &r.lines {
+            println!("{line}");
+        }
+        if !r.cases.is_empty() {
+            println!(
+                "[ops] {} error distribution (measured, never gating):",
+                r.label
+            );
+            for c in &r.cases {
+                for line in distribution_lines(c) {
+                    println!("{line}");
+                }
+            }
+        }
+        println!(
+            "[ops] {}: {} in {:.0} ms",
+            r.label,
+            if r.active { "ACTIVE" } else { "off (f32)" },
+            r.millis
+        );
+    }
     Ok(())
 }

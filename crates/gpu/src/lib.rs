@@ -20,4 +20,5 @@ pub use context::GpuContext;
 pub use error::GpuError;
 pub use kernel::BoundKernel;
 pub use registry::{KernelSource, PipelineRegistry};
+pub mod gate;
 pub mod ops;

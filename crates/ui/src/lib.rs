@@ -1,16 +1,34 @@
 //! The TinyGPT-rs playground UI (Leptos, client-side rendered, main thread).
 //!
 //! It depends only on the message types: every GPU and model operation
-//! happens in the worker, so the page never freezes.
+//! happens in the worker, so the page never freezes. [`App`] owns one
+//! [`Store`] of signals; each panel reads it and sends [`WorkerInput`]s
+//! through it, and [`Store::apply`] folds every [`WorkerOutput`] into it.
 
+mod caps;
+mod chart;
+mod checkpoint;
+mod files;
+mod format;
+mod progress;
+mod sample;
+mod train;
 mod worker_link;
 
+use chart::LossHistory;
 use leptos::prelude::*;
-use tinygpt_protocol::{GpuCaps, LogLevel, WorkerInput, WorkerOutput};
+use sample::SampleView;
+use tinygpt_protocol::{
+    GateReport, GpuCaps, LogLevel, ModelInfo, RunState, TrainProgress, WorkerInput, WorkerOutput,
+};
 use worker_link::WorkerLink;
 
 /// What the status bar says before the worker has reported anything.
 const STARTING: &str = "Starting the worker and detecting the GPU…";
+
+/// Distinct characters of the bundled corpus: the vocabulary used for
+/// parameter counts until the worker reports a model.
+pub const BUNDLED_VOCAB: usize = 83;
 
 /// One line of the in-page log.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,135 +37,276 @@ struct LogLine {
     text: String,
 }
 
-/// The playground: capability pills, status bar and log.
+/// A worker error (or a failure on the UI's side) shown in the banner.
+#[derive(Clone, Debug, PartialEq)]
+struct ShownError {
+    /// What was being done, e.g. “checking the hyper-parameters”.
+    context: String,
+    message: String,
+    /// Errors that arrived since the banner was last dismissed.
+    count: usize,
+}
+
+/// A request whose outcome decides what happens to the chart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pending {
+    None,
+    /// A new run was asked for: the chart clears when it starts running,
+    /// and stays as it is when the worker refuses the run.
+    NewRun,
+    /// A checkpoint load: the chart clears when the new model is in.
+    Load,
+}
+
+/// Everything the panels show, and the link to the worker.
+#[derive(Clone, Copy)]
+pub(crate) struct Store {
+    caps: RwSignal<Option<GpuCaps>>,
+    /// The latest gate report of each fast path.
+    gates: RwSignal<Vec<GateReport>>,
+    status: RwSignal<String>,
+    worker_ready: RwSignal<bool>,
+    logs: RwSignal<Vec<LogLine>>,
+    error: RwSignal<Option<ShownError>>,
+    pub run_state: RwSignal<RunState>,
+    pub progress: RwSignal<Option<TrainProgress>>,
+    pub history: RwSignal<LossHistory>,
+    pub model: RwSignal<Option<ModelInfo>>,
+    /// Runs started since the page opened (a test sees a new run by it).
+    pub runs_started: RwSignal<u32>,
+    /// The worker said it is busy (sampling, loading, saving).
+    pub worker_busy: RwSignal<bool>,
+    pub sample: RwSignal<SampleView>,
+    /// What happened to the last checkpoint saved or loaded.
+    pub checkpoint_note: RwSignal<Option<String>>,
+    pending: RwSignal<Pending>,
+    link: StoredValue<Option<WorkerLink>, LocalStorage>,
+}
+
+impl Store {
+    fn new() -> Self {
+        Self {
+            caps: RwSignal::new(None),
+            gates: RwSignal::new(Vec::new()),
+            status: RwSignal::new(STARTING.to_string()),
+            worker_ready: RwSignal::new(false),
+            logs: RwSignal::new(Vec::new()),
+            error: RwSignal::new(None),
+            run_state: RwSignal::new(RunState::Idle),
+            progress: RwSignal::new(None),
+            history: RwSignal::new(LossHistory::default()),
+            model: RwSignal::new(None),
+            runs_started: RwSignal::new(0),
+            worker_busy: RwSignal::new(false),
+            sample: RwSignal::new(SampleView::default()),
+            checkpoint_note: RwSignal::new(None),
+            pending: RwSignal::new(Pending::None),
+            link: StoredValue::new_local(None),
+        }
+    }
+
+    /// Sends one message; a failure to send is shown like a worker error.
+    pub fn send(&self, msg: WorkerInput) {
+        match &msg {
+            WorkerInput::Train { .. } => self.pending.set(Pending::NewRun),
+            WorkerInput::LoadCheckpoint { .. } => self.pending.set(Pending::Load),
+            _ => {}
+        }
+        let sent = self.link.with_value(|l| match l {
+            Some(link) => link.send(&msg),
+            None => Err("the worker is not running".into()),
+        });
+        if let Err(e) = sent {
+            self.show_error("sending a request to the worker", e);
+        }
+    }
+
+    /// Shows an error in the banner and the log.
+    pub fn show_error(&self, context: &str, message: String) {
+        self.log(LogLevel::Error, format!("Error while {context}: {message}"));
+        self.banner(context, message);
+    }
+
+    /// Shows an error in the banner only (the worker logs its own).
+    fn banner(&self, context: &str, message: String) {
+        self.error.update(|e| {
+            let count = e.as_ref().map_or(0, |e| e.count) + 1;
+            *e = Some(ShownError {
+                context: context.to_string(),
+                message,
+                count,
+            });
+        });
+    }
+
+    fn log(&self, level: LogLevel, text: String) {
+        self.logs.update(|l| l.push(LogLine { level, text }));
+    }
+
+    /// The vocabulary of the model held, else the bundled corpus's.
+    pub fn vocab_size(&self) -> usize {
+        self.model
+            .with(|m| m.as_ref().map_or(BUNDLED_VOCAB, |m| m.config.vocab_size))
+    }
+
+    /// Whether a run holds the worker (running or paused).
+    pub fn run_active(&self) -> bool {
+        matches!(self.run_state.get(), RunState::Running | RunState::Paused)
+    }
+
+    /// The worker is computing: a running run or a request in flight.
+    pub fn busy(&self) -> bool {
+        self.worker_busy.get() || self.run_state.get() == RunState::Running
+    }
+
+    /// Folds one worker message into the signals.
+    fn apply(&self, msg: WorkerOutput) {
+        match msg {
+            WorkerOutput::Ready => self.worker_ready.set(true),
+            WorkerOutput::GpuCaps(c) => self.caps.set(Some(c)),
+            WorkerOutput::Status { text } => self.status.set(text),
+            WorkerOutput::Log { level, text } => self.log(level, text),
+            WorkerOutput::Error { context, message } => {
+                if self.pending.get_untracked() == Pending::Load {
+                    self.checkpoint_note.set(None);
+                }
+                self.pending.set(Pending::None);
+                if context.starts_with("sampling") {
+                    self.sample.update(|s| s.running = false);
+                }
+                self.banner(&context, message);
+            }
+            WorkerOutput::ModelInfo(info) => self.model.set(Some(info)),
+            WorkerOutput::RunState { state } => {
+                let pending = self.pending.get_untracked();
+                let starts_new = pending == Pending::NewRun && state == RunState::Running;
+                let loaded = pending == Pending::Load && state == RunState::Idle;
+                if loaded {
+                    self.checkpoint_note
+                        .set(Some("Checkpoint loaded.".to_string()));
+                }
+                if starts_new {
+                    self.runs_started.update(|n| *n += 1);
+                }
+                if starts_new || loaded {
+                    self.history.set(LossHistory::default());
+                    self.progress.set(None);
+                    self.pending.set(Pending::None);
+                }
+                self.run_state.set(state);
+            }
+            WorkerOutput::Progress(p) => {
+                self.history.update(|h| h.push(&p));
+                self.progress.set(Some(p));
+            }
+            WorkerOutput::SampleChunk {
+                text,
+                tokens,
+                tokens_per_s,
+                first_token_ms,
+            } => self.sample.update(|s| {
+                s.text.push_str(&text);
+                s.tokens = tokens;
+                s.tokens_per_s = tokens_per_s;
+                s.first_token_ms = first_token_ms;
+            }),
+            WorkerOutput::SampleDone {
+                tokens,
+                tokens_per_s,
+                first_token_ms,
+            } => self.sample.update(|s| {
+                s.tokens = tokens;
+                s.tokens_per_s = tokens_per_s;
+                s.first_token_ms = first_token_ms;
+                s.running = false;
+                s.done = true;
+            }),
+            WorkerOutput::Checkpoint { name, bytes } => match files::download(&name, &bytes) {
+                Ok(()) => self.checkpoint_note.set(Some(format!(
+                    "Saved {name} ({}).",
+                    format::bytes(bytes.len() as u64)
+                ))),
+                Err(e) => self.show_error(&format!("downloading {name}"), e),
+            },
+            WorkerOutput::Busy { busy } => self.worker_busy.set(busy),
+            WorkerOutput::GateReport(report) => {
+                self.gates
+                    .update(|g| match g.iter_mut().find(|r| r.path == report.path) {
+                        Some(old) => *old = report,
+                        None => g.push(report),
+                    })
+            }
+        }
+    }
+}
+
+/// The playground: capabilities, training, progress and chart, sampling,
+/// checkpoints and the log.
 #[component]
 pub fn App() -> impl IntoView {
-    let caps = RwSignal::new(None::<GpuCaps>);
-    let status = RwSignal::new(STARTING.to_string());
-    let worker_ready = RwSignal::new(false);
-    let logs = RwSignal::new(Vec::<LogLine>::new());
-    let push_log = move |level, text: String| logs.update(|l| l.push(LogLine { level, text }));
-
-    let on_output = move |msg: WorkerOutput| match msg {
-        WorkerOutput::Ready => worker_ready.set(true),
-        WorkerOutput::GpuCaps(c) => caps.set(Some(c)),
-        WorkerOutput::Status { text } => status.set(text),
-        WorkerOutput::Log { level, text } => push_log(level, text),
-        WorkerOutput::Error { context, message } => {
-            let text = format!("Error while {context}: {message}");
-            status.set(text.clone());
-            push_log(LogLevel::Error, text);
-        }
-    };
+    let store = Store::new();
     let on_crash = move |text: String| {
-        status.set(format!("The worker crashed — {text}"));
-        push_log(LogLevel::Error, text);
+        store.status.set(format!("The worker crashed — {text}"));
+        store.show_error("running the worker", text);
     };
-    match WorkerLink::spawn(on_output, on_crash) {
+    match WorkerLink::spawn(move |msg| store.apply(msg), on_crash) {
         Ok(link) => {
-            let link = StoredValue::new_local(link);
+            store.link.set_value(Some(link));
             // Ask again once mounted: harmless if caps already arrived.
-            link.with_value(|l| {
-                if let Err(e) = l.send(&WorkerInput::QueryCaps) {
-                    push_log(LogLevel::Error, e);
-                }
-            });
+            store.send(WorkerInput::QueryCaps);
         }
-        Err(e) => status.set(format!("Cannot start the worker — {e}")),
+        Err(e) => store.status.set(format!("Cannot start the worker — {e}")),
     }
 
     view! {
         <header class="top">
             <h1>"TinyGPT-rs"</h1>
             <span class="subtitle">"train and sample a small GPT in your browser"</span>
+            <progress::BusyIndicator store=store />
         </header>
-        <CapsPills caps=caps />
-        <div class="status" data-testid="status" data-worker-ready=move || worker_ready.get().to_string()>
-            {move || status.get()}
+        <caps::CapsPills caps=store.caps />
+        <caps::GateReports gates=store.gates />
+        <div class="status" data-testid="status" data-worker-ready=move || store.worker_ready.get().to_string()>
+            {move || store.status.get()}
         </div>
-        <LogPanel logs=logs />
+        <ErrorBanner error=store.error />
+        <main class="panels">
+            <train::TrainPanel store=store />
+            <section class="card run" data-testid="run-panel">
+                <progress::ProgressPanel store=store />
+                <chart::LossChart history=store.history progress=store.progress />
+                <progress::ModelInfoLine store=store />
+            </section>
+            <sample::SamplePanel store=store />
+            <checkpoint::CheckpointPanel store=store />
+        </main>
+        <LogPanel logs=store.logs />
     }
 }
 
-/// A pill that reports something detected on the adapter.
+/// The latest error, prominent and dismissable; the log keeps all of them.
 #[component]
-fn DetectPill(
-    /// `data-testid` of the pill.
-    testid: &'static str,
-    /// Text of the pill.
-    #[prop(into)]
-    label: Signal<String>,
-    /// Whether the capability is present (✓) or not (—).
-    #[prop(into)]
-    on: Signal<bool>,
+fn ErrorBanner(
+    /// The error shown, `None` when dismissed or none came.
+    error: RwSignal<Option<ShownError>>,
 ) -> impl IntoView {
     view! {
-        <span
-            class=move || if on.get() { "pill detect on" } else { "pill detect off" }
-            data-testid=testid
-            data-on=move || on.get().to_string()
-            title="detected on this adapter (not the same as active)"
-        >
-            {move || label.get()}
-        </span>
-    }
-}
-
-/// Detection pills, then activation pills (only for gated fast paths that passed).
-#[component]
-fn CapsPills(
-    /// Capabilities from the worker's `gpu_caps`; `None` until it reports.
-    caps: RwSignal<Option<GpuCaps>>,
-) -> impl IntoView {
-    let has = move |f: fn(&GpuCaps) -> bool| {
-        Signal::derive(move || caps.with(|c| c.as_ref().is_some_and(f)))
-    };
-    let mark = |on: bool| if on { "✓" } else { "—" };
-    let webgpu = has(|c| c.webgpu);
-    let adapter = Signal::derive(move || {
-        caps.with(|c| match c {
-            Some(c) if c.webgpu => {
-                let a = &c.adapter;
-                let parts: Vec<&str> = [a.vendor.as_str(), a.architecture.as_str()]
-                    .into_iter()
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                if parts.is_empty() {
-                    "GPU: unknown adapter".to_string()
-                } else {
-                    format!("GPU: {}", parts.join(" · "))
-                }
-            }
-            Some(_) => "GPU: none".to_string(),
-            None => "GPU: detecting…".to_string(),
-        })
-    });
-    let shader_f16 = has(|c| c.features.shader_f16);
-    let subgroups = has(|c| c.features.subgroups);
-    let timestamp = has(|c| c.features.timestamp_query);
-    let webnn = has(|c| c.features.webnn);
-    let f16_storage = has(|c| c.active.f16_storage);
-    view! {
-        <section id="caps" class="caps" data-testid="caps" data-reported=move || caps.with(|c| c.is_some()).to_string()>
-            <span class="group-label">"detected"</span>
-            <DetectPill testid="pill-webgpu" on=webgpu label=Signal::derive(move || format!("WebGPU {}", mark(webgpu.get()))) />
-            <DetectPill testid="pill-adapter" on=webgpu label=adapter />
-            <DetectPill testid="pill-shader-f16" on=shader_f16 label=Signal::derive(move || format!("shader-f16 {}", mark(shader_f16.get()))) />
-            <DetectPill testid="pill-subgroups" on=subgroups label=Signal::derive(move || format!("subgroups {}", mark(subgroups.get()))) />
-            <DetectPill testid="pill-timestamp" on=timestamp label=Signal::derive(move || format!("timestamp-query {}", mark(timestamp.get()))) />
-            <DetectPill testid="pill-webnn" on=webnn label=Signal::derive(move || format!("WebNN {}", mark(webnn.get()))) />
-            <span class="group-label">"active"</span>
-            <span class="gpu-accel" data-testid="active-pills">
-                <Show when=move || f16_storage.get()>
-                    <span class="pill active" data-testid="pill-f16-storage" title="gate passed: forward matmuls read f16-packed weights">
-                        "+f16 storage"
-                    </span>
-                </Show>
-                <Show when=move || !f16_storage.get()>
-                    <span class="none-active">"f32 only"</span>
-                </Show>
-            </span>
-        </section>
+        <Show when=move || error.with(|e| e.is_some())>
+            <div class="error-banner" role="alert" data-testid="error"
+                data-context=move || error.with(|e| e.as_ref().map(|e| e.context.clone()).unwrap_or_default())>
+                <span class="error-text" data-testid="error-text">
+                    {move || error.with(|e| e.as_ref().map(|e| {
+                        let earlier = match e.count {
+                            0 | 1 => String::new(),
+                            n => format!(" ({} earlier errors in the log)", n - 1),
+                        };
+                        format!("Error while {}: {}{earlier}", e.context, e.message)
+                    }))}
+                </span>
+                <button class="dismiss" data-testid="error-dismiss" title="dismiss"
+                    on:click=move |_| error.set(None)>"×"</button>
+            </div>
+        </Show>
     }
 }
 

@@ -33,6 +33,18 @@ pub fn has_webnn() -> bool {
     navigator().and_then(|n| get(&n, "ml")).is_some()
 }
 
+/// The test-only `fault=` switch of the page URL (`?fault=f16acc`), read
+/// from the worker's own `self.location.search`.
+pub fn fault_switch() -> Option<String> {
+    let search = get(&js_sys::global(), "location")
+        .and_then(|l| get(&l, "search"))
+        .and_then(|s| s.as_string())?;
+    search
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("fault=").map(str::to_string))
+}
+
 /// Milliseconds from `performance.now()`.
 pub fn now_ms() -> f64 {
     get(&js_sys::global(), "performance")

@@ -6,8 +6,9 @@ use futures_channel::mpsc;
 use futures_util::StreamExt;
 use std::rc::Rc;
 use tinygpt_gpu::engine::Gpu;
+use tinygpt_gpu::gate::{status_suffix, Fault, GateOptions, DEFAULT_VOCAB};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
-use tinygpt_protocol::{GpuCaps, LogLevel, WorkerInput, WorkerOutput};
+use tinygpt_protocol::{GateReport, GpuCaps, LogLevel, WorkerInput, WorkerOutput};
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
@@ -129,6 +130,53 @@ fn status_line(caps: &GpuCaps) -> String {
     }
 }
 
+/// Runs every fast path's gate on the worker's device, logs its console
+/// lines, posts each report, and activates what passed. Returns the reports.
+async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
+    let fault = js::fault_switch().and_then(|name| {
+        let f = Fault::parse(&name);
+        if f.is_none() {
+            log(
+                LogLevel::Warn,
+                format!("[ops] unknown fault switch {name:?} ignored"),
+            );
+        }
+        f
+    });
+    if let Some(f) = fault {
+        log(
+            LogLevel::Warn,
+            format!(
+                "[ops] test switch: injecting the {} fault into the fast-path gates",
+                f.name()
+            ),
+        );
+    }
+    let opts = GateOptions {
+        fault,
+        vocab: DEFAULT_VOCAB,
+        now_ms: js::now_ms,
+    };
+    // Moved out for the awaits (a RefCell guard must not cross one).
+    let mut reg = std::mem::take(&mut *gpu.registry.borrow_mut());
+    let (reports, active) = tinygpt_gpu::gate::run_gates(&gpu.ctx, &mut reg, opts).await;
+    *gpu.registry.borrow_mut() = reg;
+    gpu.fast_paths.set(active);
+    for r in &reports {
+        for (i, line) in r.lines.iter().enumerate() {
+            let level = if i == 0 && !r.passed && r.detected {
+                LogLevel::Warn
+            } else {
+                LogLevel::Info
+            };
+            log(level, line.clone());
+        }
+        post(&WorkerOutput::GateReport(r.clone()));
+    }
+    caps.active.f16_storage = active.f16_storage.is_some();
+    reports
+}
+
 /// Entry point of the worker.
 pub async fn run() {
     let (tx, mut rx) = mpsc::unbounded::<WorkerInput>();
@@ -148,11 +196,27 @@ pub async fn run() {
     on_message.forget();
     post(&WorkerOutput::Ready);
 
-    let (caps, engine) = start_gpu().await;
+    let t0 = js::now_ms();
+    let (mut caps, engine) = start_gpu().await;
     post(&WorkerOutput::GpuCaps(caps.clone()));
     post(&WorkerOutput::Status {
         text: status_line(&caps),
     });
+    // Fast paths: detected above, activated only by their gates. Requests
+    // queue meanwhile; the gates take well under a second.
+    if let Some(gpu) = &engine {
+        if caps.kernel_check.as_ref().is_some_and(|c| c.passed) {
+            let reports = run_gates(gpu, &mut caps).await;
+            post(&WorkerOutput::GpuCaps(caps.clone()));
+            post(&WorkerOutput::Status {
+                text: format!(
+                    "inference warmed up in {:.1}s{} — ready to generate.",
+                    (js::now_ms() - t0) / 1e3,
+                    status_suffix(&reports)
+                ),
+            });
+        }
+    }
     let mut runner = Runner::new(engine, caps.unavailable_reason.clone());
 
     loop {

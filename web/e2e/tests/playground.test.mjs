@@ -1,7 +1,7 @@
 // The playground in a real browser (WebGPU on SwiftShader): training, the
 // live chart, sampling, run control, and errors that are shown and leave the
-// current model alone. Settings are small so each test stays well under a
-// minute on a CPU.
+// current model alone. Steps train one or two sequences of 128 characters
+// (SwiftShader runs ~250 tokens/s), so each test stays under about a minute.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { writeFile, mkdtemp } from "node:fs/promises";
@@ -50,6 +50,27 @@ async function modelAndChart(page) {
   };
 }
 
+test("the preset picker fills the hyper-parameters and sizes the model", async () => {
+  await withApp(async (page, logs) => {
+    await page.getByTestId("preset").selectOption("tiny");
+    // tiny is 4L/4H/128C, T=64, B=32; with the bundled corpus's 83 characters:
+    // 83·128 + 64·128 + 4·(12·128² + 13·128) + 2·128 = 812,160.
+    const estimate = page.getByTestId("preset-estimate");
+    await waitForAttr(page, "preset-estimate", "data-params", "812160");
+    assert.match(await estimate.innerText(), /812,160 parameters .*≈ [\d.]+ MiB to train at B=32, T=64/);
+    assert.equal(await page.getByTestId("hp-batch").inputValue(), "32");
+    assert.equal(await page.getByTestId("hp-steps").inputValue(), "2000");
+    // Memory follows the batch size typed in.
+    const before = await numAttr(page, "preset-estimate", "data-memory-bytes");
+    await fillFields(page, { "hp-batch": 64 });
+    await page.waitForFunction(
+      (b) => Number(document.querySelector('[data-testid="preset-estimate"]').getAttribute("data-memory-bytes")) > b,
+      before,
+    );
+    assert.deepEqual(unexpectedErrors(logs), []);
+  });
+});
+
 test("training nano for 30 steps lowers the loss and fills the chart", async () => {
   await withApp(async (page, logs) => {
     // Before any run the estimate uses the bundled corpus's 83 characters.
@@ -57,7 +78,7 @@ test("training nano for 30 steps lowers the loss and fills the chart", async () 
     assert.equal(await estimate.getAttribute("data-params"), "66768");
     assert.match(await estimate.innerText(), /≈ .*iB/);
     const t0 = Date.now();
-    await trainQuick(page, { steps: 30, batch: 4, evalInterval: 10, warmup: 3, lr: "3e-3" });
+    await trainQuick(page, { steps: 30, batch: 2, evalInterval: 10, warmup: 3, lr: "3e-3", timeout: 90_000 });
     console.log(`  trained 30 steps in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     assert.match(await testid(page, "progress-step"), /step 30 \/ 30/);
     const chart = page.getByTestId("loss-chart");
@@ -82,7 +103,7 @@ test("training nano for 30 steps lowers the loss and fills the chart", async () 
 
 test("sampling after training streams text with its stats", async () => {
   await withApp(async (page, logs) => {
-    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 10 });
+    await trainQuick(page, { steps: 10, evalInterval: 10 });
     await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 60, "sample-temperature": "0.8", "sample-seed": 7 });
     await page.getByTestId("generate").click();
     await page.waitForFunction(
@@ -108,7 +129,7 @@ test("sampling after training streams text with its stats", async () => {
 
 test("pause, resume and stop change the run state and the step count", async () => {
   await withApp(async (page, logs) => {
-    await fillFields(page, { "hp-steps": 5000, "hp-batch": 2, "hp-warmup": 10, "hp-eval-interval": 0 });
+    await fillFields(page, { "hp-steps": 5000, "hp-batch": 1, "hp-warmup": 10, "hp-eval-interval": 0 });
     await page.getByTestId("train").click();
     await waitForRunState(page, "running");
     await waitForAttr(page, "busy", "data-busy", "true");
@@ -144,7 +165,7 @@ test("pause, resume and stop change the run state and the step count", async () 
 
 test("continue appends steps to the same model and chart", async () => {
   await withApp(async (page, logs) => {
-    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 5 });
+    await trainQuick(page, { steps: 10, evalInterval: 5 });
     const before = await numAttr(page, "loss-chart", "data-train-points");
     const first = await page.getByTestId("loss-chart").getAttribute("data-first-train-loss");
     await fillFields(page, { "continue-steps": 10 });
@@ -161,7 +182,7 @@ test("continue appends steps to the same model and chart", async () => {
 
 test("an uploaded corpus that is too short is refused and the model and chart stay", async () => {
   await withApp(async (page, logs) => {
-    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 5 });
+    await trainQuick(page, { steps: 10, evalInterval: 5 });
     const kept = await modelAndChart(page);
     await page.getByTestId("corpus-file").setInputFiles({ name: "abc.txt", mimeType: "text/plain", buffer: Buffer.from("abc") });
     await waitForAttr(page, "corpus-file-status", "data-loaded", "true");
@@ -184,7 +205,7 @@ test("an uploaded corpus that is too short is refused and the model and chart st
 
 test("a negative learning rate is refused by the worker with the field named", async () => {
   await withApp(async (page, logs) => {
-    await fillFields(page, { "hp-steps": 10, "hp-batch": 4, "hp-warmup": 2, "hp-lr": "-1" });
+    await fillFields(page, { "hp-steps": 10, "hp-batch": 1, "hp-warmup": 2, "hp-lr": "-1" });
     await page.getByTestId("train").click();
     await page.getByTestId("error").waitFor({ timeout: 30_000 });
     const banner = await testid(page, "error");
@@ -216,7 +237,7 @@ test("a batch size that is not a number is caught in the form before sending", a
 
 test("a checkpoint downloads and loads back into the playground", async () => {
   await withApp(async (page, logs) => {
-    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 5 });
+    await trainQuick(page, { steps: 10, evalInterval: 5 });
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("save-checkpoint").click()]);
     assert.match(download.suggestedFilename(), /^tinygpt-step10\.safetensors$/);
     const dir = await mkdtemp(join(tmpdir(), "tinygpt-e2e-"));
@@ -238,7 +259,7 @@ test("a checkpoint downloads and loads back into the playground", async () => {
 // A bad checkpoint is refused and the current model stays.
 test("a corrupt checkpoint is refused and the current model stays", async () => {
   await withApp(async (page, logs) => {
-    await trainQuick(page, { steps: 10, batch: 4, evalInterval: 5 });
+    await trainQuick(page, { steps: 10, evalInterval: 5 });
     const kept = await modelAndChart(page);
     const dir = await mkdtemp(join(tmpdir(), "tinygpt-e2e-"));
     const path = join(dir, "broken.safetensors");
@@ -250,4 +271,18 @@ test("a corrupt checkpoint is refused and the current model stays", async () => 
     const provoked = /loading broken\.safetensors/;
     assert.deepEqual(unexpectedErrors(logs, [provoked]), []);
   });
+});
+
+test("without WebGPU the model trains on the CPU and the page says so", async () => {
+  const browser = await launch({ webgpu: false });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    await trainQuick(page, { steps: 5, evalInterval: 5 });
+    await waitForAttr(page, "model-info", "data-backend", "cpu");
+    assert.match(await testid(page, "model-info"), /backend: CPU \(no WebGPU in this browser\)/);
+    assert.match(await testid(page, "progress-step"), /step 5 \/ 5/);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
 });

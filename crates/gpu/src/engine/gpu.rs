@@ -1,10 +1,11 @@
 //! The GPU backend of a session: a [`GpuModel`] on a shared device.
 
 use super::EngineError;
+use crate::gate::FastPaths;
 use crate::model::GpuModel;
 use crate::ops::adamw::OptState;
 use crate::{GpuContext, PipelineRegistry};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ops::ControlFlow;
 use std::rc::Rc;
 use tinygpt_core::checkpoint::{AdamMoments, Checkpoint};
@@ -16,6 +17,9 @@ use tinygpt_core::{ModelConfig, TrainConfig};
 pub struct Gpu {
     pub ctx: GpuContext,
     pub registry: RefCell<PipelineRegistry>,
+    /// Fast paths whose gate passed on this device (none until the gates
+    /// have run); models created on it bind their kernels from this.
+    pub fast_paths: Cell<FastPaths>,
 }
 
 impl Gpu {
@@ -23,6 +27,7 @@ impl Gpu {
         Rc::new(Self {
             ctx,
             registry: RefCell::new(PipelineRegistry::default()),
+            fast_paths: Cell::new(FastPaths::default()),
         })
     }
 }
@@ -37,7 +42,7 @@ impl GpuTrainer {
     pub fn new(gpu: Rc<Gpu>, config: ModelConfig, train: TrainConfig) -> Result<Self, EngineError> {
         let params = tinygpt_core::init_params(&config, train.seed);
         let model = GpuModel::new(&gpu.ctx, config, &params, None, train, OptState::default())?;
-        Ok(Self { gpu, model })
+        Self::on(gpu, model)
     }
 
     pub fn from_checkpoint(
@@ -49,7 +54,22 @@ impl GpuTrainer {
         let updates = ckpt.adam.as_ref().map_or(0, |a| a.step);
         let opt = OptState::resumed(ckpt.step as u32, updates as u32);
         let model = GpuModel::new(&gpu.ctx, ckpt.config, &ckpt.params, moments, train, opt)?;
-        Ok(Self { gpu, model })
+        Self::on(gpu, model)
+    }
+
+    /// A trainer for `model` using the device's active fast paths.
+    pub fn on(gpu: Rc<Gpu>, model: GpuModel) -> Result<Self, EngineError> {
+        let mut t = Self { gpu, model };
+        t.apply_fast_paths()?;
+        Ok(t)
+    }
+
+    /// Rebinds the model with the device's current fast paths (after the
+    /// gates ran, or were re-run with a model loaded).
+    pub fn apply_fast_paths(&mut self) -> Result<(), EngineError> {
+        let mut reg = self.gpu.registry.borrow_mut();
+        let fast = self.gpu.fast_paths.get();
+        Ok(self.model.set_fast_paths(&self.gpu.ctx, &mut reg, fast)?)
     }
 
     /// Submits one step per batch without waiting, then reads the last loss.
@@ -86,6 +106,7 @@ impl GpuTrainer {
     ) -> Result<Vec<u32>, EngineError> {
         let mut sampler = Sampler::new(*params)?;
         let gpu = self.gpu.clone();
+        self.model.prepare_inference(&gpu.ctx).await?;
         let dec = {
             let mut reg = gpu.registry.borrow_mut();
             self.model.decoder(&gpu.ctx, &mut reg)?

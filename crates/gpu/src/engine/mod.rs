@@ -162,6 +162,22 @@ impl Session {
         }
     }
 
+    /// Rebinds a GPU model with its device's current fast paths.
+    pub fn apply_fast_paths(&mut self) -> Result<(), EngineError> {
+        match &mut self.backend {
+            Backend::Gpu(t) => t.apply_fast_paths(),
+            Backend::Cpu(_) => Ok(()),
+        }
+    }
+
+    /// The GPU trainer, when this session runs on the GPU.
+    pub fn gpu_trainer(&mut self) -> Option<&mut GpuTrainer> {
+        match &mut self.backend {
+            Backend::Gpu(t) => Some(t),
+            Backend::Cpu(_) => None,
+        }
+    }
+
     /// Learning rate of the next step.
     pub fn lr(&self) -> f32 {
         lr_at(self.step, &self.train)

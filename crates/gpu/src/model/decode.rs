@@ -2,7 +2,7 @@
 //! context so far. Each layer appends the new token's keys and values to its
 //! cache and attends over positions `0..=p`; only the `V` logits come back.
 
-use super::graph::Flat;
+use super::graph::{bind_linear, F16Weights, Flat};
 use crate::matmul::{bind_matmul, MatmulDesc};
 use crate::ops::attention::{
     bind_attention_decode, bind_kv_append, decode_position_buffer, set_decode_position, DecodeDesc,
@@ -36,6 +36,7 @@ impl Decoder {
         reg: &mut PipelineRegistry,
         cfg: &ModelConfig,
         params: &Flat<'_>,
+        f16: Option<F16Weights<'_>>,
     ) -> Result<Self, GpuError> {
         let (c, v) = (cfg.d_model as u32, cfg.vocab_size as u32);
         let desc = DecodeDesc {
@@ -107,34 +108,30 @@ impl Decoder {
                 )?
                 .into(),
             );
-            ops.push(
-                bind_matmul(
-                    ctx,
-                    reg,
-                    MatmulDesc::linear(1, c, 3 * c),
-                    &ln,
-                    params.at(QkvW, l),
-                    Some(params.at(QkvB, l)),
-                    &qkv,
-                )?
-                .into(),
-            );
+            ops.push(bind_linear(
+                ctx,
+                reg,
+                f16,
+                MatmulDesc::linear(1, c, 3 * c),
+                &ln,
+                params,
+                (QkvW, QkvB, l),
+                &qkv,
+            )?);
             ops.push(bind_kv_append(ctx, reg, desc, &position, &qkv, &caches[l])?.into());
             ops.push(
                 bind_attention_decode(ctx, reg, desc, &position, &qkv, &caches[l], &atty)?.into(),
             );
-            ops.push(
-                bind_matmul(
-                    ctx,
-                    reg,
-                    MatmulDesc::linear(1, c, c),
-                    &atty,
-                    params.at(AttnProjW, l),
-                    Some(params.at(AttnProjB, l)),
-                    &proj,
-                )?
-                .into(),
-            );
+            ops.push(bind_linear(
+                ctx,
+                reg,
+                f16,
+                MatmulDesc::linear(1, c, c),
+                &atty,
+                params,
+                (AttnProjW, AttnProjB, l),
+                &proj,
+            )?);
             ops.push(bind_residual_forward(ctx, reg, c, x, &proj, &res2)?.into());
             ops.push(
                 bind_layernorm_forward(
@@ -150,31 +147,27 @@ impl Decoder {
                 )?
                 .into(),
             );
-            ops.push(
-                bind_matmul(
-                    ctx,
-                    reg,
-                    MatmulDesc::linear(1, c, 4 * c),
-                    &ln,
-                    params.at(FcW, l),
-                    Some(params.at(FcB, l)),
-                    &fch,
-                )?
-                .into(),
-            );
+            ops.push(bind_linear(
+                ctx,
+                reg,
+                f16,
+                MatmulDesc::linear(1, c, 4 * c),
+                &ln,
+                params,
+                (FcW, FcB, l),
+                &fch,
+            )?);
             ops.push(bind_gelu_forward(ctx, reg, 4 * c, &fch, &fch_gelu)?.into());
-            ops.push(
-                bind_matmul(
-                    ctx,
-                    reg,
-                    MatmulDesc::linear(1, 4 * c, c),
-                    &fch_gelu,
-                    params.at(FcProjW, l),
-                    Some(params.at(FcProjB, l)),
-                    &proj,
-                )?
-                .into(),
-            );
+            ops.push(bind_linear(
+                ctx,
+                reg,
+                f16,
+                MatmulDesc::linear(1, 4 * c, c),
+                &fch_gelu,
+                params,
+                (FcProjW, FcProjB, l),
+                &proj,
+            )?);
             ops.push(bind_residual_forward(ctx, reg, c, &res2, &proj, &xs[l + 1])?.into());
         }
         ops.push(

@@ -3,6 +3,8 @@
 //! a step only records them.
 
 use super::acts::Acts;
+use crate::gate::f16w::bind_matmul_f16w;
+use crate::gate::Fault;
 use crate::matmul::{bind_matmul, MatmulDesc};
 use crate::ops::attention::{
     bind_attention_backward, bind_attention_forward, AttentionBackwardBuffers, AttentionDesc,
@@ -43,9 +45,43 @@ fn u(x: usize) -> u32 {
     x as u32
 }
 
+/// The packed-half copy of the parameters (same element indices as the
+/// flat buffer) that forward linears read when f16 storage is active.
+#[derive(Clone, Copy)]
+pub struct F16Weights<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    /// Test-only kernel fault of the gate framework.
+    pub fault: Option<Fault>,
+}
+
+/// Binds one forward linear `out (M, N) = x (M, K) · Wᵀ + b`, with `W` and
+/// `b` the `w`/`b` tensors of layer `l`: the one place a fast path swaps
+/// the kernel. Backward matmuls and the tied head never come through here.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_linear<'a>(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    f16: Option<F16Weights<'a>>,
+    desc: MatmulDesc,
+    x: impl Into<View<'a>>,
+    params: &Flat<'a>,
+    (w, b, l): (ParamKind, ParamKind, usize),
+    out: impl Into<View<'a>>,
+) -> Result<BoundOp, GpuError> {
+    let bias = Some(params.at(b, l));
+    Ok(match f16 {
+        Some(f) => {
+            let w_off = params.at(w, l).offset;
+            bind_matmul_f16w(ctx, reg, f.fault, desc, x, f.buffer, w_off, bias, out)?
+        }
+        None => bind_matmul(ctx, reg, desc, x, params.at(w, l), bias, out)?,
+    }
+    .into())
+}
+
 /// Binds the forward pass from `inputs` to `logits`; with `targets`, also
 /// the per-row and mean loss, and (when `dlogits` is wanted) its gradient.
-/// `linear` binds each forward linear, so a fast path can swap the kernel.
+/// Forward linears read `f16` weights when given (see [`bind_linear`]).
 pub fn bind_forward(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
@@ -53,6 +89,7 @@ pub fn bind_forward(
     params: &Flat<'_>,
     a: &Acts,
     with_loss_grad: bool,
+    f16: Option<F16Weights<'_>>,
 ) -> Result<Vec<BoundOp>, GpuError> {
     let (b, t, c, v) = (a.b, a.t, cfg.d_model, cfg.vocab_size);
     let n = b * t;
@@ -98,18 +135,16 @@ pub fn bind_forward(
             )?
             .into(),
         );
-        ops.push(
-            bind_matmul(
-                ctx,
-                reg,
-                MatmulDesc::linear(u(n), u(c), u(3 * c)),
-                &blk.ln1,
-                params.at(QkvW, l),
-                Some(params.at(QkvB, l)),
-                &blk.qkv,
-            )?
-            .into(),
-        );
+        ops.push(bind_linear(
+            ctx,
+            reg,
+            f16,
+            MatmulDesc::linear(u(n), u(c), u(3 * c)),
+            &blk.ln1,
+            params,
+            (QkvW, QkvB, l),
+            &blk.qkv,
+        )?);
         let att = AttentionDesc {
             b: u(b),
             t: u(t),
@@ -117,18 +152,16 @@ pub fn bind_forward(
             nh: u(cfg.n_head),
         };
         ops.push(bind_attention_forward(ctx, reg, att, &blk.qkv, &blk.atty, &blk.lse)?.into());
-        ops.push(
-            bind_matmul(
-                ctx,
-                reg,
-                MatmulDesc::linear(u(n), u(c), u(c)),
-                &blk.atty,
-                params.at(AttnProjW, l),
-                Some(params.at(AttnProjB, l)),
-                &a.proj,
-            )?
-            .into(),
-        );
+        ops.push(bind_linear(
+            ctx,
+            reg,
+            f16,
+            MatmulDesc::linear(u(n), u(c), u(c)),
+            &blk.atty,
+            params,
+            (AttnProjW, AttnProjB, l),
+            &a.proj,
+        )?);
         ops.push(bind_residual_forward(ctx, reg, u(n * c), x, &a.proj, &blk.res2)?.into());
         ops.push(
             bind_layernorm_forward(
@@ -144,31 +177,27 @@ pub fn bind_forward(
             )?
             .into(),
         );
-        ops.push(
-            bind_matmul(
-                ctx,
-                reg,
-                MatmulDesc::linear(u(n), u(c), u(4 * c)),
-                &blk.ln2,
-                params.at(FcW, l),
-                Some(params.at(FcB, l)),
-                &blk.fch,
-            )?
-            .into(),
-        );
+        ops.push(bind_linear(
+            ctx,
+            reg,
+            f16,
+            MatmulDesc::linear(u(n), u(c), u(4 * c)),
+            &blk.ln2,
+            params,
+            (FcW, FcB, l),
+            &blk.fch,
+        )?);
         ops.push(bind_gelu_forward(ctx, reg, u(n * 4 * c), &blk.fch, &blk.fch_gelu)?.into());
-        ops.push(
-            bind_matmul(
-                ctx,
-                reg,
-                MatmulDesc::linear(u(n), u(4 * c), u(c)),
-                &blk.fch_gelu,
-                params.at(FcProjW, l),
-                Some(params.at(FcProjB, l)),
-                &a.proj,
-            )?
-            .into(),
-        );
+        ops.push(bind_linear(
+            ctx,
+            reg,
+            f16,
+            MatmulDesc::linear(u(n), u(4 * c), u(c)),
+            &blk.fch_gelu,
+            params,
+            (FcProjW, FcProjB, l),
+            &a.proj,
+        )?);
         ops.push(
             bind_residual_forward(ctx, reg, u(n * c), &blk.res2, &a.proj, &a.res[l + 1])?.into(),
         );

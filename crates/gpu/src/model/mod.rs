@@ -14,11 +14,14 @@ mod graph;
 pub use acts::{acts_bytes, Acts};
 pub use decode::Decoder;
 
+use crate::gate::f16w::{bind_pack_f16, pack_cpu, packed_words};
+use crate::gate::{F16Storage, FastPaths, Fault};
+use crate::kernel::BoundKernel;
 use crate::ops::adamw::{bind_adamw, decay_mask, AdamWBuffers, OptState, StepScalars};
 use crate::ops::grad_norm::bind_grad_norm;
 use crate::ops::BoundOp;
 use crate::{GpuContext, GpuError, PipelineRegistry};
-use graph::{bind_backward, bind_forward, Flat};
+use graph::{bind_backward, bind_forward, F16Weights, Flat};
 use tinygpt_core::data::Batch;
 use tinygpt_core::{ModelConfig, ParamLayout, TrainConfig};
 
@@ -38,6 +41,43 @@ struct Graph {
     optimizer: Vec<BoundOp>,
 }
 
+/// The packed-half copy of the parameters the f16-storage path reads.
+/// AdamW mutates the f32 weights, so the copy is invalidated at the top of
+/// every train step and repacked on its next use.
+struct PackedWeights {
+    cfg: F16Storage,
+    buffer: wgpu::Buffer,
+    /// The repack dispatch when packing runs on the GPU.
+    pack: Option<BoundKernel>,
+    /// The copy no longer matches the f32 weights.
+    stale: bool,
+}
+
+impl PackedWeights {
+    /// Whether a train step may skip invalidation (the test-only fault).
+    fn invalidates(&self) -> bool {
+        self.cfg.fault != Some(Fault::StaleCache)
+    }
+
+    fn weights(&self) -> F16Weights<'_> {
+        F16Weights {
+            buffer: &self.buffer,
+            fault: self.cfg.fault,
+        }
+    }
+
+    /// The repack to record first in a pass, when the copy is stale and the
+    /// GPU packs; marks the copy fresh.
+    fn take_repack(&mut self) -> Option<&BoundKernel> {
+        if self.stale && self.pack.is_some() {
+            self.stale = false;
+            self.pack.as_ref()
+        } else {
+            None
+        }
+    }
+}
+
 /// The model on the GPU.
 pub struct GpuModel {
     pub cfg: ModelConfig,
@@ -53,6 +93,8 @@ pub struct GpuModel {
     scalars: wgpu::Buffer,
     graph: Option<Graph>,
     decoder: Option<Decoder>,
+    fast: FastPaths,
+    packed: Option<PackedWeights>,
 }
 
 impl GpuModel {
@@ -99,7 +141,92 @@ impl GpuModel {
             train_cfg,
             graph: None,
             decoder: None,
+            fast: FastPaths::default(),
+            packed: None,
         })
+    }
+
+    /// The fast paths this model binds its kernels with.
+    pub fn fast_paths(&self) -> FastPaths {
+        self.fast
+    }
+
+    /// Switches fast paths (only ones whose gate passed); every bound graph
+    /// is rebound on next use.
+    pub fn set_fast_paths(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        fast: FastPaths,
+    ) -> Result<(), GpuError> {
+        if fast == self.fast {
+            return Ok(());
+        }
+        self.graph = None;
+        self.decoder = None;
+        self.packed = match fast.f16_storage {
+            Some(cfg) => {
+                let total = self.layout.total;
+                let buffer = ctx.zeros("params_f16", packed_words(total))?;
+                let pack = cfg
+                    .pack_on_gpu
+                    .then(|| {
+                        bind_pack_f16(ctx, reg, cfg.fault, &self.params, total as u32, &buffer)
+                    })
+                    .transpose()?;
+                Some(PackedWeights {
+                    cfg,
+                    buffer,
+                    pack,
+                    stale: true,
+                })
+            }
+            None => None,
+        };
+        self.fast = fast;
+        Ok(())
+    }
+
+    /// The packed weights for the training graph: only when the GPU packs,
+    /// since a step must repack inside its own submission.
+    fn train_f16(&self) -> Option<F16Weights<'_>> {
+        self.packed
+            .as_ref()
+            .filter(|p| p.pack.is_some())
+            .map(PackedWeights::weights)
+    }
+
+    /// Top of a train step: AdamW is about to change the f32 weights (and
+    /// did in the previous step), so the packed copy is stale.
+    fn invalidate_packed(&mut self) {
+        if let Some(p) = &mut self.packed {
+            if p.invalidates() {
+                p.stale = true;
+            }
+        }
+    }
+
+    /// Brings the packed weights up to date for sampling: a GPU repack, or
+    /// a read-back packed on the CPU where the GPU's rounding is not RNE.
+    pub async fn prepare_inference(&mut self, ctx: &GpuContext) -> Result<(), GpuError> {
+        let Some(p) = &self.packed else {
+            return Ok(());
+        };
+        if !p.stale {
+            return Ok(());
+        }
+        if let Some(k) = &p.pack {
+            crate::kernel::submit(ctx, "repack_f16", &[k]);
+        } else {
+            let params = ctx.read_f32(&self.params, self.layout.total).await?;
+            let words = pack_cpu(&params, p.cfg.fault);
+            ctx.queue
+                .write_buffer(&p.buffer, 0, bytemuck::cast_slice(&words));
+        }
+        if let Some(p) = &mut self.packed {
+            p.stale = false;
+        }
+        Ok(())
     }
 
     pub fn params_buffer(&self) -> &wgpu::Buffer {
@@ -143,9 +270,10 @@ impl GpuModel {
                 buffer: &self.grads,
                 layout: &self.layout,
             };
-            let mut train = bind_forward(ctx, reg, &self.cfg, &params, &acts, true)?;
+            let f16 = self.train_f16();
+            let mut train = bind_forward(ctx, reg, &self.cfg, &params, &acts, true, f16)?;
             train.extend(bind_backward(ctx, reg, &self.cfg, &params, &grads, &acts)?);
-            let eval = bind_forward(ctx, reg, &self.cfg, &params, &acts, false)?;
+            let eval = bind_forward(ctx, reg, &self.cfg, &params, &acts, false, f16)?;
             let optimizer = self.bind_optimizer(ctx, reg)?;
             self.graph = Some(Graph {
                 acts,
@@ -216,7 +344,9 @@ impl GpuModel {
         batch: &Batch,
     ) -> Result<(), GpuError> {
         self.check_batch(batch)?;
+        self.invalidate_packed();
         self.graph(ctx, reg, batch.batch_size, batch.seq_len)?;
+        let repack = self.packed.as_mut().and_then(PackedWeights::take_repack);
         let g = self.graph.as_ref().expect("bound");
         Self::write_batch(ctx, &g.acts, batch);
         let mut enc = ctx
@@ -230,11 +360,17 @@ impl GpuModel {
                 label: Some("train_step"),
                 timestamp_writes: None,
             });
+            // This step's forward reads the weights as they are now.
+            if let Some(k) = repack {
+                k.record(&mut pass);
+            }
             for op in g.train.iter().chain(&g.optimizer) {
                 op.record(&mut pass);
             }
         }
         ctx.queue.submit([enc.finish()]);
+        // AdamW just changed the f32 weights.
+        self.invalidate_packed();
         Ok(())
     }
 
@@ -248,6 +384,7 @@ impl GpuModel {
     ) -> Result<(), GpuError> {
         self.check_batch(batch)?;
         self.graph(ctx, reg, batch.batch_size, batch.seq_len)?;
+        let repack = self.packed.as_mut().and_then(PackedWeights::take_repack);
         let g = self.graph.as_ref().expect("bound");
         Self::write_batch(ctx, &g.acts, batch);
         let mut enc = ctx
@@ -258,6 +395,9 @@ impl GpuModel {
         enc.clear_buffer(&self.grads, 0, None);
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
+            if let Some(k) = repack {
+                k.record(&mut pass);
+            }
             for op in &g.train {
                 op.record(&mut pass);
             }
@@ -288,6 +428,9 @@ impl GpuModel {
             return Ok(losses);
         };
         self.graph(ctx, reg, first.batch_size, first.seq_len)?;
+        if let Some(k) = self.packed.as_mut().and_then(PackedWeights::take_repack) {
+            crate::kernel::submit(ctx, "repack_f16", &[k]);
+        }
         let g = self.graph.as_ref().expect("bound");
         for (i, batch) in batches.iter().enumerate() {
             self.check_batch(batch)?;
@@ -376,12 +519,24 @@ impl GpuModel {
         Ok((m, v, state))
     }
 
-    /// The KV-cache decoder, bound on first use.
+    /// The KV-cache decoder, bound on first use. With f16 storage active
+    /// the packed weights must be current: a GPU repack is submitted here;
+    /// CPU packing needs [`Self::prepare_inference`] first.
     pub fn decoder(
         &mut self,
         ctx: &GpuContext,
         reg: &mut PipelineRegistry,
     ) -> Result<&mut Decoder, GpuError> {
+        if let Some(p) = &mut self.packed {
+            if let Some(k) = p.take_repack() {
+                crate::kernel::submit(ctx, "repack_f16", &[k]);
+            } else if p.stale {
+                return Err(GpuError::Shape {
+                    op: "decoder",
+                    detail: "the f16 weight copy is stale: call prepare_inference first".into(),
+                });
+            }
+        }
         if self.decoder.is_none() {
             self.decoder = Some(Decoder::new(
                 ctx,
@@ -391,6 +546,7 @@ impl GpuModel {
                     buffer: &self.params,
                     layout: &self.layout,
                 },
+                self.packed.as_ref().map(PackedWeights::weights),
             )?);
         }
         Ok(self.decoder.as_mut().expect("bound above"))

@@ -1,0 +1,327 @@
+//! The first gated path: forward linears read f16-packed weights
+//! (`pack2x16float` / `unpack2x16float`, core WGSL, so every WebGPU device
+//! can try it) and accumulate in f32.
+//!
+//! The gate (1) measures whether the GPU's f32 → f16 conversion is
+//! round-to-nearest-even bit for bit, which decides GPU or CPU packing;
+//! (2) checks the weights it packs equal `half`'s RNE halves exactly; and
+//! (3) compares the f16-weight matmul with the f32 matmul at M=64, K=128,
+//! N=128 plus K=256, K=1024, K=vocab and the M=1 decode shape, inputs
+//! seeded uniform in [−0.2, 0.2]. Any failure rejects the path.
+
+use super::f16w::{bind_matmul_f16w, bind_pack_f16, half_bits, pack_cpu, packed_words};
+use super::stats::{error_distribution, gate_stats};
+use super::{headline, F16Storage, FastPath, FastPaths, Fault, GateFuture, GateOptions};
+use crate::matmul::{matmul_once, MatmulDesc};
+use crate::{GpuContext, GpuError, PipelineRegistry};
+use tinygpt_core::Rng;
+use tinygpt_protocol::{GateCase, GateReport, PackCheck};
+
+pub const PATH: FastPath = FastPath {
+    id: "f16_storage",
+    label: "f16-storage",
+    pill: "+f16 storage",
+    status: "f16-storage matmul active",
+    // pack2x16float / unpack2x16float are core WGSL: nothing to detect
+    // beyond a working device. The gate decides.
+    detect: |_| true,
+    gate: gate_boxed,
+    activate,
+};
+
+/// Seed of the gate's inputs.
+const GATE_SEED: u64 = 0x16_57_0A_6E;
+/// Input range: typical weight-initialisation scale.
+const INPUT_RANGE: f32 = 0.2;
+
+fn gate_boxed<'a>(
+    ctx: &'a GpuContext,
+    reg: &'a mut PipelineRegistry,
+    opts: GateOptions,
+) -> GateFuture<'a> {
+    Box::pin(gate(ctx, reg, opts))
+}
+
+fn activate(report: &GateReport, fault: Option<Fault>, active: &mut FastPaths) {
+    active.f16_storage = Some(F16Storage {
+        pack_on_gpu: report.pack.as_ref().is_some_and(|p| p.pack_on_gpu),
+        fault,
+    });
+}
+
+/// Where weights are packed and with which (test-only) fault.
+#[derive(Clone, Copy, Debug)]
+pub struct Packer {
+    pub on_gpu: bool,
+    pub fault: Option<Fault>,
+}
+
+impl Packer {
+    /// Packs `src` (f32) into halves, on the GPU or the CPU; returns the
+    /// packed buffer.
+    pub async fn pack(
+        &self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        src: &[f32],
+    ) -> Result<wgpu::Buffer, GpuError> {
+        if self.on_gpu {
+            let src_buf = ctx.upload("pack_src", src)?;
+            let dst = ctx.zeros("packed", packed_words(src.len()))?;
+            let k = bind_pack_f16(ctx, reg, self.fault, &src_buf, src.len() as u32, &dst)?;
+            crate::kernel::submit(ctx, "pack_f16", &[&k]);
+            Ok(dst)
+        } else {
+            let words = pack_cpu(src, self.fault);
+            ctx.upload_bytes("packed", bytemuck::cast_slice(&words))
+        }
+    }
+}
+
+/// The rounding sweep: exact ties (odd and even mantissas, both signs),
+/// subnormals and their ties, the overflow edge (65519 → 65504,
+/// 65520 → inf), infinities, NaN, and a seeded spread of ordinary values.
+pub fn rounding_sweep() -> Vec<f32> {
+    let mut v = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1.0 + 2f32.powi(-11),       // tie, even below → 1.0
+        1.0 + 3.0 * 2f32.powi(-11), // tie, odd below → up
+        -(1.0 + 2f32.powi(-11)),
+        -(1.0 + 3.0 * 2f32.powi(-11)),
+        1.0 + 2f32.powi(-11) + 2f32.powi(-20), // just above a tie
+        2048.0 + 1.0,                          // tie at ulp 2 → 2048
+        2048.0 + 3.0,                          // tie → 2052
+        2f32.powi(-24),                        // smallest subnormal
+        2f32.powi(-25),                        // tie with zero → 0
+        3.0 * 2f32.powi(-25),                  // tie, odd → 2^-23
+        2f32.powi(-26),                        // rounds to 0
+        -(3.0 * 2f32.powi(-25)),
+        2f32.powi(-14),                  // smallest normal
+        2f32.powi(-14) - 2f32.powi(-25), // tie between subnormal max and min normal
+        6.1e-5,
+        65504.0,
+        65519.0, // → 65504
+        65520.0, // tie past the max → inf
+        -65520.0,
+        1e6,
+        f32::MAX,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ];
+    let mut rng = Rng::new(0xF16);
+    v.extend((0..4096).map(|i| {
+        let x = rng.uniform(-1.0, 1.0);
+        x * 2f32.powi(i % 40 - 26)
+    }));
+    v
+}
+
+/// `true` when two halves are the same value (every NaN equals every NaN).
+fn same_half(a: u16, b: u16) -> bool {
+    let nan = |h: u16| h & 0x7c00 == 0x7c00 && h & 0x03ff != 0;
+    a == b || (nan(a) && nan(b))
+}
+
+/// Halves of packed words in element order.
+fn halves(words: &[u32]) -> impl Iterator<Item = u16> + '_ {
+    words.iter().flat_map(|w| [*w as u16, (*w >> 16) as u16])
+}
+
+/// Measures the GPU's `pack2x16float` against `half`'s RNE on the sweep.
+pub async fn check_gpu_packing(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+) -> Result<PackCheck, GpuError> {
+    let sweep = rounding_sweep();
+    let gpu = Packer {
+        on_gpu: true,
+        fault: None,
+    }
+    .pack(ctx, reg, &sweep)
+    .await?;
+    let bytes = ctx
+        .read_bytes(&gpu, (packed_words(sweep.len()) * 4) as u64)
+        .await?;
+    let words: &[u32] = bytemuck::cast_slice(&bytes);
+    let mut examples = Vec::new();
+    let mut mismatches = 0;
+    for (&x, got) in sweep.iter().zip(halves(words)) {
+        let want = half_bits(x, None);
+        if !same_half(got, want) {
+            mismatches += 1;
+            if examples.len() < 8 {
+                examples.push(format!("{x:e}: gpu 0x{got:04x} want 0x{want:04x}"));
+            }
+        }
+    }
+    let pack_on_gpu = mismatches == 0;
+    let reason = if pack_on_gpu {
+        format!(
+            "pack2x16float matched round-to-nearest-even on all {} values (ties, subnormals, overflow, NaN): packing on the GPU",
+            sweep.len()
+        )
+    } else {
+        format!(
+            "pack2x16float differs from round-to-nearest-even on {mismatches} of {} values: packing on the CPU",
+            sweep.len()
+        )
+    };
+    Ok(PackCheck {
+        checked: sweep.len(),
+        mismatches,
+        examples,
+        pack_on_gpu,
+        reason,
+    })
+}
+
+/// Seeded uniform inputs in [−0.2, 0.2].
+fn uniform(rng: &mut Rng, n: u32) -> Vec<f32> {
+    (0..n)
+        .map(|_| rng.uniform(-INPUT_RANGE, INPUT_RANGE))
+        .collect()
+}
+
+/// What one comparison of the f16-weight matmul against the f32 matmul found.
+pub struct CaseResult {
+    pub case: GateCase,
+    /// Packed halves that differ from `half`'s RNE of the f32 weights.
+    pub pack_mismatches: usize,
+}
+
+/// Runs `x · Wᵀ + bias` on the f16-weight kernel (weights packed by
+/// `packer`) and on the f32 kernel, and compares. `kernel_fault` selects a
+/// test-only kernel variant.
+#[allow(clippy::too_many_arguments)]
+pub async fn compare_case(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    name: &str,
+    packer: Packer,
+    kernel_fault: Option<Fault>,
+    desc: MatmulDesc,
+    x: &[f32],
+    w: &[f32],
+    bias: &[f32],
+    real_weights: bool,
+) -> Result<CaseResult, GpuError> {
+    let reference = matmul_once(ctx, reg, desc, x, w, Some(bias)).await?;
+    let packed = packer.pack(ctx, reg, w).await?;
+    let bytes = ctx.read_bytes(&packed, packed.size()).await?;
+    let words: &[u32] = bytemuck::cast_slice(&bytes);
+    let pack_mismatches = w
+        .iter()
+        .zip(halves(words))
+        .filter(|&(&x, got)| !same_half(got, half_bits(x, None)))
+        .count();
+    let x_buf = ctx.upload("gate_x", x)?;
+    let b_buf = ctx.upload("gate_bias", bias)?;
+    let out = ctx.zeros("gate_out", (desc.m * desc.n) as usize)?;
+    let k = bind_matmul_f16w(
+        ctx,
+        reg,
+        kernel_fault,
+        desc,
+        &x_buf,
+        &packed,
+        0,
+        Some((&b_buf).into()),
+        &out,
+    )?;
+    crate::kernel::submit(ctx, "gate_f16w", &[&k]);
+    let got = ctx.read_f32(&out, (desc.m * desc.n) as usize).await?;
+    Ok(CaseResult {
+        case: GateCase {
+            name: name.into(),
+            shape: [desc.m, desc.k, desc.n],
+            real_weights,
+            stats: gate_stats(&got, &reference),
+            distribution: error_distribution(&got, &reference),
+        },
+        pack_mismatches,
+    })
+}
+
+/// The gate's shapes: `(name, M, K, N)`, the seed's primary shape first.
+pub fn gate_shapes(vocab: u32) -> Vec<(String, u32, u32, u32)> {
+    vec![
+        ("primary".into(), 64, 128, 128),
+        ("K=256 (inference)".into(), 64, 256, 128),
+        ("K=1024 (training)".into(), 64, 1024, 128),
+        (format!("K=vocab={vocab} (head)"), 64, vocab, 128),
+        ("M=1 (decode GEMV)".into(), 1, 128, 128),
+    ]
+}
+
+/// One detail console line per case.
+pub fn case_line(label: &str, c: &GateCase) -> String {
+    let [m, k, n] = c.shape;
+    let s = &c.stats;
+    format!(
+        "[ops] {label} gate {} {m}×{k}×{n}: mean|ref|={:.2e}, max_abs={:.2e} (limit {:.2e}), mean_rel={:.3}%, max_rel={:.2}%, rel_l2={:.2e}, cos={:.6} — {}",
+        c.name,
+        s.mean_abs_ref,
+        s.max_abs_err,
+        s.abs_limit,
+        s.mean_rel_err * 100.0,
+        s.max_rel_err * 100.0,
+        c.distribution.rel_l2,
+        c.distribution.cosine,
+        if s.passed { "PASS" } else { "FAIL" }
+    )
+}
+
+/// The whole f16-storage gate on random seeded inputs.
+pub async fn gate(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    opts: GateOptions,
+) -> Result<GateReport, GpuError> {
+    let t0 = (opts.now_ms)();
+    let pack = check_gpu_packing(ctx, reg).await?;
+    let packer = Packer {
+        on_gpu: pack.pack_on_gpu,
+        fault: opts.fault,
+    };
+    let mut rng = Rng::new(GATE_SEED);
+    let mut cases = Vec::new();
+    let mut pack_mismatches = 0;
+    for (name, m, k, n) in gate_shapes(opts.vocab) {
+        let desc = MatmulDesc::linear(m, k, n);
+        let (x, w, b) = (
+            uniform(&mut rng, m * k),
+            uniform(&mut rng, n * k),
+            uniform(&mut rng, n),
+        );
+        let r = compare_case(ctx, reg, &name, packer, opts.fault, desc, &x, &w, &b, false).await?;
+        pack_mismatches += r.pack_mismatches;
+        cases.push(r.case);
+    }
+    let passed = pack_mismatches == 0 && cases.iter().all(|c| c.stats.passed);
+    let mut lines = vec![headline(
+        PATH.label,
+        &cases[0].stats,
+        passed,
+        "f16 path active",
+    )];
+    lines.extend(cases.iter().map(|c| case_line(PATH.label, c)));
+    lines.push(format!("[ops] {} packing: {}", PATH.label, pack.reason));
+    lines.push(format!(
+        "[ops] {} packed weights vs round-to-nearest-even: {pack_mismatches} mismatched halves — {}",
+        PATH.label,
+        if pack_mismatches == 0 { "PASS" } else { "FAIL" }
+    ));
+    Ok(GateReport {
+        detected: true,
+        passed,
+        cases,
+        pack: Some(pack),
+        lines,
+        millis: (opts.now_ms)() - t0,
+        ..Default::default()
+    })
+}

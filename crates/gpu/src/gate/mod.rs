@@ -1,0 +1,220 @@
+//! The precision gate framework: every fast path is feature-detected, then
+//! verified against the canonical f32 path, and only activated when its gate
+//! passes (docs/precision.md). Detection alone never activates anything.
+//!
+//! A fast path is one [`FastPath`] entry in [`FAST_PATHS`]: its names, its
+//! detection, its gate and how a passing report turns into [`FastPaths`],
+//! the activation set the model binds its kernels from. Adding a path is a
+//! new entry plus its kernels; the model only consults [`FastPaths`] in its
+//! one linear-binding function.
+
+pub mod f16_storage;
+pub mod f16w;
+pub mod model_gate;
+pub mod stats;
+
+use crate::{GpuContext, GpuError, PipelineRegistry};
+use std::future::Future;
+use std::pin::Pin;
+use tinygpt_protocol::{GateReport, GateStats};
+
+/// A deliberately wrong variant, selectable only to prove a gate catches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Accumulate (and multiply) in f16 registers.
+    F16Accumulate,
+    /// Skip the last partial K tile.
+    DropKTail,
+    /// Pack weights by truncation instead of round-to-nearest-even.
+    TruncatePack,
+    /// Never invalidate the packed-weight cache after a train step.
+    StaleCache,
+}
+
+impl Fault {
+    /// Parses the test switch's name (`?fault=f16acc`, `--fault droptail`).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "f16acc" => Some(Self::F16Accumulate),
+            "droptail" => Some(Self::DropKTail),
+            "trunc" => Some(Self::TruncatePack),
+            "stale" => Some(Self::StaleCache),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F16Accumulate => "f16acc",
+            Self::DropKTail => "droptail",
+            Self::TruncatePack => "trunc",
+            Self::StaleCache => "stale",
+        }
+    }
+}
+
+/// The f16-storage path as the model uses it once its gate passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct F16Storage {
+    /// Pack on the GPU (its conversion matched RNE bit for bit), else on the CPU.
+    pub pack_on_gpu: bool,
+    /// Test-only fault carried into the model's kernels.
+    pub fault: Option<Fault>,
+}
+
+/// Which fast paths are active: what the model binds its kernels from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastPaths {
+    pub f16_storage: Option<F16Storage>,
+}
+
+/// What every gate run is given.
+#[derive(Clone, Copy, Debug)]
+pub struct GateOptions {
+    /// Test-only fault to inject into the path's kernels.
+    pub fault: Option<Fault>,
+    /// Vocabulary of the loaded model (the head-output shape), else 83.
+    pub vocab: u32,
+    /// Clock in milliseconds (performance.now on the web).
+    pub now_ms: fn() -> f64,
+}
+
+/// The vocabulary of the bundled Shakespeare corpus: the K=vocab shape when
+/// no model is loaded.
+pub const DEFAULT_VOCAB: u32 = 83;
+
+/// A gate's future (not `Send`: the web's GPU futures are not).
+pub type GateFuture<'a> = Pin<Box<dyn Future<Output = Result<GateReport, GpuError>> + 'a>>;
+
+/// One registered fast path.
+pub struct FastPath {
+    /// Stable id (`f16_storage`), the key in reports and `gpu_caps.active`.
+    pub id: &'static str,
+    /// Name in console lines (`f16-storage`).
+    pub label: &'static str,
+    /// Activation pill (`+f16 storage`).
+    pub pill: &'static str,
+    /// Appended to the status line when active.
+    pub status: &'static str,
+    /// The capability the path needs is present.
+    pub detect: fn(&GpuContext) -> bool,
+    /// Runs the gate: compare the path against the f32 reference.
+    pub gate: for<'a> fn(&'a GpuContext, &'a mut PipelineRegistry, GateOptions) -> GateFuture<'a>,
+    /// Turns a passing report into activation.
+    pub activate: fn(&GateReport, Option<Fault>, &mut FastPaths),
+}
+
+/// Every fast path, in the order their gates run.
+pub const FAST_PATHS: &[FastPath] = &[f16_storage::PATH];
+
+/// The path with this id.
+pub fn fast_path(id: &str) -> Option<&'static FastPath> {
+    FAST_PATHS.iter().find(|p| p.id == id)
+}
+
+/// Runs every detected path's gate; a gate that errors counts as FAIL.
+/// Returns each report (with its console lines) and the activation set.
+pub async fn run_gates(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    opts: GateOptions,
+) -> (Vec<GateReport>, FastPaths) {
+    let mut active = FastPaths::default();
+    let mut reports = Vec::new();
+    for path in FAST_PATHS {
+        let mut report = if !(path.detect)(ctx) {
+            GateReport {
+                lines: vec![format!("[ops] {} gate: not detected — off", path.label)],
+                ..Default::default()
+            }
+        } else {
+            match (path.gate)(ctx, reg, opts).await {
+                Ok(r) => r,
+                Err(e) => GateReport {
+                    detected: true,
+                    lines: vec![format!(
+                        "[ops] {} gate could not run: {e} — FAIL",
+                        path.label
+                    )],
+                    ..Default::default()
+                },
+            }
+        };
+        report.path = path.id.into();
+        report.label = path.label.into();
+        report.pill = path.pill.into();
+        report.fault = opts.fault.map(|f| f.name().to_string());
+        report.active = report.passed;
+        if report.passed {
+            (path.activate)(&report, opts.fault, &mut active);
+        }
+        reports.push(report);
+    }
+    (reports, active)
+}
+
+/// The headline console line, in the format docs/precision.md documents:
+/// `[ops] f16-storage gate: mean|ref|=…, max_abs=… (limit …), mean_rel=…% (limit 0.500%), max_rel=…% — PASS — f16 path active`.
+pub fn headline(label: &str, s: &GateStats, passed: bool, active_note: &str) -> String {
+    let verdict = if passed {
+        format!("PASS — {active_note}")
+    } else {
+        "FAIL".to_string()
+    };
+    format!(
+        "[ops] {label} gate: mean|ref|={:.2e}, max_abs={:.2e} (limit {:.2e}), mean_rel={:.3}% (limit {:.3}%), max_rel={:.2}% — {verdict}",
+        s.mean_abs_ref,
+        s.max_abs_err,
+        s.abs_limit,
+        s.mean_rel_err * 100.0,
+        s.rel_limit * 100.0,
+        s.max_rel_err * 100.0,
+    )
+}
+
+/// The status-bar suffix of the active paths (`· f16-storage matmul active`).
+pub fn status_suffix(reports: &[GateReport]) -> String {
+    reports
+        .iter()
+        .filter(|r| r.active)
+        .filter_map(|r| fast_path(&r.path))
+        .map(|p| format!(" · {}", p.status))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headline_has_the_documented_format() {
+        let s = GateStats {
+            mean_abs_ref: 0.122,
+            max_abs_err: 1.33e-4,
+            abs_limit: 1.22e-3,
+            mean_rel_err: 0.00075,
+            rel_limit: 0.005,
+            max_rel_err: 0.054,
+            non_finite: 0,
+            passed: true,
+        };
+        assert_eq!(
+            headline("f16-storage", &s, true, "f16 path active"),
+            "[ops] f16-storage gate: mean|ref|=1.22e-1, max_abs=1.33e-4 (limit 1.22e-3), mean_rel=0.075% (limit 0.500%), max_rel=5.40% — PASS — f16 path active"
+        );
+        assert!(headline("f16-storage", &s, false, "x").ends_with("max_rel=5.40% — FAIL"));
+    }
+
+    #[test]
+    fn faults_round_trip_by_name() {
+        for f in [
+            Fault::F16Accumulate,
+            Fault::DropKTail,
+            Fault::TruncatePack,
+            Fault::StaleCache,
+        ] {
+            assert_eq!(Fault::parse(f.name()), Some(f));
+        }
+        assert_eq!(Fault::parse("none"), None);
+    }
+}

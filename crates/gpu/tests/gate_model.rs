@@ -1,0 +1,238 @@
+//! The f16-storage path inside GpuModel: forward loss against f32, the
+//! weight cache after a train step (and a variant that never invalidates
+//! it, caught), identical greedy text from a trained model, and fallback to
+//! f32 when a fault-injected gate fails.
+
+use std::rc::Rc;
+use tinygpt_core::data::{Batch, BatchSampler};
+use tinygpt_core::sample::SampleParams;
+use tinygpt_core::{ModelConfig, Rng, TrainConfig};
+use tinygpt_gpu::engine::{Gpu, GpuTrainer};
+use tinygpt_gpu::gate::model_gate::run_model_gates;
+use tinygpt_gpu::gate::{run_gates, F16Storage, FastPaths, Fault, GateOptions};
+use tinygpt_gpu::model::GpuModel;
+use tinygpt_gpu::ops::adamw::OptState;
+use tinygpt_gpu::GpuContext;
+
+/// d_model 21 with vocab 11: odd tensor offsets and odd K, so the
+/// unaligned half-reading path of the kernels runs too.
+fn config() -> ModelConfig {
+    ModelConfig {
+        vocab_size: 11,
+        block_size: 16,
+        n_layer: 2,
+        n_head: 3,
+        d_model: 21,
+    }
+}
+
+fn train_config(steps: usize) -> TrainConfig {
+    TrainConfig {
+        batch_size: 4,
+        seq_len: 16,
+        steps,
+        warmup_steps: 5,
+        lr: 1e-2,
+        min_lr: 1e-3,
+        grad_clip: 1.0,
+        ..TrainConfig::default()
+    }
+}
+
+fn tokens(n: usize, v: u32) -> Vec<u32> {
+    let mut rng = Rng::new(77);
+    (0..n)
+        .map(|i| {
+            if rng.below(6) == 0 {
+                rng.below(v as usize) as u32
+            } else {
+                (i as u32 * 3 + i as u32 / 5) % v
+            }
+        })
+        .collect()
+}
+
+fn batches(n: usize, seed: u64, tc: &TrainConfig, v: u32) -> Vec<Batch> {
+    let data = tokens(4000, v);
+    let mut s = BatchSampler::new(seed);
+    (0..n)
+        .map(|_| s.next_batch(&data, tc.batch_size, tc.seq_len))
+        .collect()
+}
+
+/// Its own device (the engine's `Gpu`), after the shared one decided
+/// whether GPU tests run here.
+fn engine_gpu() -> Option<Rc<Gpu>> {
+    tinygpt_gpu::testing::test_gpu()?;
+    Some(Gpu::new(pollster::block_on(GpuContext::new()).unwrap()))
+}
+
+fn f16(pack_on_gpu: bool, fault: Option<Fault>) -> FastPaths {
+    FastPaths {
+        f16_storage: Some(F16Storage { pack_on_gpu, fault }),
+    }
+}
+
+fn model(gpu: &Gpu, params: &[f32], fast: FastPaths) -> GpuModel {
+    let mut m = GpuModel::new(
+        &gpu.ctx,
+        config(),
+        params,
+        None,
+        train_config(200),
+        OptState::default(),
+    )
+    .unwrap();
+    m.set_fast_paths(&gpu.ctx, &mut gpu.registry.borrow_mut(), fast)
+        .unwrap();
+    m
+}
+
+fn eval(gpu: &Gpu, m: &mut GpuModel, b: &[Batch]) -> f32 {
+    pollster::block_on(m.eval_loss(&gpu.ctx, &mut gpu.registry.borrow_mut(), b)).unwrap()
+}
+
+#[test]
+fn f16_forward_loss_matches_f32_with_gpu_and_cpu_packing() {
+    let Some(gpu) = engine_gpu() else { return };
+    let cfg = config();
+    let mut params = tinygpt_core::init_params(&cfg, 3);
+    // Larger than the init so the linears matter to the loss.
+    params.iter_mut().for_each(|p| *p *= 10.0);
+    let b = batches(3, 5, &train_config(1), cfg.vocab_size as u32);
+    let want = eval(&gpu, &mut model(&gpu, &params, FastPaths::default()), &b);
+    for pack_on_gpu in [true, false] {
+        let mut m = model(&gpu, &params, f16(pack_on_gpu, None));
+        let got = eval(&gpu, &mut m, &b);
+        eprintln!("pack_on_gpu {pack_on_gpu}: f16 {got} vs f32 {want}");
+        if pack_on_gpu {
+            assert!((got - want).abs() < 2e-3 * want.abs(), "{got} vs {want}");
+            assert_ne!(got, want, "the f16 path did not run");
+        } else {
+            // A step cannot wait for a CPU repack, so with CPU packing the
+            // training graph stays f32 (only sampling reads halves).
+            assert_eq!(got, want);
+        }
+    }
+}
+
+/// After a step the f16 forward must see the updated weights; a variant
+/// that never invalidates the cache still sees the old ones and is caught.
+#[test]
+fn the_weight_cache_is_invalidated_by_every_train_step() {
+    let Some(gpu) = engine_gpu() else { return };
+    let cfg = config();
+    let tc = train_config(200);
+    let old = tinygpt_core::init_params(&cfg, 4);
+    let step_batches = batches(5, 8, &tc, cfg.vocab_size as u32);
+    let eval_b = batches(2, 9, &tc, cfg.vocab_size as u32);
+    let run = |fault: Option<Fault>| {
+        let mut m = model(&gpu, &old, f16(true, fault));
+        // Evaluate first, so the cache is filled with the old weights.
+        let before = eval(&gpu, &mut m, &eval_b);
+        for b in &step_batches {
+            m.train_step(&gpu.ctx, &mut gpu.registry.borrow_mut(), b)
+                .unwrap();
+        }
+        let after = eval(&gpu, &mut m, &eval_b);
+        let new = pollster::block_on(m.read_params(&gpu.ctx)).unwrap();
+        (before, after, new)
+    };
+    let (_, after, new) = run(None);
+    let f32_new = eval(&gpu, &mut model(&gpu, &new, FastPaths::default()), &eval_b);
+    let f32_old = eval(&gpu, &mut model(&gpu, &old, FastPaths::default()), &eval_b);
+    eprintln!("f16 after steps {after}, f32 of new weights {f32_new}, of old {f32_old}");
+    assert!(
+        (f32_new - f32_old).abs() > 0.05,
+        "the steps must move the loss"
+    );
+    assert!(
+        (after - f32_new).abs() < 1e-3 * f32_new,
+        "{after} vs {f32_new}"
+    );
+
+    // The stale variant's linears still read the old weights (while biases,
+    // LayerNorms, embeddings and the head are current), so its loss is far
+    // from the updated model's.
+    let (before, stale_after, _) = run(Some(Fault::StaleCache));
+    eprintln!("stale-cache variant: {before} → {stale_after}");
+    let fresh_err = (after - f32_new).abs();
+    let stale_err = (stale_after - f32_new).abs();
+    assert!(
+        stale_err > 0.05 && stale_err > 50.0 * fresh_err,
+        "stale cache not caught: {stale_err} vs {fresh_err}"
+    );
+}
+
+/// The claim the original never tested: a trained model writes the same
+/// greedy text on the f16 and f32 paths.
+#[test]
+fn a_trained_model_generates_identical_greedy_text_on_f16_and_f32() {
+    let Some(gpu) = engine_gpu() else { return };
+    let cfg = config();
+    let steps = 150;
+    let tc = train_config(steps);
+    let mut trainer = GpuTrainer::new(gpu.clone(), cfg, tc).unwrap();
+    let b = batches(steps, 1, &tc, cfg.vocab_size as u32);
+    let first = pollster::block_on(trainer.steps(&b[..1])).unwrap();
+    let last = pollster::block_on(trainer.steps(&b[1..])).unwrap();
+    eprintln!("trained: loss {first} → {last}");
+    assert!(last < first * 0.8, "{first} → {last}");
+    let params = pollster::block_on(trainer.params()).unwrap();
+    let text = |fast: FastPaths| {
+        let mut t = GpuTrainer {
+            gpu: gpu.clone(),
+            model: model(&gpu, &params, fast),
+        };
+        pollster::block_on(t.generate(&[1, 4, 7], 100, &SampleParams::greedy(), |_| {
+            std::ops::ControlFlow::Continue(())
+        }))
+        .unwrap()
+    };
+    let want = text(FastPaths::default());
+    assert_eq!(want.len(), 100);
+    for pack_on_gpu in [true, false] {
+        let got = text(f16(pack_on_gpu, None));
+        assert_eq!(got, want, "pack_on_gpu {pack_on_gpu}");
+    }
+    // The same through the model gates (real weights + sample gate).
+    let opts = GateOptions {
+        fault: None,
+        vocab: cfg.vocab_size as u32,
+        now_ms: || 0.0,
+    };
+    let (mut reports, active) =
+        pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
+    gpu.fast_paths.set(active);
+    let mut t = GpuTrainer::on(gpu.clone(), model(&gpu, &params, FastPaths::default())).unwrap();
+    pollster::block_on(run_model_gates(&mut t, &mut reports[0], &[1, 4, 7], "147")).unwrap();
+    for line in &reports[0].lines {
+        eprintln!("{line}");
+    }
+    let sample = reports[0].sample.as_ref().unwrap();
+    assert!(sample.passed && sample.tokens == 100, "{sample:?}");
+    assert_eq!(
+        reports[0].cases.iter().filter(|c| c.real_weights).count(),
+        4
+    );
+    assert!(reports[0].active, "{:#?}", reports[0].cases);
+    assert!(t.model.fast_paths().f16_storage.is_some());
+}
+
+#[test]
+fn a_failed_gate_leaves_the_model_on_f32() {
+    let Some(gpu) = engine_gpu() else { return };
+    for fault in [Fault::F16Accumulate, Fault::DropKTail, Fault::TruncatePack] {
+        let opts = GateOptions {
+            fault: Some(fault),
+            vocab: config().vocab_size as u32,
+            now_ms: || 0.0,
+        };
+        let (reports, active) =
+            pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
+        assert!(!reports[0].passed, "{fault:?}");
+        gpu.fast_paths.set(active);
+        let t = GpuTrainer::new(gpu.clone(), config(), train_config(10)).unwrap();
+        assert_eq!(t.model.fast_paths(), FastPaths::default(), "{fault:?}");
+    }
+}

@@ -1,0 +1,126 @@
+//! Capability pills: what the adapter offers (detected) and which gated fast
+//! paths passed their check (active). The two kinds must never look alike.
+
+use leptos::prelude::*;
+use tinygpt_protocol::{GateReport, GpuCaps};
+
+/// A pill that reports something detected on the adapter.
+#[component]
+fn DetectPill(
+    /// `data-testid` of the pill.
+    testid: &'static str,
+    /// Text of the pill.
+    #[prop(into)]
+    label: Signal<String>,
+    /// Whether the capability is present (✓) or not (—).
+    #[prop(into)]
+    on: Signal<bool>,
+) -> impl IntoView {
+    view! {
+        <span
+            class=move || if on.get() { "pill detect on" } else { "pill detect off" }
+            data-testid=testid
+            data-on=move || on.get().to_string()
+            title="detected on this adapter (not the same as active)"
+        >
+            {move || label.get()}
+        </span>
+    }
+}
+
+/// Detection pills, then activation pills (only for gated fast paths that passed).
+#[component]
+pub fn CapsPills(
+    /// Capabilities from the worker's `gpu_caps`; `None` until it reports.
+    caps: RwSignal<Option<GpuCaps>>,
+) -> impl IntoView {
+    let has = move |f: fn(&GpuCaps) -> bool| {
+        Signal::derive(move || caps.with(|c| c.as_ref().is_some_and(f)))
+    };
+    let mark = |on: bool| if on { "✓" } else { "—" };
+    let webgpu = has(|c| c.webgpu);
+    let adapter = Signal::derive(move || {
+        caps.with(|c| match c {
+            Some(c) if c.webgpu => {
+                let a = &c.adapter;
+                let parts: Vec<&str> = [a.vendor.as_str(), a.architecture.as_str()]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                if parts.is_empty() {
+                    "GPU: unknown adapter".to_string()
+                } else {
+                    format!("GPU: {}", parts.join(" · "))
+                }
+            }
+            Some(_) => "GPU: none".to_string(),
+            None => "GPU: detecting…".to_string(),
+        })
+    });
+    let shader_f16 = has(|c| c.features.shader_f16);
+    let subgroups = has(|c| c.features.subgroups);
+    let timestamp = has(|c| c.features.timestamp_query);
+    let webnn = has(|c| c.features.webnn);
+    let f16_storage = has(|c| c.active.f16_storage);
+    view! {
+        <section id="caps" class="caps" data-testid="caps" data-reported=move || caps.with(|c| c.is_some()).to_string()>
+            <span class="group-label">"detected"</span>
+            <DetectPill testid="pill-webgpu" on=webgpu label=Signal::derive(move || format!("WebGPU {}", mark(webgpu.get()))) />
+            <DetectPill testid="pill-adapter" on=webgpu label=adapter />
+            <DetectPill testid="pill-shader-f16" on=shader_f16 label=Signal::derive(move || format!("shader-f16 {}", mark(shader_f16.get()))) />
+            <DetectPill testid="pill-subgroups" on=subgroups label=Signal::derive(move || format!("subgroups {}", mark(subgroups.get()))) />
+            <DetectPill testid="pill-timestamp" on=timestamp label=Signal::derive(move || format!("timestamp-query {}", mark(timestamp.get()))) />
+            <DetectPill testid="pill-webnn" on=webnn label=Signal::derive(move || format!("WebNN {}", mark(webnn.get()))) />
+            <span class="group-label">"active"</span>
+            <span class="gpu-accel" data-testid="active-pills">
+                <Show when=move || f16_storage.get()>
+                    <span class="pill active" data-testid="pill-f16-storage" title="gate passed: forward matmuls read f16-packed weights">
+                        "+f16 storage"
+                    </span>
+                </Show>
+                <Show when=move || !f16_storage.get()>
+                    <span class="none-active">"f32 only"</span>
+                </Show>
+            </span>
+        </section>
+    }
+}
+
+/// What each fast path's gate measured and decided, one block per path,
+/// in the words the worker logged.
+#[component]
+pub fn GateReports(
+    /// The latest report of each path, in arrival order.
+    gates: RwSignal<Vec<GateReport>>,
+) -> impl IntoView {
+    view! {
+        <Show when=move || gates.with(|g| !g.is_empty())>
+            <details class="gates" data-testid="gates">
+                <summary>"fast-path gates"</summary>
+                {move || {
+                    gates
+                        .get()
+                        .into_iter()
+                        .map(|r| {
+                            let verdict = match (r.passed, r.active) {
+                                (true, true) => "passed · active",
+                                (true, false) => "passed · not active",
+                                (false, _) => "FAILED · not active",
+                            };
+                            view! {
+                                <div class="gate" data-testid=format!("gate-{}", r.path)
+                                    data-passed=r.passed.to_string() data-active=r.active.to_string()>
+                                    <strong>{r.label.clone()}</strong>
+                                    " — "
+                                    {verdict}
+                                    {format!(" ({:.0} ms)", r.millis)}
+                                    <pre>{r.lines.join("\n")}</pre>
+                                </div>
+                            }
+                        })
+                        .collect_view()
+                }}
+            </details>
+        </Show>
+    }
+}
