@@ -7,11 +7,20 @@ use std::time::Instant;
 use tinygpt_core::data::BatchSampler;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
+use tinygpt_gpu::gate::f16w::{bind_matmul_f16w, packed_words};
+use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
+
+/// Milliseconds since the first call (the gate framework's clock).
+fn now_ms() -> f64 {
+    use std::sync::OnceLock;
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
+}
 
 /// `(name, layers, heads, d_model, context, batch)`, as in pytorch_baseline.py.
 pub const SHAPES: [(&str, usize, usize, usize, usize, usize); 3] = [
@@ -97,6 +106,7 @@ fn bench_sample(
     name: &str,
     shape: (usize, usize, usize, usize, usize),
     n: usize,
+    fast: Option<FastPaths>,
 ) -> Result<Value> {
     let (l, h, c, t, _) = shape;
     let cfg = config(l, h, c, t);
@@ -108,6 +118,9 @@ fn bench_sample(
         TrainConfig::default(),
         OptState::default(),
     )?;
+    if let Some(fast) = fast {
+        model.set_fast_paths(ctx, reg, fast)?;
+    }
     let mut sampler = tinygpt_core::sample::Sampler::new(SampleParams::greedy())?;
     let dec = model.decoder(ctx, reg)?;
     let n = n.min(dec.capacity() - 1);
@@ -118,7 +131,11 @@ fn bench_sample(
         logits = pollster::block_on(dec.push(ctx, next))?;
     }
     let dt = t0.elapsed().as_secs_f64();
-    Ok(json!({ "config": name, "path": "f32", "tokens": n, "sample_tokens_per_s": n as f64 / dt }))
+    let path = if fast.is_some() { "f16-storage" } else { "f32" };
+    Ok(json!({
+        "config": name,
+        "path": path,
+        "tokens": n, "sample_tokens_per_s": n as f64 / dt }))
 }
 
 /// One matmul shape, timed over `iters` back-to-back dispatches.
@@ -128,11 +145,18 @@ fn bench_matmul(
     label: &str,
     desc: MatmulDesc,
     iters: usize,
+    f16: bool,
 ) -> Result<Value> {
     let a = ctx.zeros("bench_a", (desc.m * desc.k) as usize)?;
     let b = ctx.zeros("bench_b", (desc.k * desc.n) as usize)?;
     let c = ctx.zeros("bench_c", (desc.m * desc.n) as usize)?;
-    let k = bind_matmul(ctx, reg, desc, &a, &b, None, &c)?;
+    let packed = ctx.zeros("bench_b_f16", packed_words((desc.k * desc.n) as usize))?;
+    // With `f16` the weight operand is read as packed halves.
+    let k = if f16 {
+        bind_matmul_f16w(ctx, reg, None, desc, &a, &packed, 0, None, &c)?
+    } else {
+        bind_matmul(ctx, reg, desc, &a, &b, None, &c)?
+    };
     submit(ctx, "warmup", &[&k]);
     sync(ctx)?;
     let kernels: Vec<_> = std::iter::repeat_n(&k, iters).collect();
@@ -141,15 +165,28 @@ fn bench_matmul(
     sync(ctx)?;
     let dt = t0.elapsed().as_secs_f64() / iters as f64;
     let flops = 2.0 * desc.m as f64 * desc.k as f64 * desc.n as f64;
-    let bytes = 4.0 * (desc.m * desc.k + desc.k * desc.n + desc.m * desc.n) as f64;
+    let weight_bytes = if f16 { 2.0 } else { 4.0 };
+    let bytes =
+        4.0 * (desc.m * desc.k + desc.m * desc.n) as f64 + weight_bytes * (desc.k * desc.n) as f64;
     Ok(json!({
-        "shape": label, "m": desc.m, "k": desc.k, "n": desc.n, "path": "f32",
+        "shape": label, "m": desc.m, "k": desc.k, "n": desc.n, "path": if f16 { "f16-storage" } else { "f32" },
         "ms": dt * 1e3, "tflops": flops / dt / 1e12, "gb_per_s": bytes / dt / 1e9,
     }))
 }
 
 pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
     let mut reg = PipelineRegistry::default();
+    // The fast paths are benchmarked only where their gate passes here.
+    let opts = GateOptions {
+        fault: None,
+        vocab: VOCAB as u32,
+        now_ms,
+    };
+    let (gates, fast) = pollster::block_on(run_gates(ctx, &mut reg, opts));
+    for line in gates.iter().flat_map(|g| &g.lines) {
+        eprintln!("{line}");
+    }
+    let f16 = fast.f16_storage.is_some();
     let (warmup, steps, tokens) = if quick { (1, 2, 8) } else { (5, 20, 200) };
     let mut train = Vec::new();
     let mut sample = Vec::new();
@@ -167,7 +204,25 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
             steps,
         )?);
         eprintln!("bench: sampling {name}");
-        sample.push(bench_sample(ctx, &mut reg, name, (l, h, c, t, b), tokens)?);
+        sample.push(bench_sample(
+            ctx,
+            &mut reg,
+            name,
+            (l, h, c, t, b),
+            tokens,
+            None,
+        )?);
+        if f16 {
+            let shape = (l, h, c, t, b);
+            sample.push(bench_sample(
+                ctx,
+                &mut reg,
+                name,
+                shape,
+                tokens,
+                Some(fast),
+            )?);
+        }
     }
     let mut matmul = Vec::new();
     let big = if quick { 256 } else { 4096 };
@@ -189,7 +244,7 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
                 ..Default::default()
             },
         ),
-        ("GEMV M=1 f32 (4096→4096)", MatmulDesc::linear(1, big, big)),
+        ("GEMV M=1 (4096→4096)", MatmulDesc::linear(1, big, big)),
     ];
     for (label, mut desc) in shapes {
         if quick {
@@ -197,16 +252,15 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
         }
         desc.bias = false;
         eprintln!("bench: matmul {label}");
-        matmul.push(bench_matmul(
-            ctx,
-            &mut reg,
-            label,
-            desc,
-            if quick { 2 } else { 20 },
-        )?);
+        let iters = if quick { 2 } else { 20 };
+        matmul.push(bench_matmul(ctx, &mut reg, label, desc, iters, false)?);
+        if f16 && !label.starts_with("square") {
+            matmul.push(bench_matmul(ctx, &mut reg, label, desc, iters, true)?);
+        }
     }
     Ok(json!({
         "adapter": ctx.adapter_desc(),
+        "gates": gates,
         "train": train,
         "sample": sample,
         "matmul": matmul,
