@@ -239,6 +239,8 @@ pub enum WorkerInput {
     },
     /// Serialize the current model (f32 weights and AdamW moments).
     SaveCheckpoint,
+    /// Load the bundled Shakespeare model (`models/shakespeare.safetensors`).
+    LoadBundledModel,
 }
 
 /// The architecture of a new run without the vocabulary, which comes from

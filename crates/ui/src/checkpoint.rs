@@ -39,6 +39,15 @@ pub fn CheckpointPanel(
             <h2>"Checkpoint"</h2>
             <p class="muted">"safetensors: f32 weights and AdamW moments, so a loaded model can keep training."</p>
             <div class="buttons">
+                <button data-testid="load-bundled"
+                    title="4-layer model trained by this project on the Shakespeare corpus (see models/README.md)"
+                    on:click=move |_| {
+                        store.checkpoint_note.set(Some("Loading the bundled Shakespeare model…".into()));
+                        store.send(WorkerInput::LoadBundledModel);
+                    }
+                    disabled=move || store.run_active()>
+                    "Load the Shakespeare model"
+                </button>
                 <button data-testid="save-checkpoint"
                     on:click=move |_| store.send(WorkerInput::SaveCheckpoint)
                     disabled=move || store.model.with(|m| m.is_none()) || store.run_state.get() == tinygpt_protocol::RunState::Running>

@@ -109,7 +109,9 @@ impl Store {
     pub fn send(&self, msg: WorkerInput) {
         match &msg {
             WorkerInput::Train { .. } => self.pending.set(Pending::NewRun),
-            WorkerInput::LoadCheckpoint { .. } => self.pending.set(Pending::Load),
+            WorkerInput::LoadCheckpoint { .. } | WorkerInput::LoadBundledModel => {
+                self.pending.set(Pending::Load)
+            }
             _ => {}
         }
         let sent = self.link.with_value(|l| match l {

@@ -95,6 +95,9 @@ pub async fn adapter_info() -> Result<Option<(AdapterDesc, bool)>, JsValue> {
 /// Where the worker finds the product corpus (copied into `dist/` by Trunk).
 pub const BUNDLED_CORPUS: &str = "./shakespeare.txt";
 
+/// Where the worker finds the bundled model (copied into `dist/` by Trunk).
+pub const BUNDLED_MODEL: &str = "./shakespeare.safetensors";
+
 /// `fetch(url)` → bytes, with the HTTP status in the error.
 pub async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
     let global = js_sys::global();

@@ -259,5 +259,12 @@ async fn handle(runner: &mut Runner, caps: &GpuCaps, msg: WorkerInput) {
         WorkerInput::StopSampling => {}
         WorkerInput::LoadCheckpoint { name, bytes } => runner.load_checkpoint(name, &bytes),
         WorkerInput::SaveCheckpoint => runner.save_checkpoint().await,
+        WorkerInput::LoadBundledModel => match js::fetch_bytes(js::BUNDLED_MODEL).await {
+            Ok(bytes) => runner.load_checkpoint("the bundled Shakespeare model".into(), &bytes),
+            Err(e) => post(&WorkerOutput::Error {
+                context: "loading the bundled model".into(),
+                message: e,
+            }),
+        },
     }
 }
