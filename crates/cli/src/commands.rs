@@ -227,13 +227,19 @@ async fn sample(a: SampleArgs) -> Result<()> {
     let mut first = None;
     let mut count = 0usize;
     session
-        .generate(&a.prompt, a.length, &params, |text| {
-            first.get_or_insert_with(|| start.elapsed());
-            count += 1;
-            let _ = write!(out, "{text}");
-            let _ = out.flush();
-            ControlFlow::Continue(())
-        })
+        .generate(
+            &a.prompt,
+            a.length,
+            &params,
+            |text| {
+                first.get_or_insert_with(|| start.elapsed());
+                count += 1;
+                let _ = write!(out, "{text}");
+                let _ = out.flush();
+                ControlFlow::Continue(())
+            },
+            || std::future::ready(()),
+        )
         .await?;
     writeln!(out)?;
     let secs = start.elapsed().as_secs_f64();

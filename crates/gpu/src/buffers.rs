@@ -79,31 +79,80 @@ impl GpuContext {
         if size == 0 {
             return Ok(Vec::new());
         }
+        self.start_read(&[(src, 0, size)]).finish(self).await
+    }
+
+    /// Copies the byte ranges `(buffer, offset, size)` into one staging buffer
+    /// and starts mapping it, without waiting: work submitted afterwards runs
+    /// while the read is in flight. [`PendingRead::finish`] waits only for
+    /// this copy, not for later submissions.
+    pub fn start_read(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> PendingRead {
+        let size: u64 = ranges.iter().map(|r| r.2).sum();
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
-            size,
+            size: size.max(4),
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(src, 0, &staging, 0, size);
-        self.queue.submit([enc.finish()]);
+        let mut at = 0;
+        for &(src, offset, len) in ranges {
+            enc.copy_buffer_to_buffer(src, offset, &staging, at, len);
+            at += len;
+        }
+        let index = self.queue.submit([enc.finish()]);
         let (tx, rx) = futures_channel::oneshot::channel();
         staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
+        PendingRead {
+            staging,
+            size,
+            index,
+            rx,
+        }
+    }
+}
+
+/// A read-back in flight (see [`GpuContext::start_read`]).
+pub struct PendingRead {
+    staging: wgpu::Buffer,
+    size: u64,
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    index: wgpu::SubmissionIndex,
+    rx: futures_channel::oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>,
+}
+
+impl PendingRead {
+    /// Waits for the copy (only it: natively this polls until its own
+    /// submission is done; on the web it awaits the map callback, since
+    /// `device.poll` does nothing there) and returns the bytes.
+    pub async fn finish(self, ctx: &GpuContext) -> Result<Vec<u8>, GpuError> {
         #[cfg(not(target_arch = "wasm32"))]
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
+        ctx.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(self.index.clone()),
+                timeout: None,
+            })
             .map_err(|e| GpuError::Readback(e.to_string()))?;
-        rx.await
+        #[cfg(target_arch = "wasm32")]
+        let _ = ctx;
+        self.rx
+            .await
             .map_err(|_| GpuError::Readback("map callback dropped".into()))?
             .map_err(|e| GpuError::Readback(e.to_string()))?;
-        let out = staging
+        let out = self
+            .staging
             .get_mapped_range(..)
-            .map_err(|e| GpuError::Readback(e.to_string()))?
+            .map_err(|e| GpuError::Readback(e.to_string()))?[..self.size as usize]
             .to_vec();
-        staging.unmap();
+        self.staging.unmap();
         Ok(out)
+    }
+
+    /// [`Self::finish`] as f32 values.
+    pub async fn finish_f32(self, ctx: &GpuContext) -> Result<Vec<f32>, GpuError> {
+        let bytes = self.finish(ctx).await?;
+        Ok(bytemuck::cast_slice(&bytes).to_vec())
     }
 }

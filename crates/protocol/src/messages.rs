@@ -285,6 +285,10 @@ pub struct TrainProgress {
     pub total_steps: usize,
     /// Mean training loss (nats/char) of the last reported step.
     pub train_loss: f32,
+    /// Training loss of every step since the previous report, the last one
+    /// being `step` (all of them, read back without stalling the GPU).
+    #[serde(default)]
+    pub losses: Vec<f32>,
     /// Validation loss, when this step evaluated it.
     pub val_loss: Option<f32>,
     pub lr: f32,

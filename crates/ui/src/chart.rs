@@ -14,6 +14,9 @@ pub struct LossHistory {
     pub val: Vec<(usize, f32)>,
 }
 
+/// Training-loss points kept for the chart; beyond it, neighbours merge.
+const MAX_POINTS: usize = 2000;
+
 impl LossHistory {
     /// Adds the finite losses of one progress report; a report for a step
     /// already plotted replaces it.
@@ -27,7 +30,25 @@ impl LossHistory {
                 _ => series.push((step, loss)),
             }
         }
-        add(&mut self.train, p.step, p.train_loss);
+        if p.losses.is_empty() {
+            add(&mut self.train, p.step, p.train_loss);
+        } else {
+            let first = (p.step + 1).saturating_sub(p.losses.len());
+            for (i, &loss) in p.losses.iter().enumerate() {
+                add(&mut self.train, first + i, loss);
+            }
+        }
+        if self.train.len() > MAX_POINTS {
+            // Long runs: average neighbouring steps so the SVG stays light.
+            self.train = self
+                .train
+                .chunks(2)
+                .map(|c| {
+                    let n = c.len() as f32;
+                    (c[c.len() - 1].0, c.iter().map(|x| x.1).sum::<f32>() / n)
+                })
+                .collect();
+        }
         if let Some(v) = p.val_loss {
             add(&mut self.val, p.step, v);
         }
@@ -276,6 +297,7 @@ mod tests {
             step: 10,
             total_steps: 30,
             train_loss: 4.0,
+            losses: Vec::new(),
             val_loss: Some(4.1),
             lr: 1e-3,
             tokens_per_s: 1.0,
@@ -292,5 +314,31 @@ mod tests {
         assert_eq!(h.train, vec![(10, 3.9)]);
         assert_eq!(h.val, vec![(10, 4.1)]);
         assert_eq!(h.last_val(), Some(4.1));
+    }
+
+    #[test]
+    fn history_plots_every_step_of_a_report_and_stays_bounded() {
+        let mut h = LossHistory::default();
+        let mut p = TrainProgress {
+            step: 8,
+            total_steps: 10_000,
+            train_loss: 3.0,
+            losses: vec![4.0, 3.5, 3.0],
+            val_loss: None,
+            lr: 1e-3,
+            tokens_per_s: 1.0,
+            elapsed_s: 1.0,
+            eta_s: 2.0,
+        };
+        h.push(&p);
+        assert_eq!(h.train, vec![(6, 4.0), (7, 3.5), (8, 3.0)]);
+        for step in (16..=8000).step_by(8) {
+            p.step = step;
+            p.losses = vec![2.0; 8];
+            h.push(&p);
+        }
+        assert!(h.train.len() <= MAX_POINTS, "{}", h.train.len());
+        assert_eq!(h.train.last().map(|x| x.0), Some(8000));
+        assert!(h.train.windows(2).all(|w| w[0].0 < w[1].0));
     }
 }

@@ -166,6 +166,10 @@ pub fn SamplePanel(
                     title=move || if no_model() { "train or load a model first" } else { "" }>
                     "Generate"
                 </button>
+                <button data-testid="stop-sampling" on:click=move |_| store.send(WorkerInput::StopSampling)
+                    disabled=move || !sample.with(|s| s.running)>
+                    "Stop"
+                </button>
 
                 <span class="muted" hidden=move || !no_model()>"train or load a model first"</span>
             </div>

@@ -21,8 +21,13 @@ impl WorkerLink {
         on_output: impl Fn(WorkerOutput) + 'static,
         on_crash: impl Fn(String) + 'static,
     ) -> Result<Self, String> {
-        let worker =
-            Worker::new(WORKER_LOADER).map_err(|e| format!("cannot start the worker: {e:?}"))?;
+        // The page's query (test-only switches such as `?fault=f16acc`)
+        // travels to the worker, which reads it from its own location.
+        let search = web_sys::window()
+            .and_then(|w| w.location().search().ok())
+            .unwrap_or_default();
+        let worker = Worker::new(&format!("{WORKER_LOADER}{search}"))
+            .map_err(|e| format!("cannot start the worker: {e:?}"))?;
         let on_crash = std::rc::Rc::new(on_crash);
         let crash = on_crash.clone();
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {

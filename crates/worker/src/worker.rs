@@ -4,6 +4,7 @@ use crate::js;
 use crate::session::Runner;
 use futures_channel::mpsc;
 use futures_util::StreamExt;
+use std::cell::Cell;
 use std::rc::Rc;
 use tinygpt_gpu::engine::Gpu;
 use tinygpt_gpu::gate::{status_suffix, Fault, GateOptions, DEFAULT_VOCAB};
@@ -180,9 +181,16 @@ async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
 /// Entry point of the worker.
 pub async fn run() {
     let (tx, mut rx) = mpsc::unbounded::<WorkerInput>();
+    // A Stop-sampling request must reach a generation in progress, which
+    // holds the loop: the handler raises this flag as the message arrives.
+    let stop_sampling = Rc::new(Cell::new(false));
+    let stop_flag = stop_sampling.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         match serde_wasm_bindgen::from_value::<WorkerInput>(ev.data()) {
             Ok(msg) => {
+                if msg == WorkerInput::StopSampling {
+                    stop_flag.set(true);
+                }
                 let _ = tx.unbounded_send(msg);
             }
             Err(e) => post(&WorkerOutput::Error {
@@ -204,9 +212,10 @@ pub async fn run() {
     });
     // Fast paths: detected above, activated only by their gates. Requests
     // queue meanwhile; the gates take well under a second.
+    let mut reports = Vec::new();
     if let Some(gpu) = &engine {
         if caps.kernel_check.as_ref().is_some_and(|c| c.passed) {
-            let reports = run_gates(gpu, &mut caps).await;
+            reports = run_gates(gpu, &mut caps).await;
             post(&WorkerOutput::GpuCaps(caps.clone()));
             post(&WorkerOutput::Status {
                 text: format!(
@@ -217,7 +226,7 @@ pub async fn run() {
             });
         }
     }
-    let mut runner = Runner::new(engine, caps.unavailable_reason.clone());
+    let mut runner = Runner::new(engine, caps, reports, stop_sampling);
 
     loop {
         // While training, take whatever is queued and otherwise train a
@@ -236,31 +245,35 @@ pub async fn run() {
             }
         };
         match msg {
-            Some(msg) => handle(&mut runner, &caps, msg).await,
+            Some(msg) => handle(&mut runner, msg).await,
             None => runner.train_chunk().await,
         }
     }
 }
 
-async fn handle(runner: &mut Runner, caps: &GpuCaps, msg: WorkerInput) {
+async fn handle(runner: &mut Runner, msg: WorkerInput) {
     match msg {
-        WorkerInput::QueryCaps => post(&WorkerOutput::GpuCaps(caps.clone())),
+        WorkerInput::QueryCaps => post(&WorkerOutput::GpuCaps(runner.caps.clone())),
         WorkerInput::Train {
             model,
             train,
             corpus,
         } => runner.start(model, train, corpus).await,
-        WorkerInput::Pause => runner.pause(),
+        WorkerInput::Pause => runner.pause().await,
         WorkerInput::Resume => runner.resume(),
-        WorkerInput::Stop => runner.stop(),
+        WorkerInput::Stop => runner.stop().await,
         WorkerInput::Continue { steps } => runner.continue_for(steps).await,
         WorkerInput::Sample(req) => runner.sample(req).await,
-        // Generation runs to completion between messages; nothing to stop.
+        // The flag was raised on arrival; a generation in progress saw it.
         WorkerInput::StopSampling => {}
-        WorkerInput::LoadCheckpoint { name, bytes } => runner.load_checkpoint(name, &bytes),
+        WorkerInput::LoadCheckpoint { name, bytes } => runner.load_checkpoint(name, &bytes).await,
         WorkerInput::SaveCheckpoint => runner.save_checkpoint().await,
         WorkerInput::LoadBundledModel => match js::fetch_bytes(js::BUNDLED_MODEL).await {
-            Ok(bytes) => runner.load_checkpoint("the bundled Shakespeare model".into(), &bytes),
+            Ok(bytes) => {
+                runner
+                    .load_checkpoint("the bundled Shakespeare model".into(), &bytes)
+                    .await
+            }
             Err(e) => post(&WorkerOutput::Error {
                 context: "loading the bundled model".into(),
                 message: e,

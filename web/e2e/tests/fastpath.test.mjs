@@ -56,7 +56,7 @@ test("the bundled Shakespeare model loads in one click and samples greedily", as
     await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 40, "sample-temperature": "0", "sample-seed": 1 });
     await page.getByTestId("generate").click();
     await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
-      timeout: 90_000,
+      timeout: 300_000,
     });
     const out = await page.getByTestId("sample-output").textContent();
     assert.equal([...out].length, 40, `40 characters generated, got ${JSON.stringify(out)}`);
@@ -64,6 +64,91 @@ test("the bundled Shakespeare model loads in one click and samples greedily", as
     const letters = [...out].filter((ch) => /[A-Za-z \n,.']/.test(ch)).length;
     assert.ok(letters >= 36, `text looks like English: ${JSON.stringify(out)}`);
     await waitForAttr(page, "busy", "data-busy", "false");
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("loading a model re-runs the gate on its real weights and a 100-token greedy comparison", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    await page.getByTestId("pill-f16-storage").waitFor({ timeout: 90_000 });
+    await page.getByTestId("load-bundled").click();
+    await page.waitForFunction(
+      () => /verified on this model in [\d.]+s/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
+      null,
+      { timeout: 180_000 },
+    );
+    const worker = logs.filter((l) => l.source === "worker").map((l) => l.text);
+    assert.ok(
+      worker.some((t) => /^\[ops\] f16-storage sample gate: 100 greedy tokens from "ROMEO:" on f32 and f16 — identical — PASS$/.test(t)),
+      "the sample-gate line",
+    );
+    assert.ok(worker.some((t) => /real/i.test(t) && /PASS/.test(t)), "a real-weight case line");
+    assert.match(await page.getByTestId("pill-f16-storage").getAttribute("class"), /\bactive\b/);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("a fault-injected f16 kernel (?fault=f16acc) fails the gate: no pill, f32 status, the page still works", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, `${server.url}?fault=f16acc`);
+    await page.waitForFunction(
+      () => /inference warmed up in [\d.]+s — ready to generate\./.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
+      null,
+      { timeout: 90_000 },
+    );
+    assert.doesNotMatch(await testid(page, "status"), /f16/);
+    assert.equal(await page.getByTestId("pill-f16-storage").count(), 0, "no +f16 storage pill");
+    const worker = logs.filter((l) => l.source === "worker").map((l) => l.text);
+    assert.ok(worker.some((t) => /injecting the f16acc fault/.test(t)), "the switch reached the worker");
+    assert.ok(worker.some((t) => /^\[ops\] f16-storage gate: mean\|ref\|=.* — FAIL$/.test(t)), "a FAIL line");
+    // Still works, on f32: the bundled model samples.
+    await page.getByTestId("load-bundled").click();
+    await page.waitForFunction(() => /bundled/.test(document.querySelector('[data-testid="model-info"]')?.innerText ?? ""), null, {
+      timeout: 60_000,
+    });
+    await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 12, "sample-temperature": "0", "sample-seed": 1 });
+    await page.getByTestId("generate").click();
+    await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
+      timeout: 90_000,
+    });
+    assert.equal([...(await page.getByTestId("sample-output").textContent())].length, 12);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("Stop ends a long generation early and the worker stays responsive", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    await page.getByTestId("load-bundled").click();
+    await page.waitForFunction(() => /bundled/.test(document.querySelector('[data-testid="model-info"]')?.innerText ?? ""), null, {
+      timeout: 60_000,
+    });
+    await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 5000, "sample-temperature": "0.8", "sample-seed": 3 });
+    await page.getByTestId("generate").click();
+    await page.waitForFunction(() => (document.querySelector('[data-testid="sample-output"]')?.textContent ?? "").length >= 5, null, {
+      timeout: 180_000,
+    });
+    await page.getByTestId("stop-sampling").click();
+    await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
+      timeout: 30_000,
+    });
+    const n = [...(await page.getByTestId("sample-output").textContent())].length;
+    assert.ok(n >= 5 && n < 5000, `stopped early after ${n} characters`);
+    assert.ok(
+      logs.some((l) => l.source === "worker" && /\[sample\] stopped by the user after \d+ tokens/.test(l.text)),
+      "the worker logged the stop",
+    );
+    assert.equal(await page.getByTestId("generate").isDisabled(), false, "Generate is available again");
     assert.deepEqual(unexpectedErrors(logs), []);
   } finally {
     await browser.close();

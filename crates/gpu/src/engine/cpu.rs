@@ -2,6 +2,7 @@
 //! the worker's fallback when there is no WebGPU, and `tinygpt train --cpu`.
 
 use super::{moments, EngineError};
+use crate::model::StepStats;
 use tinygpt_core::checkpoint::{AdamMoments, Checkpoint};
 use tinygpt_core::data::Batch;
 use tinygpt_core::optim::{clip_grad_norm, AdamW};
@@ -29,9 +30,14 @@ impl CpuTrainer {
         Ok(Self { model, opt })
     }
 
-    /// One step: forward, backward, clip, AdamW. Returns the loss; a
-    /// non-finite loss leaves the weights untouched.
-    pub fn step(&mut self, batch: &Batch, cfg: &TrainConfig, lr: f32) -> Result<f32, EngineError> {
+    /// One step: forward, backward, clip, AdamW. Returns the loss and the
+    /// gradient norm; a non-finite one leaves the weights untouched.
+    pub fn step(
+        &mut self,
+        batch: &Batch,
+        cfg: &TrainConfig,
+        lr: f32,
+    ) -> Result<StepStats, EngineError> {
         let (loss, mut grads) = self.model.forward_backward(
             &batch.inputs,
             &batch.targets,
@@ -39,13 +45,17 @@ impl CpuTrainer {
             batch.seq_len,
         )?;
         let norm = clip_grad_norm(&mut grads, cfg);
+        let stats = StepStats {
+            loss,
+            grad_norm: norm,
+        };
         if !loss.is_finite() || !norm.is_finite() {
-            return Ok(f32::NAN);
+            return Ok(stats);
         }
         let layout = self.model.layout.clone();
         self.opt
             .update(&mut self.model.params, &grads, &layout, cfg, lr)?;
-        Ok(loss)
+        Ok(stats)
     }
 
     pub fn loss(&self, batch: &Batch) -> Result<f32, EngineError> {

@@ -2,7 +2,7 @@
 
 use super::EngineError;
 use crate::gate::FastPaths;
-use crate::model::GpuModel;
+use crate::model::{GpuModel, StepLogRead, StepStats};
 use crate::ops::adamw::OptState;
 use crate::{GpuContext, PipelineRegistry};
 use std::cell::{Cell, RefCell};
@@ -72,13 +72,26 @@ impl GpuTrainer {
         Ok(self.model.set_fast_paths(&self.gpu.ctx, &mut reg, fast)?)
     }
 
-    /// Submits one step per batch without waiting, then reads the last loss.
-    pub async fn steps(&mut self, batches: &[Batch]) -> Result<f32, EngineError> {
+    /// Submits one step per batch and starts reading their losses; nothing
+    /// waits, so the caller can submit more steps before awaiting these.
+    pub fn submit_steps(&mut self, batches: &[Batch]) -> Result<StepLogRead, EngineError> {
+        let mut reg = self.gpu.registry.borrow_mut();
         for batch in batches {
-            let mut reg = self.gpu.registry.borrow_mut();
             self.model.train_step(&self.gpu.ctx, &mut reg, batch)?;
         }
-        Ok(self.model.read_loss(&self.gpu.ctx).await?)
+        Ok(self.model.start_step_log_read(&self.gpu.ctx))
+    }
+
+    /// Waits for the step logs of one [`Self::submit_steps`].
+    pub async fn finish_steps(&self, read: StepLogRead) -> Result<Vec<StepStats>, EngineError> {
+        Ok(read.finish(&self.gpu.ctx).await?)
+    }
+
+    /// Runs one step per batch and returns the last loss.
+    pub async fn steps(&mut self, batches: &[Batch]) -> Result<f32, EngineError> {
+        let read = self.submit_steps(batches)?;
+        let stats = self.finish_steps(read).await?;
+        Ok(stats.last().map_or(f32::NAN, |s| s.loss))
     }
 
     pub async fn eval(&mut self, batches: &[Batch]) -> Result<f32, EngineError> {

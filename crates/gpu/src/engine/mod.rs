@@ -9,13 +9,15 @@ pub use cpu::CpuTrainer;
 pub use gpu::{Gpu, GpuTrainer};
 use std::rc::Rc;
 
+use crate::model::{StepLogRead, StepStats};
 use crate::GpuError;
+use std::future::Future;
 use std::ops::ControlFlow;
 use tinygpt_core::checkpoint::{self, AdamMoments, Checkpoint, CheckpointError, WeightDtype};
 use tinygpt_core::data::{BatchSampler, DataError, Dataset, Vocab};
 use tinygpt_core::model::ModelError;
 use tinygpt_core::optim::{lr_at, OptimError};
-use tinygpt_core::sample::{SampleError, SampleParams};
+use tinygpt_core::sample::{SampleError, SampleParams, Sampler};
 use tinygpt_core::{ModelConfig, TrainConfig};
 use tinygpt_protocol::ConfigError;
 
@@ -40,13 +42,35 @@ pub enum EngineError {
     NoData,
     #[error("the corpus's characters ({corpus}) differ from the model's vocabulary ({model}); continue training on the corpus it was trained on")]
     VocabMismatch { corpus: usize, model: usize },
-    #[error("training produced a non-finite loss at step {step}; the update was not applied")]
-    NonFinite { step: usize },
+    #[error("training diverged at step {step} (loss {loss}, gradient norm {grad_norm}); that update was skipped and the weights are those of the last good step. Lower the learning rate or resume from a checkpoint")]
+    NonFinite {
+        step: usize,
+        loss: f32,
+        grad_norm: f32,
+    },
 }
 
 /// Seed offset of the validation sampler: every evaluation draws the same
 /// windows, so successive validation losses are comparable.
 const VAL_SEED_OFFSET: u64 = 0x5EED_0F7A;
+
+/// Steps started by [`Session::submit_steps`], not yet read.
+pub struct StepsInFlight {
+    first_step: usize,
+    inner: InFlight,
+}
+
+impl StepsInFlight {
+    /// Index of the first of these steps.
+    pub fn first_step(&self) -> usize {
+        self.first_step
+    }
+}
+
+enum InFlight {
+    Done(Vec<StepStats>),
+    Gpu(StepLogRead),
+}
 
 /// The model and optimiser state of one backend.
 pub enum Backend {
@@ -142,6 +166,16 @@ impl Session {
         Ok(())
     }
 
+    /// Where the training-batch stream is, for an exact resume.
+    pub fn sampler_state(&self) -> [u64; 4] {
+        self.sampler.state()
+    }
+
+    /// Resumes the training-batch stream saved by [`Self::sampler_state`].
+    pub fn set_sampler_state(&mut self, state: [u64; 4]) {
+        self.sampler = BatchSampler::from_state(state);
+    }
+
     pub fn has_data(&self) -> bool {
         self.data.is_some()
     }
@@ -192,38 +226,67 @@ impl Session {
         Ok(())
     }
 
-    /// Runs `n` optimiser steps and returns the training loss of the last.
-    /// On the GPU the `n` steps are submitted back to back and only the last
-    /// loss is read.
-    pub async fn train_steps(&mut self, n: usize) -> Result<f32, EngineError> {
+    /// Starts `n` optimiser steps. On the GPU they are submitted back to back
+    /// with a read of their losses queued behind them, and nothing waits: the
+    /// caller may submit the next steps before awaiting these, so the GPU
+    /// never idles on a read-back. The CPU reference runs them here.
+    pub fn submit_steps(&mut self, n: usize) -> Result<StepsInFlight, EngineError> {
         let data = self.data.as_ref().ok_or(EngineError::NoData)?;
         let (b, t) = (self.train.batch_size, self.train.seq_len);
-        let loss = match &mut self.backend {
+        let first_step = self.step;
+        let inner = match &mut self.backend {
             Backend::Cpu(tr) => {
-                let mut loss = f32::NAN;
+                let mut stats = Vec::with_capacity(n);
                 for _ in 0..n {
                     let batch = self.sampler.try_next_batch(&data.train, b, t)?;
-                    loss = tr.step(&batch, &self.train, lr_at(self.step, &self.train))?;
-                    if !loss.is_finite() {
-                        return Err(EngineError::NonFinite { step: self.step });
-                    }
+                    let s = tr.step(&batch, &self.train, lr_at(self.step, &self.train))?;
+                    stats.push(s);
                     self.step += 1;
+                    if !s.loss.is_finite() || !s.grad_norm.is_finite() {
+                        break;
+                    }
                 }
-                loss
+                InFlight::Done(stats)
             }
             Backend::Gpu(tr) => {
                 let batches = (0..n)
                     .map(|_| self.sampler.try_next_batch(&data.train, b, t))
                     .collect::<Result<Vec<_>, _>>()?;
-                let loss = tr.steps(&batches).await?;
+                let read = tr.submit_steps(&batches)?;
                 self.step += n;
-                loss
+                InFlight::Gpu(read)
             }
         };
-        if !loss.is_finite() {
-            return Err(EngineError::NonFinite { step: self.step });
+        Ok(StepsInFlight { first_step, inner })
+    }
+
+    /// Waits for steps started by [`Self::submit_steps`] and returns their
+    /// losses. A non-finite loss or gradient norm is an error naming the
+    /// step; that step's update was not applied (both backends skip it).
+    pub async fn finish_steps(&self, steps: StepsInFlight) -> Result<Vec<StepStats>, EngineError> {
+        let stats = match (steps.inner, &self.backend) {
+            (InFlight::Done(s), _) => s,
+            (InFlight::Gpu(read), Backend::Gpu(tr)) => tr.finish_steps(read).await?,
+            (InFlight::Gpu(_), Backend::Cpu(_)) => unreachable!("GPU steps on a CPU session"),
+        };
+        if let Some(i) = stats
+            .iter()
+            .position(|s| !s.loss.is_finite() || !s.grad_norm.is_finite())
+        {
+            return Err(EngineError::NonFinite {
+                step: steps.first_step + i,
+                loss: stats[i].loss,
+                grad_norm: stats[i].grad_norm,
+            });
         }
-        Ok(loss)
+        Ok(stats)
+    }
+
+    /// Runs `n` optimiser steps and returns the training loss of the last.
+    pub async fn train_steps(&mut self, n: usize) -> Result<f32, EngineError> {
+        let steps = self.submit_steps(n)?;
+        let stats = self.finish_steps(steps).await?;
+        Ok(stats.last().map_or(f32::NAN, |s| s.loss))
     }
 
     /// Mean loss over `train.eval_batches` fixed validation windows.
@@ -252,13 +315,18 @@ impl Session {
     }
 
     /// Encodes `prompt` (a clear error names an unknown character) and
-    /// generates up to `n` characters, streaming each through `on_text`.
-    pub async fn generate(
+    /// generates up to `n` characters, streaming each through `on_text`,
+    /// which stops generation by returning `Break`. The CPU reference awaits
+    /// `tick()` after every token (the worker yields to its event loop there,
+    /// so a Stop message can arrive); the GPU path already awaits each
+    /// token's read-back.
+    pub async fn generate<F: Future<Output = ()>>(
         &mut self,
         prompt: &str,
         n: usize,
         params: &SampleParams,
         mut on_text: impl FnMut(&str) -> ControlFlow<()>,
+        mut tick: impl FnMut() -> F,
     ) -> Result<String, EngineError> {
         params.validate()?;
         let ids = self.vocab.encode(prompt)?;
@@ -270,7 +338,23 @@ impl Session {
             on_text(&buf)
         };
         let out = match &mut self.backend {
-            Backend::Cpu(tr) => tr.model.generate(&ids, n, params, emit)?,
+            Backend::Cpu(tr) => {
+                let mut sampler = Sampler::new(*params)?;
+                let block = self.config.block_size;
+                let mut context = if ids.is_empty() { vec![0] } else { ids };
+                let mut out = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let start = context.len().saturating_sub(block);
+                    let next = sampler.sample(&tr.model.logits_last(&context[start..])?)?;
+                    out.push(next);
+                    context.push(next);
+                    if emit(next).is_break() {
+                        break;
+                    }
+                    tick().await;
+                }
+                out
+            }
             Backend::Gpu(tr) => tr.generate(&ids, n, params, &mut emit).await?,
         };
         Ok(self.vocab.decode(&out))

@@ -95,6 +95,44 @@ pub struct GpuModel {
     decoder: Option<Decoder>,
     fast: FastPaths,
     packed: Option<PackedWeights>,
+    /// Ring of (loss, gradient norm) per train step, [`STEP_LOG_CAPACITY`]
+    /// steps long, filled by the steps' own command buffers.
+    step_log: wgpu::Buffer,
+    /// Steps logged so far, and steps whose log was already read.
+    steps_logged: u64,
+    steps_read: u64,
+}
+
+/// Steps the loss log holds between two reads.
+pub const STEP_LOG_CAPACITY: u64 = 4096;
+
+/// What one train step leaves for the host.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepStats {
+    /// Mean training loss of the step's batch.
+    pub loss: f32,
+    /// Global gradient norm before clipping.
+    pub grad_norm: f32,
+}
+
+/// The logs of the steps since the previous read, on their way to the CPU.
+pub struct StepLogRead {
+    pending: crate::buffers::PendingRead,
+    /// Steps lost because more than [`STEP_LOG_CAPACITY`] ran between reads.
+    pub skipped: u64,
+}
+
+impl StepLogRead {
+    /// Waits for these steps only (later submissions keep running).
+    pub async fn finish(self, ctx: &GpuContext) -> Result<Vec<StepStats>, GpuError> {
+        let v = self.pending.finish_f32(ctx).await?;
+        Ok(v.chunks_exact(2)
+            .map(|p| StepStats {
+                loss: p[0],
+                grad_norm: p[1],
+            })
+            .collect())
+    }
 }
 
 impl GpuModel {
@@ -143,6 +181,9 @@ impl GpuModel {
             decoder: None,
             fast: FastPaths::default(),
             packed: None,
+            step_log: ctx.zeros("step_log", (2 * STEP_LOG_CAPACITY) as usize)?,
+            steps_logged: 0,
+            steps_read: 0,
         })
     }
 
@@ -368,6 +409,10 @@ impl GpuModel {
                 op.record(&mut pass);
             }
         }
+        let slot = (self.steps_logged % STEP_LOG_CAPACITY) * 8;
+        enc.copy_buffer_to_buffer(&g.acts.loss, 0, &self.step_log, slot, 4);
+        enc.copy_buffer_to_buffer(&self.norm, 0, &self.step_log, slot + 4, 4);
+        self.steps_logged += 1;
         ctx.queue.submit([enc.finish()]);
         // AdamW just changed the f32 weights.
         self.invalidate_packed();
@@ -404,6 +449,26 @@ impl GpuModel {
         }
         ctx.queue.submit([enc.finish()]);
         Ok(())
+    }
+
+    /// Starts reading the [`StepStats`] of every train step submitted since
+    /// the previous read, without waiting: steps submitted afterwards keep
+    /// the GPU busy while these values travel.
+    pub fn start_step_log_read(&mut self, ctx: &GpuContext) -> StepLogRead {
+        let skipped = (self.steps_logged - self.steps_read).saturating_sub(STEP_LOG_CAPACITY);
+        let first = self.steps_read + skipped;
+        let count = self.steps_logged - first;
+        self.steps_read = self.steps_logged;
+        let start = first % STEP_LOG_CAPACITY;
+        let head = count.min(STEP_LOG_CAPACITY - start);
+        let mut ranges = vec![(&self.step_log, start * 8, head * 8)];
+        if count > head {
+            ranges.push((&self.step_log, 0, (count - head) * 8));
+        }
+        StepLogRead {
+            pending: ctx.start_read(&ranges),
+            skipped,
+        }
     }
 
     /// Mean loss of the last step or evaluation (waits for it).
