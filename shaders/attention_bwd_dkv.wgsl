@@ -6,19 +6,22 @@
 //   dv_s  = Σ_t p_ts dout_t
 //   ds_ts = p_ts (dout_t · v_s − D_t)
 //   dk_s  = scale Σ_t ds_ts q_t
-// Written into the K and V columns of dqkv, overwriting them. One thread
-// owns one key row and sums in query order: deterministic, no atomics.
+// Written into the K and V columns of dqkv, overwriting them. Every sum has
+// a fixed order: deterministic, no atomics.
 //
-// One workgroup = one (b, h) and 64 key rows; Q and dout rows of the queries
-// t ≥ (first key of the workgroup) stream through workgroup memory `kt` rows
-// at a time, with their lse and D.
+// The forward's tiling with the roles of queries and keys swapped: one
+// workgroup = one (b, h) and 16 key rows, 8 threads per key; the queries
+// t ≥ (first key of the workgroup) come 32 at a time with their lse and D;
+// head dims in chunks of 32. Thread (r, kq) scores key r against queries
+// 4kq..4kq+3, then owns dims 4kq..4kq+3 of each chunk of dk_r and dv_r in
+// vec4 registers.
 
 struct Params {
     t: u32,
     c: u32,
     nh: u32,
     hs: u32,
-    kt: u32,
+    nch: u32,
     scale: f32,
     _pad0: u32,
     _pad1: u32,
@@ -31,80 +34,199 @@ struct Params {
 @group(0) @binding(4) var<storage, read> delta: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dqkv: array<f32>;
 
-const ROWS: u32 = 64u;
-const MAX_HS: u32 = 128u;
-const MAX_KT: u32 = 32u;
+const BK: u32 = 16u;
+const BQ: u32 = 32u;
 
-// q_tile[j * hs + d] = Q[t0 + j, d] of this head; dy_tile likewise for dout.
-var<workgroup> q_tile: array<f32, 1024>;
-var<workgroup> dy_tile: array<f32, 1024>;
-var<workgroup> lse_tile: array<f32, MAX_KT>;
-var<workgroup> d_tile: array<f32, MAX_KT>;
+// Key-row tiles (r * 8 + d4) of k (pre-scaled) and v while scoring; then
+// the same memory holds p (in k_sh) and ds (in v_sh) at pw(r, j4).
+var<workgroup> k_sh: array<vec4<f32>, 128>;
+var<workgroup> v_sh: array<vec4<f32>, 128>;
+// Query-row tiles (swizzled, see sw) of q and dout.
+var<workgroup> q_sh: array<vec4<f32>, 256>;
+var<workgroup> dy_sh: array<vec4<f32>, 256>;
+var<workgroup> lse_sh: array<f32, 32>;
+var<workgroup> d_sh: array<f32, 32>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+fn sw(j: u32, d4: u32) -> u32 {
+    return j * 8u + (d4 ^ ((j >> 2u) & 7u));
+}
+
+fn pw(r: u32, j4: u32) -> u32 {
+    return r * 8u + (j4 ^ (r & 7u));
+}
+
+fn qkv_at(i: u32, ok: bool) -> f32 {
+    if (ok) {
+        return qkv[i];
+    }
+    return 0.0;
+}
+
+fn qkv4(base: u32, d: u32, live: bool) -> vec4<f32> {
+    return vec4<f32>(
+        qkv_at(base + d, live && d < p.hs),
+        qkv_at(base + d + 1u, live && d + 1u < p.hs),
+        qkv_at(base + d + 2u, live && d + 2u < p.hs),
+        qkv_at(base + d + 3u, live && d + 3u < p.hs),
+    );
+}
+
+fn dout_at(i: u32, ok: bool) -> f32 {
+    if (ok) {
+        return dout[i];
+    }
+    return 0.0;
+}
+
+fn dout4(base: u32, d: u32, live: bool) -> vec4<f32> {
+    return vec4<f32>(
+        dout_at(base + d, live && d < p.hs),
+        dout_at(base + d + 1u, live && d + 1u < p.hs),
+        dout_at(base + d + 2u, live && d + 2u < p.hs),
+        dout_at(base + d + 3u, live && d + 3u < p.hs),
+    );
+}
+
+fn store4(base: u32, d: u32, v: vec4<f32>) {
+    if (d < p.hs) {
+        dqkv[base + d] = v.x;
+    }
+    if (d + 1u < p.hs) {
+        dqkv[base + d + 1u] = v.y;
+    }
+    if (d + 2u < p.hs) {
+        dqkv[base + d + 2u] = v.z;
+    }
+    if (d + 3u < p.hs) {
+        dqkv[base + d + 3u] = v.w;
+    }
+}
+
+// Loads dims [32c, 32c + 32) of query rows t0 + j (j < 32) of q and dout.
+fn load_queries(seq: u32, head: u32, t0: u32, c: u32, r: u32, kq: u32) {
+    let stride = 3u * p.c;
+    for (var i = 0u; i < 2u; i++) {
+        let j = r + 16u * i;
+        let t = t0 + j;
+        let d = c * 32u + kq * 4u;
+        q_sh[sw(j, kq)] = qkv4((seq + t) * stride + head, d, t < p.t);
+        dy_sh[sw(j, kq)] = dout4((seq + t) * p.c + head, d, t < p.t);
+    }
+}
+
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let b = wg.z;
     let h = wg.y;
-    let row0 = wg.x * ROWS;
-    let s = row0 + lid.x;
-    let live = s < p.t;
-    let hs = p.hs;
+    let k0 = wg.x * BK;
     let stride = 3u * p.c;
-    let head = h * hs;
+    let head = h * p.hs;
+    let seq = b * p.t;
     let rows = (b * p.nh + h) * p.t;
+    let r = tid / 8u;
+    let kq = tid % 8u;
+    let s = k0 + r;
+    let live = s < p.t;
+    let k_base = (seq + s) * stride + p.c + head;
 
-    // k is pre-scaled so a score is a plain dot product.
-    var k: array<f32, MAX_HS>;
-    var v: array<f32, MAX_HS>;
-    var dk: array<f32, MAX_HS>;
-    var dv: array<f32, MAX_HS>;
-    if (live) {
-        let ko = (b * p.t + s) * stride + p.c + head;
-        for (var d = 0u; d < hs; d++) {
-            k[d] = qkv[ko + d] * p.scale;
-            v[d] = qkv[ko + p.c + d];
-        }
-    }
+    var dk0 = vec4<f32>(0.0);
+    var dk1 = vec4<f32>(0.0);
+    var dk2 = vec4<f32>(0.0);
+    var dk3 = vec4<f32>(0.0);
+    var dv0 = vec4<f32>(0.0);
+    var dv1 = vec4<f32>(0.0);
+    var dv2 = vec4<f32>(0.0);
+    var dv3 = vec4<f32>(0.0);
 
-    // The first key of this workgroup is seen by queries [row0, T).
-    for (var t0 = row0; t0 < p.t; t0 += p.kt) {
-        let n = min(p.kt, p.t - t0);
-        for (var i = lid.x; i < n * hs; i += ROWS) {
-            let row = b * p.t + t0 + i / hs;
-            let d = i % hs;
-            q_tile[i] = qkv[row * stride + head + d];
-            dy_tile[i] = dout[row * p.c + head + d];
-        }
-        if (lid.x < n) {
-            lse_tile[lid.x] = lse[rows + t0 + lid.x];
-            d_tile[lid.x] = delta[rows + t0 + lid.x];
-        }
-        workgroupBarrier();
-        if (live && t0 + n > s) {
-            // Queries t0 + j with t0 + j ≥ s.
-            for (var j = select(0u, s - t0, s > t0); j < n; j++) {
-                var x = 0.0;
-                var dp = 0.0;
-                for (var d = 0u; d < hs; d++) {
-                    x = fma(q_tile[j * hs + d], k[d], x);
-                    dp = fma(dy_tile[j * hs + d], v[d], dp);
-                }
-                let pr = exp(x - lse_tile[j]);
-                let ds = pr * (dp - d_tile[j]);
-                for (var d = 0u; d < hs; d++) {
-                    dv[d] = fma(pr, dy_tile[j * hs + d], dv[d]);
-                    dk[d] = fma(ds, q_tile[j * hs + d], dk[d]);
-                }
+    // The first key of this workgroup is seen by queries [k0, T).
+    for (var t0 = k0; t0 < p.t; t0 += BQ) {
+        if (tid < BQ) {
+            var row_lse = 0.0;
+            var row_d = 0.0;
+            if (t0 + tid < p.t) {
+                row_lse = lse[rows + t0 + tid];
+                row_d = delta[rows + t0 + tid];
             }
+            lse_sh[tid] = row_lse;
+            d_sh[tid] = row_d;
         }
+        // Scores (transposed: key r, queries 4kq + i) and dout_t · v_s.
+        var sc = vec4<f32>(0.0);
+        var dp = vec4<f32>(0.0);
+        for (var c = 0u; c < p.nch; c++) {
+            let d = c * 32u + kq * 4u;
+            k_sh[r * 8u + kq] = qkv4(k_base, d, live) * p.scale;
+            v_sh[r * 8u + kq] = qkv4(k_base + p.c, d, live);
+            load_queries(seq, head, t0, c, r, kq);
+            workgroupBarrier();
+            for (var d4 = 0u; d4 < 8u; d4++) {
+                let kv = k_sh[r * 8u + d4];
+                let vv = v_sh[r * 8u + d4];
+                let j = 4u * kq;
+                sc.x += dot(kv, q_sh[sw(j, d4)]);
+                sc.y += dot(kv, q_sh[sw(j + 1u, d4)]);
+                sc.z += dot(kv, q_sh[sw(j + 2u, d4)]);
+                sc.w += dot(kv, q_sh[sw(j + 3u, d4)]);
+                dp.x += dot(vv, dy_sh[sw(j, d4)]);
+                dp.y += dot(vv, dy_sh[sw(j + 1u, d4)]);
+                dp.z += dot(vv, dy_sh[sw(j + 2u, d4)]);
+                dp.w += dot(vv, dy_sh[sw(j + 3u, d4)]);
+            }
+            workgroupBarrier();
+        }
+        let j = 4u * kq;
+        let queries = vec4<u32>(t0 + j) + vec4<u32>(0u, 1u, 2u, 3u);
+        let visible = (queries >= vec4<u32>(s)) & (queries < vec4<u32>(p.t));
+        let row_lse = vec4<f32>(lse_sh[j], lse_sh[j + 1u], lse_sh[j + 2u], lse_sh[j + 3u]);
+        let row_d = vec4<f32>(d_sh[j], d_sh[j + 1u], d_sh[j + 2u], d_sh[j + 3u]);
+        let pr = select(vec4<f32>(0.0), exp(sc - row_lse), visible);
+        // k_sh and v_sh were last read before the barrier above.
+        k_sh[pw(r, kq)] = pr;
+        v_sh[pw(r, kq)] = pr * (dp - row_d);
         workgroupBarrier();
+
+        // dv += p · dout, dk += ds · q, chunk by chunk from the last (still
+        // in q_sh and dy_sh).
+        for (var cc = 0u; cc < p.nch; cc++) {
+            let c = p.nch - 1u - cc;
+            if (cc > 0u) {
+                load_queries(seq, head, t0, c, r, kq);
+                workgroupBarrier();
+            }
+            var acc_v = vec4<f32>(0.0);
+            var acc_k = vec4<f32>(0.0);
+            for (var j4 = 0u; j4 < 8u; j4++) {
+                let w = k_sh[pw(r, j4)];
+                let g = v_sh[pw(r, j4)];
+                let q = 4u * j4;
+                acc_v = fma(vec4<f32>(w.x), dy_sh[sw(q, kq)], acc_v);
+                acc_v = fma(vec4<f32>(w.y), dy_sh[sw(q + 1u, kq)], acc_v);
+                acc_v = fma(vec4<f32>(w.z), dy_sh[sw(q + 2u, kq)], acc_v);
+                acc_v = fma(vec4<f32>(w.w), dy_sh[sw(q + 3u, kq)], acc_v);
+                acc_k = fma(vec4<f32>(g.x), q_sh[sw(q, kq)], acc_k);
+                acc_k = fma(vec4<f32>(g.y), q_sh[sw(q + 1u, kq)], acc_k);
+                acc_k = fma(vec4<f32>(g.z), q_sh[sw(q + 2u, kq)], acc_k);
+                acc_k = fma(vec4<f32>(g.w), q_sh[sw(q + 3u, kq)], acc_k);
+            }
+            switch c {
+                case 0u: { dv0 += acc_v; dk0 += acc_k; }
+                case 1u: { dv1 += acc_v; dk1 += acc_k; }
+                case 2u: { dv2 += acc_v; dk2 += acc_k; }
+                default: { dv3 += acc_v; dk3 += acc_k; }
+            }
+            workgroupBarrier();
+        }
     }
 
     if (live) {
-        let ko = (b * p.t + s) * stride + p.c + head;
-        for (var d = 0u; d < hs; d++) {
-            dqkv[ko + d] = dk[d] * p.scale;
-            dqkv[ko + p.c + d] = dv[d];
-        }
+        let v_base = k_base + p.c;
+        store4(k_base, kq * 4u, dk0 * p.scale);
+        store4(k_base, 32u + kq * 4u, dk1 * p.scale);
+        store4(k_base, 64u + kq * 4u, dk2 * p.scale);
+        store4(k_base, 96u + kq * 4u, dk3 * p.scale);
+        store4(v_base, kq * 4u, dv0);
+        store4(v_base, 32u + kq * 4u, dv1);
+        store4(v_base, 64u + kq * 4u, dv2);
+        store4(v_base, 96u + kq * 4u, dv3);
     }
 }

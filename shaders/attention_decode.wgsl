@@ -3,10 +3,12 @@
 // written row P first). q is the Q part of the qkv row (3C); the output row
 // (C) has the heads concatenated, as in the forward.
 //
-// One workgroup per head, 64 threads. Positions go 64 at a time: thread j
-// scores position c0 + j, then every thread folds the chunk into the same
-// running max m and sum l (online softmax) and into the output dims it owns
-// (d = lid and lid + 64, so HS ≤ 128). All sums run in a fixed order, in f32.
+// One workgroup per head, 256 threads. Positions go 256 at a time: thread j
+// scores position c0 + j; the chunk's max and sum are tree reductions; the
+// running max m and sum l fold chunks together (online softmax). For the
+// weighted sum of values, thread (g, d) with g = tid / 64 takes dims d and
+// d + 64 (so HS ≤ 128) of the positions j ≡ g (mod 4), and the four groups
+// are added at the end. All sums run in a fixed order, in f32.
 
 struct Params {
     c: u32,
@@ -27,71 +29,109 @@ struct Params {
 @group(0) @binding(4) var<storage, read> v_cache: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
-const CHUNK: u32 = 64u;
+const WG: u32 = 256u;
+const GROUPS: u32 = 4u;
 const NEG: f32 = -1e30;
 
 var<workgroup> q_sh: array<f32, 128>;
-var<workgroup> score: array<f32, CHUNK>;
-var<workgroup> weight: array<f32, CHUNK>;
+// The chunk's weights exp(score − m).
+var<workgroup> w_sh: array<f32, 256>;
+var<workgroup> red: array<f32, 256>;
+// o_sh[g * 128 + d]: group g's share of output dim d.
+var<workgroup> o_sh: array<f32, 512>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+fn reduce_max(tid: u32, v: f32) -> f32 {
+    red[tid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (tid < s) {
+            red[tid] = max(red[tid], red[tid + s]);
+        }
+        workgroupBarrier();
+    }
+    let total = red[0];
+    workgroupBarrier();
+    return total;
+}
+
+fn reduce_sum(tid: u32, v: f32) -> f32 {
+    red[tid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (tid < s) {
+            red[tid] += red[tid + s];
+        }
+        workgroupBarrier();
+    }
+    let total = red[0];
+    workgroupBarrier();
+    return total;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let h = wg.x;
     let hs = p.hs;
     let base = h * p.t_max * hs;
     // The host never sets P ≥ T_max; clamping keeps a stray value in bounds.
     let last = min(pos.x, p.t_max - 1u);
-    for (var d = lid.x; d < hs; d += CHUNK) {
-        q_sh[d] = qkv[h * hs + d] * p.scale;
+    if (tid < hs) {
+        q_sh[tid] = qkv[h * hs + tid] * p.scale;
     }
     workgroupBarrier();
 
+    let g = tid / 64u;
+    let d = tid % 64u;
     var m = NEG;
     var l = 0.0;
-    var acc = array<f32, 2>(0.0, 0.0);
-    for (var c0 = 0u; c0 <= last; c0 += CHUNK) {
-        let s = c0 + lid.x;
+    var acc0 = 0.0;
+    var acc1 = 0.0;
+    for (var c0 = 0u; c0 <= last; c0 += WG) {
+        let s = c0 + tid;
         var x = NEG;
         if (s <= last) {
-            x = 0.0;
-            for (var d = 0u; d < hs; d++) {
-                x = fma(q_sh[d], k_cache[base + s * hs + d], x);
+            // Four partial sums keep four loads in flight.
+            let row = base + s * hs;
+            var x4 = vec4<f32>(0.0);
+            var i = 0u;
+            for (; i + 4u <= hs; i += 4u) {
+                let k = vec4<f32>(k_cache[row + i], k_cache[row + i + 1u], k_cache[row + i + 2u], k_cache[row + i + 3u]);
+                x4 = fma(vec4<f32>(q_sh[i], q_sh[i + 1u], q_sh[i + 2u], q_sh[i + 3u]), k, x4);
             }
+            for (; i < hs; i++) {
+                x4.x = fma(q_sh[i], k_cache[row + i], x4.x);
+            }
+            x = (x4.x + x4.y) + (x4.z + x4.w);
         }
-        score[lid.x] = x;
-        workgroupBarrier();
-        var m_new = m;
-        for (var j = 0u; j < CHUNK; j++) {
-            m_new = max(m_new, score[j]);
-        }
-        weight[lid.x] = exp(x - m_new);
-        workgroupBarrier();
+        let m_new = max(m, reduce_max(tid, x));
+        let e = select(0.0, exp(x - m_new), s <= last);
+        w_sh[tid] = e;
         let corr = exp(m - m_new);
-        l *= corr;
-        acc[0] *= corr;
-        acc[1] *= corr;
-        let cnt = min(CHUNK, last + 1u - c0);
-        for (var j = 0u; j < cnt; j++) {
-            let e = weight[j];
-            l += e;
+        l = l * corr + reduce_sum(tid, e);
+        m = m_new;
+        acc0 *= corr;
+        acc1 *= corr;
+        // reduce_sum's barriers made w_sh visible.
+        let cnt = min(WG, last + 1u - c0);
+        for (var j = g; j < cnt; j += GROUPS) {
+            let w = w_sh[j];
             let row = base + (c0 + j) * hs;
-            if (lid.x < hs) {
-                acc[0] = fma(e, v_cache[row + lid.x], acc[0]);
+            if (d < hs) {
+                acc0 = fma(w, v_cache[row + d], acc0);
             }
-            if (lid.x + CHUNK < hs) {
-                acc[1] = fma(e, v_cache[row + lid.x + CHUNK], acc[1]);
+            if (d + 64u < hs) {
+                acc1 = fma(w, v_cache[row + d + 64u], acc1);
             }
         }
-        m = m_new;
-        // The next chunk overwrites score and weight.
+        // The next chunk overwrites w_sh.
         workgroupBarrier();
     }
 
-    let inv = 1.0 / l;
-    if (lid.x < hs) {
-        out[h * hs + lid.x] = acc[0] * inv;
-    }
-    if (lid.x + CHUNK < hs) {
-        out[h * hs + lid.x + CHUNK] = acc[1] * inv;
+    o_sh[g * 128u + d] = acc0;
+    o_sh[g * 128u + 64u + d] = acc1;
+    workgroupBarrier();
+    if (tid < hs) {
+        let sum = ((o_sh[tid] + o_sh[128u + tid]) + o_sh[256u + tid]) + o_sh[384u + tid];
+        out[h * hs + tid] = sum / l;
     }
 }

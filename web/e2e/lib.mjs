@@ -19,8 +19,11 @@ const MIME = {
   ".safetensors": "application/octet-stream",
 };
 
-/** Serves `root` on 127.0.0.1 at a free port. */
-export async function serve(root = DIST) {
+/**
+ * Serves `root` on 127.0.0.1 at a free port; `headers` are added to every
+ * response (e.g. a Content-Security-Policy header).
+ */
+export async function serve(root = DIST, { headers = {} } = {}) {
   await stat(join(root, "index.html")).catch(() => {
     throw new Error(`${root}/index.html is missing: run \`trunk build --release\` first`);
   });
@@ -33,7 +36,7 @@ export async function serve(root = DIST) {
     }
     try {
       const body = await readFile(file);
-      res.writeHead(200, { "content-type": MIME[extname(file)] ?? "application/octet-stream" });
+      res.writeHead(200, { ...headers, "content-type": MIME[extname(file)] ?? "application/octet-stream" });
       res.end(body);
     } catch {
       res.writeHead(404).end("not found");
@@ -74,8 +77,10 @@ export async function launch({ webgpu = true } = {}) {
 /**
  * Opens the app and records every console line of the page and its workers.
  * Returns the page and `logs`, an array of `{ source, type, text }`.
+ * `beforeGoto(page)`, if given, runs before the page is loaded (to add init
+ * scripts or listeners that must see the very first request).
  */
-export async function openApp(browser, url) {
+export async function openApp(browser, url, { beforeGoto } = {}) {
   const page = await browser.newPage();
   const logs = [];
   const record = (source) => (msg) => {
@@ -92,6 +97,7 @@ export async function openApp(browser, url) {
     console.log(`  [worker] started ${worker.url()}`);
     worker.on("console", record("worker"));
   });
+  await beforeGoto?.(page);
   await page.goto(url);
   return { page, logs };
 }
@@ -104,6 +110,17 @@ export function errorsIn(logs) {
 /** Text of the element with `data-testid`. */
 export async function testid(page, id) {
   return page.getByTestId(id).innerText();
+}
+
+/**
+ * Records every request of `page`'s browser context — its dedicated workers'
+ * included (Chromium reports them on the context) — as `{ url, type }`.
+ * Call it before the page loads (e.g. from `openApp`'s `beforeGoto`).
+ */
+export function recordRequests(page) {
+  const requests = [];
+  page.context().on("request", (req) => requests.push({ url: req.url(), type: req.resourceType() }));
+  return requests;
 }
 
 // ---- Playground helpers -------------------------------------------------
@@ -139,8 +156,8 @@ export async function numAttr(page, id, attr) {
 }
 
 /** Opens the app and waits until the worker is up and has reported its capabilities. */
-export async function openReady(browser, url) {
-  const opened = await openApp(browser, url);
+export async function openReady(browser, url, options = {}) {
+  const opened = await openApp(browser, url, options);
   await opened.page.waitForSelector('[data-testid="caps"][data-reported="true"]', { timeout: 60_000 });
   await waitForAttr(opened.page, "status", "data-worker-ready", "true");
   return opened;

@@ -143,6 +143,11 @@ pub struct BenchArgs {
     /// Tiny shapes and few iterations (a smoke run, e.g. on lavapipe).
     #[arg(long)]
     pub quick: bool,
+    /// Instead: the GPU time of every dispatch of one training step per
+    /// shape and of one decoded token, summed per kernel (needs timestamp
+    /// queries).
+    #[arg(long)]
+    pub profile: bool,
 }
 
 #[derive(Args, Debug)]

@@ -28,7 +28,7 @@ pub const SHAPES: [(&str, usize, usize, usize, usize, usize); 3] = [
     ("small", 4, 4, 256, 128, 32),
     ("nanogpt", 6, 6, 384, 256, 64),
 ];
-const VOCAB: usize = 65;
+pub const VOCAB: usize = 65;
 
 /// Waits until the GPU has finished everything submitted.
 fn sync(ctx: &GpuContext) -> Result<()> {
@@ -36,7 +36,7 @@ fn sync(ctx: &GpuContext) -> Result<()> {
     Ok(())
 }
 
-fn config(l: usize, h: usize, c: usize, t: usize) -> ModelConfig {
+pub fn config(l: usize, h: usize, c: usize, t: usize) -> ModelConfig {
     ModelConfig {
         vocab_size: VOCAB,
         block_size: t,

@@ -24,10 +24,12 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Gate(a) => gate(a).await,
         Command::Bench(a) => {
             let ctx = GpuContext::new().await.context("opening the GPU")?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&crate::bench::run(&ctx, a.quick)?)?
-            );
+            let report = if a.profile {
+                crate::profile::run(&ctx, a.quick)?
+            } else {
+                crate::bench::run(&ctx, a.quick)?
+            };
+            println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }
     }

@@ -9,6 +9,11 @@ pub const TENSOR_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_DST);
 
 impl GpuContext {
+    fn count_allocation(&self, bytes: u64) {
+        self.allocated
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Refuses a buffer the device cannot hold before wgpu would panic.
     pub fn check_size(&self, label: &str, bytes: u64) -> Result<(), GpuError> {
         let limit = self
@@ -36,6 +41,7 @@ impl GpuContext {
         self.check_size(label, data.len() as u64)?;
         // wgpu rejects zero-sized bindings; a 4-byte dummy keeps shapes legal.
         let contents: &[u8] = if data.is_empty() { &[0; 4] } else { data };
+        self.count_allocation(contents.len() as u64);
         Ok(self
             .device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -49,6 +55,7 @@ impl GpuContext {
     pub fn zeros(&self, label: &str, len: usize) -> Result<wgpu::Buffer, GpuError> {
         let bytes = (len.max(1) * 4) as u64;
         self.check_size(label, bytes)?;
+        self.count_allocation(bytes);
         Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size: bytes,

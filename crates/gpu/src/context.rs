@@ -19,6 +19,8 @@ pub struct GpuContext {
     pub info: wgpu::AdapterInfo,
     pub features: wgpu::Features,
     pub limits: wgpu::Limits,
+    /// Bytes of storage buffers created through this context so far.
+    pub allocated: std::sync::atomic::AtomicU64,
 }
 
 impl GpuContext {
@@ -66,6 +68,7 @@ impl GpuContext {
             info,
             features,
             limits,
+            allocated: Default::default(),
         })
     }
 

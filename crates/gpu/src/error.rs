@@ -16,6 +16,11 @@ pub enum GpuError {
         limit: u64,
         what: &'static str,
     },
+    #[error("this GPU lacks the {feature} feature, needed for {needed_for}")]
+    MissingFeature {
+        feature: &'static str,
+        needed_for: &'static str,
+    },
     #[error("shape mismatch in {op}: {detail}")]
     Shape { op: &'static str, detail: String },
 }

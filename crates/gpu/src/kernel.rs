@@ -46,6 +46,17 @@ pub fn bind_group(
     })
 }
 
+/// Records `kernels` in order into one compute pass of `enc`.
+pub fn record_pass(enc: &mut wgpu::CommandEncoder, label: &str, kernels: &[&BoundKernel]) {
+    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some(label),
+        timestamp_writes: None,
+    });
+    for k in kernels {
+        k.record(&mut pass);
+    }
+}
+
 /// Records `kernels` into one compute pass of one command buffer and submits it.
 pub fn submit(
     ctx: &crate::GpuContext,
@@ -55,14 +66,6 @@ pub fn submit(
     let mut enc = ctx
         .device
         .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
-    {
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(label),
-            timestamp_writes: None,
-        });
-        for k in kernels {
-            k.record(&mut pass);
-        }
-    }
+    record_pass(&mut enc, label, kernels);
     ctx.queue.submit([enc.finish()])
 }

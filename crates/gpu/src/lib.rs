@@ -11,6 +11,7 @@ pub mod error;
 pub mod kernel;
 pub mod matmul;
 pub mod model;
+pub mod profile;
 pub mod registry;
 pub mod smoke;
 #[cfg(not(target_arch = "wasm32"))]

@@ -21,7 +21,7 @@ const fn shape(b: u32, t: u32, c: u32, nh: u32) -> AttentionDesc {
     AttentionDesc { b, t, c, nh }
 }
 
-/// Odd T, HS not a multiple of 4, one and two row blocks of 64, HS 64 and 128.
+/// Odd T, HS not a multiple of 4, one and several row blocks, HS 64 and 128.
 const SHAPES: &[AttentionDesc] = &[
     shape(2, 7, 12, 3),   // HS 4
     shape(1, 33, 16, 2),  // HS 8: two key tiles of 32
@@ -29,6 +29,7 @@ const SHAPES: &[AttentionDesc] = &[
     shape(2, 70, 10, 2),  // HS 5: two row blocks
     shape(1, 9, 256, 2),  // HS 128, the largest supported
     shape(1, 5, 7, 1),    // NH 1, HS 7
+    shape(2, 37, 66, 1),  // HS 66: three head-dim chunks of 32, the last partial
 ];
 
 /// The shared registry; a test that panicked while holding it (a failed
@@ -201,12 +202,15 @@ fn backward_matches_cpu_reference() {
 #[test]
 fn decode_with_kv_cache_matches_full_forward() {
     let gpu = gpu_or_skip!();
-    // (T, C, NH, T_max): HS 4; HS 65 (dims past 64, positions past one chunk
-    // of 64); HS 128.
-    for (i, &(t, c, nh, t_max)) in [(9, 12, 3, 16), (70, 130, 2, 70), (5, 256, 2, 8)]
-        .iter()
-        .enumerate()
-    {
+    // (T, C, NH, T_max): HS 4; HS 65 (dims past 64); HS 128; positions past
+    // one chunk of 256.
+    let cases = [
+        (9, 12, 3, 16),
+        (70, 130, 2, 70),
+        (5, 256, 2, 8),
+        (260, 8, 1, 264),
+    ];
+    for (i, &(t, c, nh, t_max)) in cases.iter().enumerate() {
         let qkv = random(&mut Rng::new(500 + i as u64), shape(1, t, c, nh).qkv_len());
         check_decode(gpu, DecodeDesc { c, nh, t_max }, &qkv, 1e-5);
     }

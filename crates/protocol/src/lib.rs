@@ -5,7 +5,9 @@
 //! typed messages exchanged between the UI (main thread) and the worker.
 
 pub mod config;
+pub mod memory;
 pub mod messages;
 
 pub use config::{ConfigError, ModelConfig, Preset, TrainConfig, PRESETS};
+pub use memory::{check_fits, training_memory, MemoryPlan, MEMORY_BUDGET_BYTES};
 pub use messages::*;

@@ -219,6 +219,9 @@ pub enum WorkerInput {
         model: ModelShape,
         train: TrainConfig,
         corpus: CorpusSource,
+        /// The saved run's name (a default is made from the shape and time).
+        #[serde(default)]
+        name: Option<String>,
     },
     Pause,
     Resume,
@@ -241,6 +244,74 @@ pub enum WorkerInput {
     SaveCheckpoint,
     /// Load the bundled Shakespeare model (`models/shakespeare.safetensors`).
     LoadBundledModel,
+    /// Autosave the run every `every_steps` steps (0: only on pause, stop
+    /// and the end of the run).
+    SetAutosave {
+        every_steps: usize,
+    },
+    /// Restore a saved run exactly (weights, moments, step, data stream,
+    /// loss history); "continue" then trains it on.
+    LoadSavedRun {
+        id: String,
+    },
+    DeleteSavedRun {
+        id: String,
+    },
+    /// Re-send the saved-run list and storage usage.
+    ListSavedRuns,
+    /// Test-only faults; the worker ignores them unless its URL has
+    /// `test_hooks=1`.
+    TestHook {
+        hook: TestHook,
+    },
+}
+
+/// Autosave interval of a run until the UI sets another.
+pub const DEFAULT_AUTOSAVE_STEPS: usize = 100;
+
+/// Faults the browser tests provoke (honoured only with `?test_hooks=1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestHook {
+    /// Panic inside the worker (a crash).
+    Panic,
+    /// `GPUDevice.destroy()`: the device is lost.
+    DestroyDevice,
+    /// Write a NaN into the weights: the next step's loss is non-finite.
+    PoisonWeights,
+    /// Crash halfway through writing the next autosave.
+    CrashDuringSave,
+}
+
+/// One saved run in the browser's private storage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SavedRunInfo {
+    pub id: String,
+    pub name: String,
+    pub config: ModelConfig,
+    pub step: usize,
+    /// The step the run was asked to reach.
+    pub target_step: usize,
+    pub train_loss: Option<f32>,
+    pub val_loss: Option<f32>,
+    /// When it was last saved (ms since the epoch).
+    pub saved_ms: f64,
+    /// Bytes on disk (checkpoint slots, manifest, corpus).
+    pub bytes: u64,
+}
+
+/// The origin's storage, from `navigator.storage`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StorageInfo {
+    /// Private storage is usable in this browser.
+    pub available: bool,
+    pub usage: u64,
+    pub quota: u64,
+    /// `navigator.storage.persist()` was granted: the browser will not
+    /// evict the saves under storage pressure.
+    pub persisted: bool,
+    /// Why storage is unavailable, when it is.
+    pub problem: Option<String>,
 }
 
 /// The architecture of a new run without the vocabulary, which comes from
@@ -265,6 +336,12 @@ pub struct ModelInfo {
     pub backend: String,
     /// Bytes of GPU (or CPU) memory the model and its training state take.
     pub memory_bytes: u64,
+    /// The saved run this model autosaves into, once it has one.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// The step the current (or last) run was asked to reach.
+    #[serde(default)]
+    pub target_step: usize,
 }
 
 /// Where a run is.
@@ -360,6 +437,21 @@ pub enum WorkerOutput {
     },
     /// One fast path's gate result (every number, verdict and shape).
     GateReport(GateReport),
+    /// The saved runs, newest first, and the storage they use.
+    SavedRuns {
+        runs: Vec<SavedRunInfo>,
+        storage: StorageInfo,
+    },
+    /// The run was saved (autosave, pause, stop, end).
+    RunSaved {
+        id: String,
+        step: usize,
+    },
+    /// The loss history of a restored run, for the chart.
+    History {
+        train: Vec<(usize, f32)>,
+        val: Vec<(usize, f32)>,
+    },
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod files;
 mod format;
 mod progress;
 mod sample;
+mod saves;
 mod train;
 mod worker_link;
 
@@ -19,7 +20,8 @@ use chart::LossHistory;
 use leptos::prelude::*;
 use sample::SampleView;
 use tinygpt_protocol::{
-    GateReport, GpuCaps, LogLevel, ModelInfo, RunState, TrainProgress, WorkerInput, WorkerOutput,
+    GateReport, GpuCaps, LogLevel, ModelInfo, RunState, SavedRunInfo, StorageInfo, TestHook,
+    TrainProgress, WorkerInput, WorkerOutput,
 };
 use worker_link::WorkerLink;
 
@@ -80,8 +82,25 @@ pub(crate) struct Store {
     /// What happened to the last checkpoint saved or loaded.
     pub checkpoint_note: RwSignal<Option<String>>,
     pending: RwSignal<Pending>,
+    /// Saved runs in private storage, newest first, and the storage use.
+    pub saved_runs: RwSignal<Vec<SavedRunInfo>>,
+    pub storage: RwSignal<Option<StorageInfo>>,
+    /// The last save of this session: run id and step.
+    pub last_saved: RwSignal<Option<(String, usize)>>,
+    /// A saved run being loaded to continue to its target step.
+    pub resume_pending: RwSignal<Option<String>>,
+    /// After a worker crash: the run to restore once the new worker is up.
+    restore_after_restart: RwSignal<Option<String>>,
+    /// Worker restarts after crashes (bounded, so a crash loop stops).
+    restarts: RwSignal<u32>,
+    pub pause_when_hidden: RwSignal<bool>,
+    /// The run was paused because the tab was hidden (resume when shown).
+    paused_by_hiding: RwSignal<bool>,
     link: StoredValue<Option<WorkerLink>, LocalStorage>,
 }
+
+/// Restarts after worker crashes before the page gives up and says so.
+const MAX_RESTARTS: u32 = 3;
 
 impl Store {
     fn new() -> Self {
@@ -101,8 +120,70 @@ impl Store {
             sample: RwSignal::new(SampleView::default()),
             checkpoint_note: RwSignal::new(None),
             pending: RwSignal::new(Pending::None),
+            saved_runs: RwSignal::new(Vec::new()),
+            storage: RwSignal::new(None),
+            last_saved: RwSignal::new(None),
+            resume_pending: RwSignal::new(None),
+            restore_after_restart: RwSignal::new(None),
+            restarts: RwSignal::new(0),
+            pause_when_hidden: RwSignal::new(false),
+            paused_by_hiding: RwSignal::new(false),
             link: StoredValue::new_local(None),
         }
+    }
+
+    /// Starts a worker wired to this store.
+    fn connect(self) {
+        let on_crash = move |text: String| self.worker_crashed(text);
+        match WorkerLink::spawn(move |msg| self.apply(msg), on_crash) {
+            Ok(link) => {
+                self.link.set_value(Some(link));
+                // Ask again once mounted: harmless if caps already arrived.
+                self.send(WorkerInput::QueryCaps);
+            }
+            Err(e) => self.status.set(format!("Cannot start the worker — {e}")),
+        }
+    }
+
+    /// The worker died: say so, start a new one and restore the run from
+    /// its last save once the new worker lists its saves.
+    fn worker_crashed(self, text: String) {
+        self.show_error("running the worker", text.clone());
+        // The old worker's wasm is poisoned: stop it for good.
+        self.link.update_value(|l| {
+            if let Some(link) = l.take() {
+                link.terminate();
+            }
+        });
+        self.worker_ready.set(false);
+        self.worker_busy.set(false);
+        self.sample.update(|s| s.running = false);
+        let restarts = self.restarts.get_untracked();
+        if restarts >= MAX_RESTARTS {
+            self.status.set(format!(
+                "The worker crashed {restarts} times — reload the page. Your saved runs are kept. ({text})"
+            ));
+            return;
+        }
+        self.restarts.set(restarts + 1);
+        let run = self
+            .model
+            .get_untracked()
+            .and_then(|m| m.run_id)
+            .filter(|id| {
+                self.saved_runs
+                    .with_untracked(|r| r.iter().any(|r| &r.id == id))
+            });
+        self.status.set(match &run {
+            Some(id) => {
+                format!("The worker crashed — restarting it and restoring {id} from its last save…")
+            }
+            None => "The worker crashed — restarting it (the model had no save to restore)…".into(),
+        });
+        self.restore_after_restart.set(run);
+        self.model.set(None);
+        self.run_state.set(RunState::Idle);
+        self.connect();
     }
 
     /// Sends one message; a failure to send is shown like a worker error.
@@ -178,7 +259,33 @@ impl Store {
                 }
                 self.banner(&context, message);
             }
-            WorkerOutput::ModelInfo(info) => self.model.set(Some(info)),
+            WorkerOutput::ModelInfo(info) => {
+                let resume = self.resume_pending.get_untracked();
+                if resume.is_some() && resume == info.run_id {
+                    self.resume_pending.set(None);
+                    if info.target_step > info.step {
+                        self.send(WorkerInput::Continue {
+                            steps: info.target_step - info.step,
+                        });
+                    }
+                }
+                self.model.set(Some(info));
+            }
+            WorkerOutput::SavedRuns { runs, storage } => {
+                if let Some(id) = self.restore_after_restart.get_untracked() {
+                    self.restore_after_restart.set(None);
+                    if runs.iter().any(|r| r.id == id) {
+                        self.send(WorkerInput::LoadSavedRun { id });
+                    }
+                }
+                self.saved_runs.set(runs);
+                self.storage.set(Some(storage));
+            }
+            WorkerOutput::RunSaved { id, step } => self.last_saved.set(Some((id, step))),
+            WorkerOutput::History { train, val } => {
+                self.progress.set(None);
+                self.history.set(LossHistory { train, val });
+            }
             WorkerOutput::RunState { state } => {
                 let pending = self.pending.get_untracked();
                 let starts_new = pending == Pending::NewRun && state == RunState::Running;
@@ -247,18 +354,10 @@ impl Store {
 #[component]
 pub fn App() -> impl IntoView {
     let store = Store::new();
-    let on_crash = move |text: String| {
-        store.status.set(format!("The worker crashed — {text}"));
-        store.show_error("running the worker", text);
-    };
-    match WorkerLink::spawn(move |msg| store.apply(msg), on_crash) {
-        Ok(link) => {
-            store.link.set_value(Some(link));
-            // Ask again once mounted: harmless if caps already arrived.
-            store.send(WorkerInput::QueryCaps);
-        }
-        Err(e) => store.status.set(format!("Cannot start the worker — {e}")),
-    }
+    store.connect();
+    request_persistent_storage();
+    watch_visibility(store);
+    expose_test_hooks(store);
 
     view! {
         <header class="top">
@@ -272,6 +371,7 @@ pub fn App() -> impl IntoView {
             {move || store.status.get()}
         </div>
         <ErrorBanner error=store.error />
+        <saves::ResumeOffer store=store />
         <main class="panels">
             <train::TrainPanel store=store />
             <section class="card run" data-testid="run-panel">
@@ -281,6 +381,7 @@ pub fn App() -> impl IntoView {
             </section>
             <sample::SamplePanel store=store />
             <checkpoint::CheckpointPanel store=store />
+            <saves::SavedRunsPanel store=store />
         </main>
         <LogPanel logs=store.logs />
     }
@@ -331,4 +432,81 @@ fn LogPanel(
             </pre>
         </details>
     }
+}
+
+/// Asks the browser to keep this origin's storage (the saved runs) under
+/// storage pressure; the saved-runs panel shows whether it agreed.
+fn request_persistent_storage() {
+    use wasm_bindgen::JsCast;
+    let get = |o: &wasm_bindgen::JsValue, k: &str| js_sys::Reflect::get(o, &k.into()).ok();
+    let global = js_sys::global();
+    let Some(storage) = get(&global, "navigator").and_then(|n| get(&n, "storage")) else {
+        return;
+    };
+    if let Some(persist) =
+        get(&storage, "persist").and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+    {
+        let _ = persist.call0(&storage);
+    }
+}
+
+/// Pauses a running run while the tab is hidden, when the user asked for it,
+/// and resumes it when the tab is shown again. Tokens/s counts only the time
+/// spent training, so it stays honest either way.
+fn watch_visibility(store: Store) {
+    use wasm_bindgen::JsCast;
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let doc = document.clone();
+    let on_change = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+        if doc.hidden() {
+            if store.pause_when_hidden.get_untracked()
+                && store.run_state.get_untracked() == RunState::Running
+            {
+                store.paused_by_hiding.set(true);
+                store.log(LogLevel::Info, "[ui] tab hidden: pausing training".into());
+                store.send(WorkerInput::Pause);
+            }
+        } else if store.paused_by_hiding.get_untracked() {
+            store.paused_by_hiding.set(false);
+            store.log(LogLevel::Info, "[ui] tab shown: resuming training".into());
+            store.send(WorkerInput::Resume);
+        }
+    });
+    let _ = document
+        .add_event_listener_with_callback("visibilitychange", on_change.as_ref().unchecked_ref());
+    // Lives as long as the page.
+    on_change.forget();
+}
+
+/// With `?test_hooks=1`, `window.tinygptTestHook(name)` sends a test-only
+/// fault to the worker (`panic`, `destroy_device`, `poison_weights`,
+/// `crash_during_save`); the worker honours it only with the same switch.
+fn expose_test_hooks(store: Store) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let search = window.location().search().unwrap_or_default();
+    if !search
+        .trim_start_matches('?')
+        .split('&')
+        .any(|kv| kv == "test_hooks=1")
+    {
+        return;
+    }
+    let hook = wasm_bindgen::closure::Closure::<dyn Fn(String)>::new(move |name: String| {
+        let hook = match name.as_str() {
+            "panic" => TestHook::Panic,
+            "destroy_device" => TestHook::DestroyDevice,
+            "poison_weights" => TestHook::PoisonWeights,
+            "crash_during_save" => TestHook::CrashDuringSave,
+            other => {
+                return store.show_error("a test hook", format!("unknown hook {other:?}"));
+            }
+        };
+        store.send(WorkerInput::TestHook { hook });
+    });
+    let _ = js_sys::Reflect::set(&window, &"tinygptTestHook".into(), hook.as_ref());
+    hook.forget();
 }

@@ -96,6 +96,8 @@ pub fn ModelInfoLine(
     let no_gpu = move || store.caps.with(|c| c.as_ref().is_some_and(|c| !c.webgpu));
     view! {
         <p class="model-info" data-testid="model-info"
+            data-step=move || store.model.with(|m| m.as_ref().map_or(String::new(), |m| m.step.to_string()))
+            data-run-id=move || store.model.with(|m| m.as_ref().and_then(|m| m.run_id.clone()).unwrap_or_default())
             data-backend=move || store.model.with(|m| m.as_ref().map(|m| m.backend.clone()).unwrap_or_default())>
             {move || store.model.with(|m| match m {
                 None => "No model yet — train one or load a checkpoint.".to_string(),

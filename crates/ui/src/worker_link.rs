@@ -53,6 +53,11 @@ impl WorkerLink {
         })
     }
 
+    /// Stops the worker (after a crash: its wasm cannot be trusted again).
+    pub fn terminate(&self) {
+        self.worker.terminate();
+    }
+
     /// Sends one typed message.
     pub fn send(&self, msg: &WorkerInput) -> Result<(), String> {
         let value = serde_wasm_bindgen::to_value(msg).map_err(|e| e.to_string())?;

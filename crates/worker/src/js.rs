@@ -33,16 +33,22 @@ pub fn has_webnn() -> bool {
     navigator().and_then(|n| get(&n, "ml")).is_some()
 }
 
-/// The test-only `fault=` switch of the page URL (`?fault=f16acc`), read
-/// from the worker's own `self.location.search`.
-pub fn fault_switch() -> Option<String> {
+/// A parameter of the worker's own URL (the page passes its query on):
+/// the test-only switches `fault=` and `test_hooks=1`.
+pub fn query_param(name: &str) -> Option<String> {
     let search = get(&js_sys::global(), "location")
         .and_then(|l| get(&l, "search"))
         .and_then(|s| s.as_string())?;
+    let prefix = format!("{name}=");
     search
         .trim_start_matches('?')
         .split('&')
-        .find_map(|kv| kv.strip_prefix("fault=").map(str::to_string))
+        .find_map(|kv| kv.strip_prefix(prefix.as_str()).map(str::to_string))
+}
+
+/// The test-only `fault=` switch (`?fault=f16acc`).
+pub fn fault_switch() -> Option<String> {
+    query_param("fault")
 }
 
 /// Milliseconds from `performance.now()`.
@@ -146,4 +152,10 @@ pub async fn yield_now() {
         }
     });
     let _ = JsFuture::from(promise).await;
+}
+
+/// Local time as `HH:MM`, for default run names.
+pub fn clock_label() -> String {
+    let d = js_sys::Date::new_0();
+    format!("{:02}:{:02}", d.get_hours(), d.get_minutes())
 }

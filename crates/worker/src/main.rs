@@ -4,6 +4,10 @@
 #[cfg(target_arch = "wasm32")]
 mod js;
 #[cfg(target_arch = "wasm32")]
+mod opfs;
+#[cfg(target_arch = "wasm32")]
+mod saves;
+#[cfg(target_arch = "wasm32")]
 mod session;
 #[cfg(target_arch = "wasm32")]
 mod worker;

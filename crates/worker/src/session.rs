@@ -4,17 +4,20 @@
 //! event loop so Pause, Stop and other messages are handled promptly.
 
 use crate::js;
+use crate::saves::{self, CorpusRef, Manifest};
 use crate::worker::{log, post};
 use std::cell::Cell;
 use std::ops::ControlFlow;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{checkpoint, ModelConfig, TrainConfig};
 use tinygpt_gpu::engine::{EngineError, Gpu, Session, StepsInFlight};
 use tinygpt_protocol::{
     CorpusSource, GateReport, GpuCaps, LogLevel, ModelInfo, ModelShape, RunState, SampleRequest,
-    TrainProgress, WorkerOutput,
+    StorageInfo, TrainProgress, WorkerOutput, DEFAULT_AUTOSAVE_STEPS,
 };
 
 /// Largest model the CPU fallback trains (the `nano` preset and its kin).
@@ -72,9 +75,62 @@ pub struct Runner {
     /// The start-up gate reports, extended by the loaded-model gates.
     pub gate_reports: Vec<GateReport>,
     /// The WebGPU device, when there is one.
-    gpu: Option<Rc<Gpu>>,
+    pub gpu: Option<Rc<Gpu>>,
     /// Why there is no WebGPU (the CPU path is used instead).
     pub gpu_reason: Option<String>,
+    /// The saved run the model autosaves into, once it trains.
+    run: Option<RunMeta>,
+    /// Autosave interval in steps (0: only on pause, stop and the end).
+    pub autosave_every: usize,
+    /// Loss history of the model's runs (restored with a saved run).
+    history_train: Vec<(usize, f32)>,
+    history_val: Vec<(usize, f32)>,
+    /// Test-only faults are honoured (`?test_hooks=1`).
+    pub test_hooks: bool,
+    /// Test hook: crash halfway through the next autosave.
+    pub crash_next_save: bool,
+    /// Raised while a lost device is being replaced: errors that follow
+    /// are the loss's, and the recovery explains them.
+    pub device_lost: Arc<AtomicBool>,
+    /// Bring-ups of the GPU so far (a lost device's late callback is told
+    /// apart from the current device's).
+    pub gpu_generation: u32,
+    /// The last checkpoint loaded from a file or the bundle, to reload
+    /// after a device loss when it has no saved run.
+    pub last_loaded: Option<(String, Vec<u8>)>,
+}
+
+/// The saved run the current model belongs to.
+struct RunMeta {
+    id: String,
+    name: String,
+    created_ms: f64,
+    corpus: CorpusRef,
+    /// An uploaded corpus not yet copied into the run's directory.
+    corpus_bytes: Option<Vec<u8>>,
+    /// The manifest of the last completed save.
+    saved: Option<Manifest>,
+}
+
+/// Loss-history points kept per series; beyond it, neighbours merge.
+const HISTORY_POINTS: usize = 2000;
+
+fn push_history(series: &mut Vec<(usize, f32)>, step: usize, loss: f32) {
+    if !loss.is_finite() || series.last().is_some_and(|l| l.0 >= step) {
+        return;
+    }
+    series.push((step, loss));
+    if series.len() > HISTORY_POINTS {
+        *series = series
+            .chunks(2)
+            .map(|c| {
+                (
+                    c[c.len() - 1].0,
+                    c.iter().map(|x| x.1).sum::<f32>() / c.len() as f32,
+                )
+            })
+            .collect();
+    }
 }
 
 fn error(context: &str, e: impl std::fmt::Display) {
@@ -110,6 +166,15 @@ impl Runner {
             gpu_reason: caps.unavailable_reason.clone(),
             caps,
             gate_reports,
+            run: None,
+            autosave_every: DEFAULT_AUTOSAVE_STEPS,
+            history_train: Vec::new(),
+            history_val: Vec::new(),
+            test_hooks: false,
+            crash_next_save: false,
+            device_lost: Arc::new(AtomicBool::new(false)),
+            gpu_generation: 0,
+            last_loaded: None,
         }
     }
 
@@ -126,19 +191,30 @@ impl Runner {
                 step: s.step,
                 backend: s.backend_name().into(),
                 memory_bytes: s.memory_bytes(),
+                run_id: self.run.as_ref().map(|r| r.id.clone()),
+                target_step: self.target_step,
             }));
         }
     }
 
     /// Starts a fresh run; on any error the current model stays.
-    pub async fn start(&mut self, shape: ModelShape, train: TrainConfig, corpus: CorpusSource) {
+    pub async fn start(
+        &mut self,
+        shape: ModelShape,
+        train: TrainConfig,
+        corpus: CorpusSource,
+        run_name: Option<String>,
+    ) {
         self.drain().await;
-        let (name, bytes) = match corpus {
+        let (name, bytes, corpus_bytes) = match corpus {
             CorpusSource::Bundled => match js::fetch_bytes(js::BUNDLED_CORPUS).await {
-                Ok(b) => ("the bundled Shakespeare corpus".to_string(), b),
+                Ok(b) => ("the bundled Shakespeare corpus".to_string(), b, None),
                 Err(e) => return error("loading the bundled corpus", e),
             },
-            CorpusSource::Upload { name, bytes } => (name, bytes),
+            CorpusSource::Upload { name, bytes } => {
+                let kept = Some((name.clone(), bytes.clone()));
+                (name, bytes, kept)
+            }
         };
         let data = match Dataset::from_bytes(&bytes, VAL_FRACTION, train.seq_len) {
             Ok(d) => d,
@@ -180,7 +256,25 @@ impl Runner {
                     ),
                 );
                 self.session = Some(s);
-                self.begin(train.steps);
+                self.history_train.clear();
+                self.history_val.clear();
+                let (corpus_ref, corpus_bytes) = match corpus_bytes {
+                    None => (CorpusRef::Bundled, None),
+                    Some((n, b)) => (CorpusRef::Stored { name: n }, Some(b)),
+                };
+                let default_name = format!(
+                    "{}L/{}H/{}C · {} · {}",
+                    config.n_layer,
+                    config.n_head,
+                    config.d_model,
+                    match &corpus_ref {
+                        CorpusRef::Bundled => "Shakespeare".to_string(),
+                        CorpusRef::Stored { name } => name.clone(),
+                    },
+                    js::clock_label()
+                );
+                self.new_run(run_name.unwrap_or(default_name), corpus_ref, corpus_bytes);
+                self.begin(train.steps).await;
             }
             Err(e) => error("starting training", e),
         }
@@ -217,19 +311,31 @@ impl Runner {
                 );
             }
         }
-        self.begin(steps);
+        if self.run.is_none() {
+            let s = self.session.as_ref().expect("checked above");
+            let name = format!("{} (continued) · {}", s.source, js::clock_label());
+            self.new_run(name, CorpusRef::Bundled, None);
+        }
+        self.begin(steps).await;
     }
 
-    fn begin(&mut self, steps: usize) {
+    async fn begin(&mut self, steps: usize) {
         let s = self
             .session
             .as_mut()
             .expect("begin is called with a session");
         self.target_step = s.step + steps;
-        s.train.steps = s.train.steps.max(self.target_step);
+        let total = s.train.steps.max(self.target_step);
+        if let Err(e) = s.set_total_steps(total) {
+            return error("starting training", e);
+        }
         self.clock = ActiveClock::default();
-        self.clock.start();
         self.tokens = 0;
+        // A restore point before the first step.
+        if self.run.as_ref().is_some_and(|r| r.saved.is_none()) {
+            self.autosave("the run's start").await;
+        }
+        self.clock.start();
         self.post_model_info();
         set_state(self, RunState::Running);
     }
@@ -239,6 +345,7 @@ impl Runner {
             self.drain().await;
             self.clock.stop();
             set_state(self, RunState::Paused);
+            self.autosave("pause").await;
         }
     }
 
@@ -255,6 +362,7 @@ impl Runner {
             self.clock.stop();
             set_state(self, RunState::Stopped);
             self.post_model_info();
+            self.autosave("stop").await;
         }
     }
 
@@ -283,9 +391,18 @@ impl Runner {
             } else {
                 usize::MAX
             };
+            // Autosaves land exactly on multiples of the interval.
+            let to_save = match (&self.run, self.autosave_every) {
+                (Some(r), every) if every > 0 => {
+                    let last = r.saved.as_ref().map_or(0, |m| m.step);
+                    (last + every).saturating_sub(s.step).max(1)
+                }
+                _ => usize::MAX,
+            };
             let n = per_call
                 .min(self.target_step.saturating_sub(s.step))
-                .min(to_eval);
+                .min(to_eval)
+                .min(to_save);
             let next = if n > 0 {
                 match s.submit_steps(n) {
                     Ok(f) => Some(f),
@@ -320,11 +437,24 @@ impl Runner {
                 }
                 break;
             }
-            if js::now_ms() - t0 >= CHUNK_MS {
+            if js::now_ms() - t0 >= CHUNK_MS || n == to_save {
                 break;
             }
         }
         self.report(losses, val_loss);
+        let due = self.autosave_every > 0
+            && self.session.as_ref().is_some_and(|s| {
+                self.run.as_ref().is_some_and(|r| {
+                    let last = r.saved.as_ref().map_or(0, |m| m.step);
+                    s.step >= last + self.autosave_every && s.step < self.target_step
+                })
+            });
+        if due {
+            self.drain().await;
+            if self.state == RunState::Running {
+                self.autosave("autosave").await;
+            }
+        }
         let done = self
             .session
             .as_ref()
@@ -333,6 +463,7 @@ impl Runner {
             self.clock.stop();
             set_state(self, RunState::Finished);
             self.post_model_info();
+            self.autosave("the end of the run").await;
             self.gate_loaded_model().await;
         }
     }
@@ -362,8 +493,33 @@ impl Runner {
     async fn fail_training(&mut self, e: EngineError) {
         let _ = self.settle().await;
         self.clock.stop();
+        if self.device_lost.load(Ordering::SeqCst) {
+            // The device-lost handler recovers and explains.
+            set_state(self, RunState::Stopped);
+            return;
+        }
+        let diverged = matches!(e, EngineError::NonFinite { .. });
         error("training", e);
         set_state(self, RunState::Stopped);
+        let saved = self
+            .run
+            .as_ref()
+            .and_then(|r| r.saved.as_ref())
+            .map(|m| m.id.clone());
+        if let (true, Some(id)) = (diverged, saved) {
+            match self.restore(&id).await {
+                Ok(m) => {
+                    let text = format!(
+                        "Training diverged (non-finite loss); restored the last good state, the save at step {}. Lower the learning rate before continuing.",
+                        m.step
+                    );
+                    log(LogLevel::Warn, format!("[train] {text}"));
+                    post(&WorkerOutput::Status { text });
+                    set_state(self, RunState::Stopped);
+                }
+                Err(e) => error("restoring the last good state", e),
+            }
+        }
         self.post_model_info();
     }
 
@@ -376,6 +532,13 @@ impl Runner {
             return;
         }
         let step = self.in_flight.as_ref().map_or(s.step, |f| f.first_step());
+        let first = (step + 1).saturating_sub(losses.len());
+        for (i, &l) in losses.iter().enumerate() {
+            push_history(&mut self.history_train, first + i, l);
+        }
+        if let Some(v) = val_loss {
+            push_history(&mut self.history_val, step, v);
+        }
         let tokens_per_step = s.train.batch_size * s.train.seq_len;
         self.tokens += losses.len() * tokens_per_step;
         let active_s = self.clock.seconds();
@@ -497,6 +660,11 @@ impl Runner {
         match Session::from_checkpoint(ckpt, name.clone(), self.gpu.clone()) {
             Ok(s) => {
                 self.session = Some(s);
+                self.run = None;
+                self.target_step = 0;
+                self.history_train.clear();
+                self.history_val.clear();
+                self.last_loaded = Some((name.clone(), bytes.to_vec()));
                 set_state(self, RunState::Idle);
                 self.post_model_info();
                 log(LogLevel::Info, format!("[worker] loaded {name}"));
@@ -589,5 +757,223 @@ impl Runner {
             post(&WorkerOutput::GpuCaps(self.caps.clone()));
         }
         post(&WorkerOutput::Status { text: status });
+    }
+}
+
+/// Saved runs: autosave, restore, list, delete.
+impl Runner {
+    fn new_run(&mut self, name: String, corpus: CorpusRef, corpus_bytes: Option<Vec<u8>>) {
+        let now = js_sys::Date::now();
+        self.run = Some(RunMeta {
+            id: format!("run-{}", now as u64),
+            name,
+            created_ms: now,
+            corpus,
+            corpus_bytes,
+            saved: None,
+        });
+    }
+
+    /// Saves the run (weights, moments, step, data stream, history) into its
+    /// private-storage directory. A failure is reported and training goes
+    /// on; the previous save stays intact either way.
+    pub async fn autosave(&mut self, why: &str) {
+        self.drain().await;
+        let (Some(s), Some(run)) = (self.session.as_ref(), self.run.as_ref()) else {
+            return;
+        };
+        let bytes = match s.save(checkpoint::WeightDtype::F32).await {
+            Ok(b) => b,
+            Err(e) => return error(&format!("saving the run at {why}"), e),
+        };
+        let manifest = Manifest {
+            version: 0,
+            id: run.id.clone(),
+            name: run.name.clone(),
+            created_ms: run.created_ms,
+            saved_ms: js_sys::Date::now(),
+            slot: String::new(),
+            step: s.step,
+            target_step: self.target_step,
+            config: s.config,
+            train: s.train,
+            corpus: run.corpus.clone(),
+            sampler: s.sampler_state(),
+            history_train: self.history_train.clone(),
+            history_val: self.history_val.clone(),
+            checkpoint_bytes: 0,
+        };
+        let previous = run.saved.as_ref().map(|m| m.slot.clone());
+        let crash = std::mem::take(&mut self.crash_next_save);
+        let result = saves::save(
+            manifest,
+            previous.as_deref(),
+            &bytes,
+            run.corpus_bytes.as_deref(),
+            crash,
+        )
+        .await;
+        if crash {
+            panic!("test hook: the worker crashed halfway through an autosave");
+        }
+        match result {
+            Ok(m) => {
+                let step = m.step;
+                let run = self.run.as_mut().expect("checked above");
+                run.corpus_bytes = None;
+                let id = run.id.clone();
+                run.saved = Some(m);
+                log(
+                    LogLevel::Info,
+                    format!("[save] saved {id} at step {step} ({why})"),
+                );
+                post(&WorkerOutput::RunSaved { id, step });
+                self.post_saved_runs().await;
+            }
+            Err(e) => error(
+                &format!("saving the run at {why} (training goes on; the previous save is intact)"),
+                e,
+            ),
+        }
+    }
+
+    /// Replaces the model by a saved run, exactly as it was saved. The
+    /// current model stays when anything is wrong with the save.
+    async fn restore(&mut self, id: &str) -> Result<Manifest, String> {
+        let (m, ckpt_bytes, corpus) = saves::load(id).await?;
+        let ckpt = checkpoint::load(&ckpt_bytes).map_err(|e| e.to_string())?;
+        let corpus = match corpus {
+            Some(bytes) => bytes,
+            None => js::fetch_bytes(js::BUNDLED_CORPUS).await?,
+        };
+        let mut s = Session::from_checkpoint(ckpt, m.name.clone(), self.gpu.clone())
+            .map_err(|e| e.to_string())?;
+        let data = Dataset::from_bytes(&corpus, VAL_FRACTION, s.train.seq_len)
+            .map_err(|e| e.to_string())?;
+        s.attach_data(data).map_err(|e| e.to_string())?;
+        s.set_sampler_state(m.sampler);
+        self.in_flight = None;
+        self.session = Some(s);
+        self.target_step = m.target_step;
+        self.history_train = m.history_train.clone();
+        self.history_val = m.history_val.clone();
+        self.run = Some(RunMeta {
+            id: m.id.clone(),
+            name: m.name.clone(),
+            created_ms: m.created_ms,
+            corpus: m.corpus.clone(),
+            corpus_bytes: None,
+            saved: Some(m.clone()),
+        });
+        post(&WorkerOutput::History {
+            train: self.history_train.clone(),
+            val: self.history_val.clone(),
+        });
+        set_state(self, RunState::Idle);
+        self.post_model_info();
+        Ok(m)
+    }
+
+    /// Loads a saved run (the Saved runs panel, or a restart's restore).
+    pub async fn load_saved_run(&mut self, id: &str) {
+        self.drain().await;
+        if matches!(self.state, RunState::Running | RunState::Paused) {
+            self.stop().await;
+        }
+        match self.restore(id).await {
+            Ok(m) => {
+                log(
+                    LogLevel::Info,
+                    format!(
+                        "[save] restored {:?} at step {} of {}",
+                        m.name, m.step, m.target_step
+                    ),
+                );
+                self.gate_loaded_model().await;
+            }
+            Err(e) => error(
+                &format!("restoring the saved run {id} (your current model is unchanged)"),
+                e,
+            ),
+        }
+    }
+
+    pub async fn delete_saved_run(&mut self, id: &str) {
+        if self.run.as_ref().is_some_and(|r| r.id == id) {
+            // The model stays; it simply no longer has a save.
+            self.run = None;
+            self.post_model_info();
+        }
+        if let Err(e) = saves::delete(id).await {
+            error(&format!("deleting the saved run {id}"), e);
+        }
+        self.post_saved_runs().await;
+    }
+
+    /// Posts the saved runs and the storage they use.
+    pub async fn post_saved_runs(&self) {
+        let mut storage = StorageInfo::default();
+        let runs = match saves::list().await {
+            Ok((runs, problems)) => {
+                for p in problems {
+                    log(
+                        LogLevel::Warn,
+                        format!("[save] skipped an unreadable save: {p}"),
+                    );
+                }
+                storage.available = true;
+                runs
+            }
+            Err(e) => {
+                storage.problem = Some(e);
+                Vec::new()
+            }
+        };
+        if let Ok((usage, quota)) = crate::opfs::estimate().await {
+            storage.usage = usage;
+            storage.quota = quota;
+        }
+        storage.persisted = crate::opfs::persisted().await;
+        post(&WorkerOutput::SavedRuns { runs, storage });
+    }
+
+    /// Test hook: a NaN in the weights, so the next step's loss is NaN.
+    pub fn poison_weights(&mut self) {
+        match self.session.as_mut() {
+            Some(s) => {
+                s.poison_weights_for_test();
+                log(LogLevel::Warn, "[test] wrote a NaN into the weights".into());
+            }
+            None => error("the poison test hook", "there is no model"),
+        }
+    }
+}
+
+/// Device loss: drop everything on the old device, take the new one.
+impl Runner {
+    /// The saved run of the current model, when it has a completed save.
+    pub fn saved_run_id(&self) -> Option<String> {
+        self.run
+            .as_ref()
+            .filter(|r| r.saved.is_some())
+            .map(|r| r.id.clone())
+    }
+
+    /// Forgets the model and the steps in flight (their device is gone).
+    pub async fn drop_model(&mut self) {
+        self.in_flight = None;
+        self.session = None;
+        self.clock.stop();
+        if self.state != RunState::Idle {
+            set_state(self, RunState::Idle);
+        }
+    }
+
+    /// Uses a newly brought-up device (or none, with the reason).
+    pub fn set_gpu(&mut self, gpu: Option<Rc<Gpu>>, caps: GpuCaps, reports: Vec<GateReport>) {
+        self.gpu = gpu;
+        self.gpu_reason = caps.unavailable_reason.clone();
+        self.caps = caps;
+        self.gate_reports = reports;
     }
 }

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use tinygpt_gpu::engine::Gpu;
 use tinygpt_gpu::gate::{status_suffix, Fault, GateOptions, DEFAULT_VOCAB};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
-use tinygpt_protocol::{GateReport, GpuCaps, LogLevel, WorkerInput, WorkerOutput};
+use tinygpt_protocol::{GateReport, GpuCaps, LogLevel, TestHook, WorkerInput, WorkerOutput};
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
@@ -178,42 +178,48 @@ async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
     reports
 }
 
-/// Entry point of the worker.
-pub async fn run() {
-    let (tx, mut rx) = mpsc::unbounded::<WorkerInput>();
-    // A Stop-sampling request must reach a generation in progress, which
-    // holds the loop: the handler raises this flag as the message arrives.
-    let stop_sampling = Rc::new(Cell::new(false));
-    let stop_flag = stop_sampling.clone();
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        match serde_wasm_bindgen::from_value::<WorkerInput>(ev.data()) {
-            Ok(msg) => {
-                if msg == WorkerInput::StopSampling {
-                    stop_flag.set(true);
-                }
-                let _ = tx.unbounded_send(msg);
-            }
-            Err(e) => post(&WorkerOutput::Error {
-                context: "decoding a message from the UI".into(),
-                message: e.to_string(),
-            }),
-        }
-    });
-    scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    // The handler lives as long as the worker.
-    on_message.forget();
-    post(&WorkerOutput::Ready);
+/// What the worker loop reacts to: the UI's requests and the device's loss.
+enum Event {
+    Input(WorkerInput),
+    /// The device of bring-up `generation` was lost.
+    DeviceLost {
+        generation: u32,
+        why: String,
+    },
+}
 
-    let t0 = js::now_ms();
+/// Brings the GPU up (detection, kernel check, gates), reporting each step
+/// to the UI; a later loss of the device arrives as [`Event::DeviceLost`].
+async fn bring_up(
+    events: &mpsc::UnboundedSender<Event>,
+    generation: u32,
+    t0: f64,
+) -> (GpuCaps, Option<Engine>, Vec<GateReport>) {
     let (mut caps, engine) = start_gpu().await;
     post(&WorkerOutput::GpuCaps(caps.clone()));
     post(&WorkerOutput::Status {
         text: status_line(&caps),
     });
-    // Fast paths: detected above, activated only by their gates. Requests
-    // queue meanwhile; the gates take well under a second.
     let mut reports = Vec::new();
     if let Some(gpu) = &engine {
+        let tx = events.clone();
+        gpu.ctx
+            .device
+            .set_device_lost_callback(move |reason, message| {
+                let _ = tx.unbounded_send(Event::DeviceLost {
+                    generation,
+                    why: format!("{reason:?}: {message}"),
+                });
+            });
+        // Validation errors are bugs to report, not reasons to abort the
+        // worker (wgpu's default handler panics).
+        gpu.ctx
+            .device
+            .on_uncaptured_error(std::sync::Arc::new(|e: wgpu::Error| {
+                web_sys::console::error_1(&format!("[gpu] uncaptured WebGPU error: {e}").into());
+            }));
+        // Fast paths: detected above, activated only by their gates.
+        // Requests queue meanwhile.
         if caps.kernel_check.as_ref().is_some_and(|c| c.passed) {
             reports = run_gates(gpu, &mut caps).await;
             post(&WorkerOutput::GpuCaps(caps.clone()));
@@ -226,12 +232,48 @@ pub async fn run() {
             });
         }
     }
+    (caps, engine, reports)
+}
+
+/// Entry point of the worker.
+pub async fn run() {
+    let (tx, mut rx) = mpsc::unbounded::<Event>();
+    // A Stop-sampling request must reach a generation in progress, which
+    // holds the loop: the handler raises this flag as the message arrives.
+    let stop_sampling = Rc::new(Cell::new(false));
+    let stop_flag = stop_sampling.clone();
+    let inputs = tx.clone();
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        match serde_wasm_bindgen::from_value::<WorkerInput>(ev.data()) {
+            Ok(msg) => {
+                if msg == WorkerInput::StopSampling {
+                    stop_flag.set(true);
+                }
+                let _ = inputs.unbounded_send(Event::Input(msg));
+            }
+            Err(e) => post(&WorkerOutput::Error {
+                context: "decoding a message from the UI".into(),
+                message: e.to_string(),
+            }),
+        }
+    });
+    scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    // The handler lives as long as the worker.
+    on_message.forget();
+    post(&WorkerOutput::Ready);
+
+    let (caps, engine, reports) = bring_up(&tx, 0, js::now_ms()).await;
     let mut runner = Runner::new(engine, caps, reports, stop_sampling);
+    runner.test_hooks = js::query_param("test_hooks").as_deref() == Some("1");
+    // Best effort: `persist()` is a window API in some browsers (the page
+    // asks too); the saved-runs list reports whether it was granted.
+    let _ = crate::opfs::persist().await;
+    runner.post_saved_runs().await;
 
     loop {
         // While training, take whatever is queued and otherwise train a
         // chunk; when idle, wait for the next message.
-        let msg = if runner.running() {
+        let event = if runner.running() {
             js::yield_now().await;
             match rx.try_recv() {
                 Ok(m) => Some(m),
@@ -244,11 +286,68 @@ pub async fn run() {
                 None => return,
             }
         };
-        match msg {
-            Some(msg) => handle(&mut runner, msg).await,
+        match event {
+            Some(Event::Input(msg)) => handle(&mut runner, msg).await,
+            Some(Event::DeviceLost { generation, why }) => {
+                recover_device(&mut runner, &tx, generation, why).await
+            }
             None => runner.train_chunk().await,
         }
     }
+}
+
+/// After a device loss: a new device, the gates again, and the last saved
+/// state of the model reloaded — no page reload.
+async fn recover_device(
+    runner: &mut Runner,
+    events: &mpsc::UnboundedSender<Event>,
+    generation: u32,
+    why: String,
+) {
+    if generation != runner.gpu_generation {
+        return; // an earlier device, already replaced
+    }
+    runner
+        .device_lost
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    log(
+        LogLevel::Warn,
+        format!("[gpu] the GPU device was lost ({why}); recreating it"),
+    );
+    post(&WorkerOutput::Status {
+        text: "The GPU device was lost — recreating it and reloading your last save…".into(),
+    });
+    let saved_run = runner.saved_run_id();
+    let last_loaded = runner.last_loaded.clone();
+    runner.drop_model().await;
+    runner.gpu_generation += 1;
+    let (caps, engine, reports) = bring_up(events, runner.gpu_generation, js::now_ms()).await;
+    runner.set_gpu(engine, caps, reports);
+    runner
+        .device_lost
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let restored = match (saved_run, last_loaded) {
+        (Some(id), _) => {
+            runner.load_saved_run(&id).await;
+            runner
+                .session
+                .as_ref()
+                .map(|s| format!("your run from its last save at step {}", s.step))
+        }
+        (None, Some((name, bytes))) => {
+            runner.load_checkpoint(name.clone(), &bytes).await;
+            Some(name)
+        }
+        (None, None) => None,
+    };
+    let text = match restored {
+        Some(what) => format!(
+            "The GPU device was lost ({why}); recreated it, re-ran the gates and reloaded {what}."
+        ),
+        None => format!("The GPU device was lost ({why}); recreated it and re-ran the gates."),
+    };
+    log(LogLevel::Info, format!("[gpu] {text}"));
+    post(&WorkerOutput::Status { text });
 }
 
 async fn handle(runner: &mut Runner, msg: WorkerInput) {
@@ -258,7 +357,8 @@ async fn handle(runner: &mut Runner, msg: WorkerInput) {
             model,
             train,
             corpus,
-        } => runner.start(model, train, corpus).await,
+            name,
+        } => runner.start(model, train, corpus, name).await,
         WorkerInput::Pause => runner.pause().await,
         WorkerInput::Resume => runner.resume(),
         WorkerInput::Stop => runner.stop().await,
@@ -279,5 +379,31 @@ async fn handle(runner: &mut Runner, msg: WorkerInput) {
                 message: e,
             }),
         },
+        WorkerInput::SetAutosave { every_steps } => runner.autosave_every = every_steps,
+        WorkerInput::LoadSavedRun { id } => runner.load_saved_run(&id).await,
+        WorkerInput::DeleteSavedRun { id } => runner.delete_saved_run(&id).await,
+        WorkerInput::ListSavedRuns => runner.post_saved_runs().await,
+        WorkerInput::TestHook { hook } => test_hook(runner, hook).await,
+    }
+}
+
+/// Test-only faults, honoured only when the page was opened with
+/// `?test_hooks=1` (the browser tests' switch).
+async fn test_hook(runner: &mut Runner, hook: TestHook) {
+    if !runner.test_hooks {
+        return log(
+            LogLevel::Warn,
+            format!("[test] ignored the {hook:?} hook (open the page with ?test_hooks=1)"),
+        );
+    }
+    log(LogLevel::Warn, format!("[test] hook {hook:?}"));
+    match hook {
+        TestHook::Panic => panic!("test hook: worker panic"),
+        TestHook::DestroyDevice => match &runner.gpu {
+            Some(gpu) => gpu.ctx.device.destroy(),
+            None => log(LogLevel::Warn, "[test] no GPU device to destroy".into()),
+        },
+        TestHook::PoisonWeights => runner.poison_weights(),
+        TestHook::CrashDuringSave => runner.crash_next_save = true,
     }
 }

@@ -20,6 +20,9 @@ pub struct Gpu {
     /// Fast paths whose gate passed on this device (none until the gates
     /// have run); models created on it bind their kernels from this.
     pub fast_paths: Cell<FastPaths>,
+    /// Training runs above this many bytes are refused before allocation
+    /// ([`tinygpt_protocol::MEMORY_BUDGET_BYTES`] unless changed).
+    pub memory_budget: Cell<u64>,
 }
 
 impl Gpu {
@@ -28,7 +31,22 @@ impl Gpu {
             ctx,
             registry: RefCell::new(PipelineRegistry::default()),
             fast_paths: Cell::new(FastPaths::default()),
+            memory_budget: Cell::new(tinygpt_protocol::MEMORY_BUDGET_BYTES),
         })
+    }
+
+    /// Refuses a run whose buffers exceed this device's limits or the
+    /// memory budget, before anything is allocated.
+    pub fn check_fits(&self, cfg: &ModelConfig, train: &TrainConfig) -> Result<(), EngineError> {
+        let plan = tinygpt_protocol::training_memory(cfg, train.batch_size, train.seq_len);
+        let l = &self.ctx.limits;
+        tinygpt_protocol::check_fits(
+            &plan,
+            l.max_storage_buffer_binding_size,
+            l.max_buffer_size,
+            self.memory_budget.get(),
+        )
+        .map_err(EngineError::TooBig)
     }
 }
 
@@ -40,6 +58,7 @@ pub struct GpuTrainer {
 
 impl GpuTrainer {
     pub fn new(gpu: Rc<Gpu>, config: ModelConfig, train: TrainConfig) -> Result<Self, EngineError> {
+        gpu.check_fits(&config, &train)?;
         let params = tinygpt_core::init_params(&config, train.seed);
         let model = GpuModel::new(&gpu.ctx, config, &params, None, train, OptState::default())?;
         Self::on(gpu, model)
@@ -50,6 +69,7 @@ impl GpuTrainer {
         ckpt: &Checkpoint,
         train: TrainConfig,
     ) -> Result<Self, EngineError> {
+        gpu.check_fits(&ckpt.config, &train)?;
         let moments = ckpt.adam.as_ref().map(|a| (a.m.as_slice(), a.v.as_slice()));
         let updates = ckpt.adam.as_ref().map_or(0, |a| a.step);
         let opt = OptState::resumed(ckpt.step as u32, updates as u32);

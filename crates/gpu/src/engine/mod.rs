@@ -38,11 +38,13 @@ pub enum EngineError {
     Optim(#[from] OptimError),
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    #[error("this run does not fit on this GPU: {0}")]
+    TooBig(String),
     #[error("this model has no training data: load a corpus to continue training it")]
     NoData,
     #[error("the corpus's characters ({corpus}) differ from the model's vocabulary ({model}); continue training on the corpus it was trained on")]
     VocabMismatch { corpus: usize, model: usize },
-    #[error("training diverged at step {step} (loss {loss}, gradient norm {grad_norm}); that update was skipped and the weights are those of the last good step. Lower the learning rate or resume from a checkpoint")]
+    #[error("training diverged at step {step} (loss {loss}, gradient norm {grad_norm}); that update was not applied")]
     NonFinite {
         step: usize,
         loss: f32,
@@ -174,6 +176,24 @@ impl Session {
     /// Resumes the training-batch stream saved by [`Self::sampler_state`].
     pub fn set_sampler_state(&mut self, state: [u64; 4]) {
         self.sampler = BatchSampler::from_state(state);
+    }
+
+    /// Test hook of the browser's non-finite test: a NaN in the final
+    /// LayerNorm's weight makes every row's loss NaN on the next step.
+    pub fn poison_weights_for_test(&mut self) {
+        let layout = tinygpt_core::ParamLayout::new(&self.config);
+        let i = layout
+            .get(tinygpt_core::params::ParamKind::LnfW)
+            .range()
+            .start;
+        match &mut self.backend {
+            Backend::Cpu(tr) => tr.model.params[i] = f32::NAN,
+            Backend::Gpu(tr) => tr.gpu.ctx.queue.write_buffer(
+                tr.model.params_buffer(),
+                (i * 4) as u64,
+                &f32::NAN.to_le_bytes(),
+            ),
+        }
     }
 
     pub fn has_data(&self) -> bool {

@@ -64,22 +64,7 @@ pub struct Acts {
 
 /// Bytes [`Acts::new`] allocates for `cfg` at `B × T` (with backward).
 pub fn acts_bytes(cfg: &ModelConfig, b: usize, t: usize) -> u64 {
-    let (n, c, v, l, nh) = (b * t, cfg.d_model, cfg.vocab_size, cfg.n_layer, cfg.n_head);
-    let per_block = n * (c + 2 + 3 * c + c + 1 + c + 2 + 8 * c) + b * nh * t;
-    let floats = 2 * n
-        + (l + 1) * n * c
-        + l * per_block
-        + n * c
-        + n * c
-        + 2 * n
-        + n * v
-        + n
-        + 1
-        + n * v
-        + n * c * 3
-        + n * 3 * c
-        + 2 * n * 4 * c;
-    floats as u64 * 4
+    tinygpt_protocol::training_memory(cfg, b, t).activation_bytes
 }
 
 impl Acts {

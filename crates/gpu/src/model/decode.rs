@@ -3,6 +3,7 @@
 //! cache and attends over positions `0..=p`; only the `V` logits come back.
 
 use super::graph::{bind_linear, F16Weights, Flat};
+use crate::kernel::BoundKernel;
 use crate::matmul::{bind_matmul, MatmulDesc};
 use crate::ops::attention::{
     bind_attention_decode, bind_kv_append, decode_position_buffer, set_decode_position, DecodeDesc,
@@ -13,6 +14,7 @@ use crate::ops::gelu::bind_gelu_forward;
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
 use crate::ops::residual::bind_residual_forward;
 use crate::ops::BoundOp;
+use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::{ModelConfig, ParamKind::*};
 
@@ -226,6 +228,40 @@ impl Decoder {
 
     /// Appends `token` without reading the logits (prompt prefill).
     pub fn feed(&mut self, ctx: &GpuContext, token: u32) -> Result<(), GpuError> {
+        let (enc, ()) = self.encode(ctx, token, |enc, kernels| {
+            crate::kernel::record_pass(enc, "decode", kernels);
+            Ok(())
+        })?;
+        ctx.queue.submit([enc.finish()]);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Appends `token` as [`Self::feed`] does, but each dispatch in its own
+    /// timestamped pass; waits and returns the GPU time of every dispatch in
+    /// order. Needs `TIMESTAMP_QUERY`.
+    pub async fn profile_feed(
+        &mut self,
+        ctx: &GpuContext,
+        token: u32,
+    ) -> Result<Vec<DispatchTime>, GpuError> {
+        check_timestamps(ctx)?;
+        let (enc, timed) = self.encode(ctx, token, |enc, kernels| {
+            TimedDispatches::record(ctx, enc, kernels)
+        })?;
+        ctx.queue.submit([enc.finish()]);
+        self.len += 1;
+        timed.read(ctx).await
+    }
+
+    /// Writes the position and the token, then lets `record` put every
+    /// dispatch of one decode step into a new encoder.
+    fn encode<R>(
+        &self,
+        ctx: &GpuContext,
+        token: u32,
+        record: impl FnOnce(&mut wgpu::CommandEncoder, &[&BoundKernel]) -> Result<R, GpuError>,
+    ) -> Result<(wgpu::CommandEncoder, R), GpuError> {
         set_decode_position(ctx, &self.position, self.desc, self.len as u32)?;
         ctx.queue
             .write_buffer(&self.token, 0, bytemuck::bytes_of(&token));
@@ -234,14 +270,8 @@ impl Decoder {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("decode"),
             });
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            for op in &self.ops {
-                op.record(&mut pass);
-            }
-        }
-        ctx.queue.submit([enc.finish()]);
-        self.len += 1;
-        Ok(())
+        let kernels: Vec<&BoundKernel> = self.ops.iter().flat_map(|op| &op.kernels).collect();
+        let out = record(&mut enc, &kernels)?;
+        Ok((enc, out))
     }
 }

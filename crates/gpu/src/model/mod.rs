@@ -20,15 +20,11 @@ use crate::kernel::BoundKernel;
 use crate::ops::adamw::{bind_adamw, decay_mask, AdamWBuffers, OptState, StepScalars};
 use crate::ops::grad_norm::bind_grad_norm;
 use crate::ops::BoundOp;
+use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use graph::{bind_backward, bind_forward, F16Weights, Flat};
 use tinygpt_core::data::Batch;
 use tinygpt_core::{ModelConfig, ParamLayout, TrainConfig};
-
-/// Bytes of parameters, gradients and the two moments.
-pub fn param_state_bytes(cfg: &ModelConfig) -> u64 {
-    cfg.num_params() as u64 * 4 * 4
-}
 
 /// The ops bound for one `B × T` batch shape.
 struct Graph {
@@ -104,7 +100,7 @@ pub struct GpuModel {
 }
 
 /// Steps the loss log holds between two reads.
-pub const STEP_LOG_CAPACITY: u64 = 4096;
+pub use tinygpt_protocol::memory::STEP_LOG_CAPACITY;
 
 /// What one train step leaves for the host.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -281,11 +277,10 @@ impl GpuModel {
     /// Bytes this model holds on the GPU now (parameter state plus any
     /// bound training graph).
     pub fn memory_bytes(&self) -> u64 {
-        let acts = self
-            .graph
-            .as_ref()
-            .map_or(0, |g| acts_bytes(&self.cfg, g.acts.b, g.acts.t));
-        param_state_bytes(&self.cfg) + acts
+        let (b, t) = self.graph.as_ref().map_or((0, 0), |g| (g.acts.b, g.acts.t));
+        let plan = tinygpt_protocol::training_memory(&self.cfg, b, t);
+        let acts = if b == 0 { 0 } else { plan.activation_bytes };
+        plan.state_bytes + acts
     }
 
     /// Binds (once per shape) the training graph for `B × T` batches.
@@ -376,6 +371,39 @@ impl GpuModel {
             .write_buffer(&acts.targets, 0, bytemuck::cast_slice(&batch.targets));
     }
 
+    /// Checks and uploads `batch`, binds its graph if needed, and records a
+    /// step into a new encoder: the gradients cleared, then `record` given
+    /// every dispatch in order (a stale f16 repack first, the forward and
+    /// backward, and with `optimizer` the gradient norm and AdamW).
+    fn encode_step<R>(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batch: &Batch,
+        optimizer: bool,
+        record: impl FnOnce(&mut wgpu::CommandEncoder, &[&BoundKernel]) -> Result<R, GpuError>,
+    ) -> Result<(wgpu::CommandEncoder, R), GpuError> {
+        self.check_batch(batch)?;
+        self.graph(ctx, reg, batch.batch_size, batch.seq_len)?;
+        // This step's forward reads the weights as they are now.
+        let repack = self.packed.as_mut().and_then(PackedWeights::take_repack);
+        let g = self.graph.as_ref().expect("bound");
+        Self::write_batch(ctx, &g.acts, batch);
+        let opt: &[BoundOp] = if optimizer { &g.optimizer } else { &[] };
+        let kernels: Vec<&BoundKernel> = repack
+            .into_iter()
+            .chain(g.train.iter().chain(opt).flat_map(|op| &op.kernels))
+            .collect();
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("train_step"),
+            });
+        enc.clear_buffer(&self.grads, 0, None);
+        let out = record(&mut enc, &kernels)?;
+        Ok((enc, out))
+    }
+
     /// Records and submits one training step on `batch`; nothing waits.
     /// The step's mean loss is left in the loss buffer for [`Self::read_loss`].
     pub fn train_step(
@@ -384,31 +412,14 @@ impl GpuModel {
         reg: &mut PipelineRegistry,
         batch: &Batch,
     ) -> Result<(), GpuError> {
-        self.check_batch(batch)?;
         self.invalidate_packed();
-        self.graph(ctx, reg, batch.batch_size, batch.seq_len)?;
-        let repack = self.packed.as_mut().and_then(PackedWeights::take_repack);
-        let g = self.graph.as_ref().expect("bound");
-        Self::write_batch(ctx, &g.acts, batch);
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("train_step"),
-            });
-        enc.clear_buffer(&self.grads, 0, None);
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("train_step"),
-                timestamp_writes: None,
-            });
-            // This step's forward reads the weights as they are now.
-            if let Some(k) = repack {
-                k.record(&mut pass);
-            }
-            for op in g.train.iter().chain(&g.optimizer) {
-                op.record(&mut pass);
-            }
-        }
+        let (mut enc, ()) = self.encode_step(ctx, reg, batch, true, |enc, kernels| {
+            crate::kernel::record_pass(enc, "train_step", kernels);
+            Ok(())
+        })?;
+        // The step's loss and gradient norm into the step log, read back
+        // later without stalling (see `start_step_log_read`).
+        let g = self.graph.as_ref().expect("bound by encode_step");
         let slot = (self.steps_logged % STEP_LOG_CAPACITY) * 8;
         enc.copy_buffer_to_buffer(&g.acts.loss, 0, &self.step_log, slot, 4);
         enc.copy_buffer_to_buffer(&self.norm, 0, &self.step_log, slot + 4, 4);
@@ -416,38 +427,6 @@ impl GpuModel {
         ctx.queue.submit([enc.finish()]);
         // AdamW just changed the f32 weights.
         self.invalidate_packed();
-        Ok(())
-    }
-
-    /// Forward and backward only (no optimizer): the gradients stay in the
-    /// gradient buffer, for parity tests against the CPU reference.
-    pub fn forward_backward(
-        &mut self,
-        ctx: &GpuContext,
-        reg: &mut PipelineRegistry,
-        batch: &Batch,
-    ) -> Result<(), GpuError> {
-        self.check_batch(batch)?;
-        self.graph(ctx, reg, batch.batch_size, batch.seq_len)?;
-        let repack = self.packed.as_mut().and_then(PackedWeights::take_repack);
-        let g = self.graph.as_ref().expect("bound");
-        Self::write_batch(ctx, &g.acts, batch);
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("forward_backward"),
-            });
-        enc.clear_buffer(&self.grads, 0, None);
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            if let Some(k) = repack {
-                k.record(&mut pass);
-            }
-            for op in &g.train {
-                op.record(&mut pass);
-            }
-        }
-        ctx.queue.submit([enc.finish()]);
         Ok(())
     }
 
@@ -469,6 +448,41 @@ impl GpuModel {
             pending: ctx.start_read(&ranges),
             skipped,
         }
+    }
+
+    /// One training step exactly as [`Self::train_step`] runs it, but each
+    /// dispatch in its own timestamped pass; waits and returns the GPU time
+    /// of every dispatch in order. Needs `TIMESTAMP_QUERY`.
+    pub async fn profile_train_step(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batch: &Batch,
+    ) -> Result<Vec<DispatchTime>, GpuError> {
+        check_timestamps(ctx)?;
+        self.invalidate_packed();
+        let (enc, timed) = self.encode_step(ctx, reg, batch, true, |enc, kernels| {
+            TimedDispatches::record(ctx, enc, kernels)
+        })?;
+        ctx.queue.submit([enc.finish()]);
+        self.invalidate_packed();
+        timed.read(ctx).await
+    }
+
+    /// Forward and backward only (no optimizer): the gradients stay in the
+    /// gradient buffer, for parity tests against the CPU reference.
+    pub fn forward_backward(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batch: &Batch,
+    ) -> Result<(), GpuError> {
+        let (enc, ()) = self.encode_step(ctx, reg, batch, false, |enc, kernels| {
+            crate::kernel::record_pass(enc, "forward_backward", kernels);
+            Ok(())
+        })?;
+        ctx.queue.submit([enc.finish()]);
+        Ok(())
     }
 
     /// Mean loss of the last step or evaluation (waits for it).

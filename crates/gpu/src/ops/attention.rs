@@ -46,13 +46,12 @@ pub const ATTENTION_DECODE: KernelSource = KernelSource {
     entry: "main",
 };
 
-/// Largest head size the kernels' private and workgroup arrays hold.
+/// Largest head size the kernels hold: four chunks of [`HEAD_CHUNK`] dims.
 pub const MAX_HEAD_SIZE: u32 = 128;
+/// Head dims per chunk of the forward and backward kernels' tiles.
+const HEAD_CHUNK: u32 = 32;
 /// Query (or key) rows per workgroup of the forward and backward kernels.
-const ROWS_PER_WORKGROUP: u32 = 64;
-/// f32 per K/V (or Q/dout) tile in workgroup memory, and the row cap of a tile.
-const TILE_FLOATS: u32 = 1024;
-const MAX_TILE_ROWS: u32 = 32;
+const ROWS_PER_WORKGROUP: u32 = 16;
 /// Threads (and outputs) per workgroup of the KV append.
 const APPEND_WORKGROUP: u32 = 64;
 /// Bytes of the decode-position uniform: `vec4<u32>`, position in `x`.
@@ -133,8 +132,17 @@ impl AttentionDesc {
     }
 
     fn uniform_bytes(&self, hs: u32) -> [u8; 32] {
-        let kt = MAX_TILE_ROWS.min(TILE_FLOATS / hs);
-        bytemuck::cast([self.t, self.c, self.nh, hs, kt, scale(hs).to_bits(), 0, 0])
+        let chunks = hs.div_ceil(HEAD_CHUNK);
+        bytemuck::cast([
+            self.t,
+            self.c,
+            self.nh,
+            hs,
+            chunks,
+            scale(hs).to_bits(),
+            0,
+            0,
+        ])
     }
 
     fn rows(&self) -> u64 {

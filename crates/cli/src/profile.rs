@@ -1,0 +1,85 @@
+//! `tinygpt bench --profile`: the GPU time of every dispatch of one training
+//! step per benchmark shape and of one decoded token, summed per kernel key
+//! (timestamp queries; see `tinygpt_gpu::profile`).
+
+use crate::bench::{config, SHAPES, VOCAB};
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use tinygpt_core::data::BatchSampler;
+use tinygpt_core::{init_params, Rng, TrainConfig};
+use tinygpt_gpu::model::GpuModel;
+use tinygpt_gpu::ops::adamw::OptState;
+use tinygpt_gpu::profile::{check_timestamps, totals_by_key, DispatchTime};
+use tinygpt_gpu::{GpuContext, PipelineRegistry};
+
+/// Training steps run (and waited for) before the profiled one: pipelines
+/// compiled, graph bound, caches warm.
+const WARMUP_STEPS: usize = 3;
+
+/// The per-key table of one profiled submission.
+fn report(config: &str, what: &str, extra: Value, times: &[DispatchTime]) -> Value {
+    let total: f64 = times.iter().map(|t| t.micros).sum();
+    let kernels: Vec<Value> = totals_by_key(times)
+        .iter()
+        .map(|k| {
+            json!({
+                "key": k.key, "calls": k.calls,
+                "total_us": k.total_us, "mean_us": k.mean_us,
+                "share": if total > 0.0 { k.total_us / total } else { 0.0 },
+            })
+        })
+        .collect();
+    json!({
+        "config": config, "what": what, "detail": extra,
+        "dispatches": times.len(), "gpu_total_us": total,
+        "kernels": kernels,
+    })
+}
+
+/// Profiles one training step and one decoded token (at the middle of the
+/// context) of each shape (`tiny` only with `quick`).
+pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
+    check_timestamps(ctx).context("`bench --profile` times dispatches with timestamp queries")?;
+    let mut reg = PipelineRegistry::default();
+    let mut runs = Vec::new();
+    for (name, l, h, c, t, b) in SHAPES {
+        if quick && name != "tiny" {
+            continue;
+        }
+        eprintln!("profile: training step {name}");
+        let cfg = config(l, h, c, t);
+        let tc = TrainConfig {
+            batch_size: b,
+            seq_len: t,
+            warmup_steps: 0,
+            ..TrainConfig::default()
+        };
+        let params = init_params(&cfg, 0);
+        let mut model = GpuModel::new(ctx, cfg, &params, None, tc, OptState::default())?;
+        let mut rng = Rng::new(1);
+        let tokens: Vec<u32> = (0..100_000).map(|_| rng.below(VOCAB) as u32).collect();
+        let mut sampler = BatchSampler::new(0);
+        for _ in 0..WARMUP_STEPS {
+            model.train_step(ctx, &mut reg, &sampler.next_batch(&tokens, b, t))?;
+        }
+        let batch = sampler.next_batch(&tokens, b, t);
+        let times = pollster::block_on(model.profile_train_step(ctx, &mut reg, &batch))?;
+        let shape = json!({"params": cfg.num_params(), "batch": b, "block": t});
+        runs.push(report(name, "train_step", shape, &times));
+
+        eprintln!("profile: decode token {name}");
+        let dec = model.decoder(ctx, &mut reg)?;
+        let position = dec.capacity() / 2;
+        for i in 0..position {
+            dec.feed(ctx, tokens[i] % VOCAB as u32)?;
+        }
+        let times = pollster::block_on(dec.profile_feed(ctx, tokens[position]))?;
+        runs.push(report(
+            name,
+            "decode_token",
+            json!({"position": position}),
+            &times,
+        ));
+    }
+    Ok(json!({ "adapter": ctx.adapter_desc(), "profile": runs }))
+}

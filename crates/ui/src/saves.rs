@@ -1,0 +1,149 @@
+//! Saved runs: the offer to resume the last run after a refresh, the list of
+//! runs in the browser's private storage (load, resume, delete), storage
+//! usage, and the autosave and hidden-tab settings.
+
+use crate::{format, Store};
+use leptos::prelude::*;
+use tinygpt_protocol::{SavedRunInfo, WorkerInput, DEFAULT_AUTOSAVE_STEPS};
+
+fn describe(r: &SavedRunInfo) -> String {
+    format!(
+        "{}L/{}H/{}C · step {} of {} · loss {} · val {}",
+        r.config.n_layer,
+        r.config.n_head,
+        r.config.d_model,
+        format::thousands(r.step),
+        format::thousands(r.target_step),
+        format::loss(r.train_loss),
+        format::loss(r.val_loss),
+    )
+}
+
+/// Loads `id` and, when `resume`, continues it to its target step.
+fn open(store: Store, id: String, resume: bool) {
+    store.resume_pending.set(resume.then(|| id.clone()));
+    store.send(WorkerInput::LoadSavedRun { id });
+}
+
+/// After a refresh (no model yet, runs saved): the last run, one click away.
+#[component]
+pub fn ResumeOffer(
+    /// The playground's state.
+    store: Store,
+) -> impl IntoView {
+    let last = move || {
+        if store.model.with(|m| m.is_some()) || store.run_active() {
+            return None;
+        }
+        store.saved_runs.with(|r| r.first().cloned())
+    };
+    view! {
+        {move || last().map(|r| {
+            let (id, id2) = (r.id.clone(), r.id.clone());
+            let unfinished = r.step < r.target_step;
+            view! {
+                <div class="resume-offer" role="status" data-testid="resume-offer" data-run-id=r.id.clone()>
+                    <span>"Your last run: "<strong>{r.name.clone()}</strong>" — "{describe(&r)}</span>
+                    <button class="primary" data-testid="resume-last" hidden=!unfinished
+                        on:click=move |_| open(store, id.clone(), true)>"Resume training"</button>
+                    <button data-testid="load-last" on:click=move |_| open(store, id2.clone(), false)>
+                        "Load to sample"
+                    </button>
+                </div>
+            }
+        })}
+    }
+}
+
+/// Every saved run with its actions, storage usage and the save settings.
+#[component]
+pub fn SavedRunsPanel(
+    /// The playground's state.
+    store: Store,
+) -> impl IntoView {
+    let autosave = RwSignal::new(DEFAULT_AUTOSAVE_STEPS.to_string());
+    let problem = RwSignal::new(None::<String>);
+    let on_autosave = move |_| match format::whole("autosave interval", &autosave.get_untracked()) {
+        Ok(every_steps) => {
+            problem.set(None);
+            store.send(WorkerInput::SetAutosave { every_steps });
+        }
+        Err(e) => problem.set(Some(e)),
+    };
+    let storage_line = move || {
+        store.storage.with(|s| match s {
+            None => "checking private storage…".to_string(),
+            Some(s) if !s.available => format!(
+                "private storage is unavailable: {} — runs are not saved",
+                s.problem.clone().unwrap_or_default()
+            ),
+            Some(s) => format!(
+                "{} of {} used{}",
+                format::bytes(s.usage),
+                format::bytes(s.quota),
+                if s.persisted {
+                    " · persistent (the browser will not evict it)"
+                } else {
+                    " · not persistent: the browser may evict it under storage pressure"
+                }
+            ),
+        })
+    };
+    view! {
+        <section class="card saves" data-testid="saves-panel">
+            <h2>"Saved runs"</h2>
+            <p class="muted" data-testid="storage"
+                data-persisted=move || store.storage.with(|s| s.as_ref().is_some_and(|s| s.persisted)).to_string()>
+                {storage_line}
+            </p>
+            <div class="buttons">
+                <label class="field inline" title="0: save only on pause, stop and at the end">
+                    <span>"autosave every"</span>
+                    <input type="text" inputmode="numeric" data-testid="autosave-steps" bind:value=autosave
+                        on:change=on_autosave />
+                    <span>"steps"</span>
+                </label>
+                <label class="check" title="pause training while this tab is hidden, resume when it is shown">
+                    <input type="checkbox" data-testid="pause-hidden"
+                        prop:checked=move || store.pause_when_hidden.get()
+                        on:change=move |ev| store.pause_when_hidden.set(event_target_checked(&ev)) />
+                    " pause while the tab is hidden"
+                </label>
+            </div>
+            <p class="validation" role="status" hidden=move || problem.with(|p| p.is_none())>
+                {move || problem.get().unwrap_or_default()}
+            </p>
+            <p class="muted" data-testid="last-save">
+                {move || store.last_saved.with(|s| match s {
+                    Some((id, step)) => format!("last save: {id} at step {step}"),
+                    None => "no save yet in this session".to_string(),
+                })}
+            </p>
+            <ul class="runs" data-testid="saved-runs" data-count=move || store.saved_runs.with(|r| r.len())>
+                <For each=move || store.saved_runs.get() key=|r| (r.id.clone(), r.step, r.saved_ms.to_bits())
+                    children=move |r: SavedRunInfo| {
+                        let (a, b, c) = (r.id.clone(), r.id.clone(), r.id.clone());
+                        let current = {
+                            let id = r.id.clone();
+                            move || store.model.with(|m| m.as_ref().and_then(|m| m.run_id.clone()) == Some(id.clone()))
+                        };
+                        view! {
+                            <li data-testid="saved-run" data-run-id=r.id.clone() data-step=r.step
+                                class:current=current>
+                                <span class="run-name">{r.name.clone()}</span>
+                                <span class="muted">{describe(&r)}" · "{format::bytes(r.bytes)}</span>
+                                <button data-testid="saved-load" disabled=move || store.run_active()
+                                    on:click=move |_| open(store, a.clone(), false)>"Load"</button>
+                                <button data-testid="saved-resume" disabled=move || store.run_active()
+                                    on:click=move |_| open(store, b.clone(), true)>"Resume"</button>
+                                <button data-testid="saved-delete"
+                                    on:click=move |_| store.send(WorkerInput::DeleteSavedRun { id: c.clone() })>
+                                    "Delete"
+                                </button>
+                            </li>
+                        }
+                    } />
+            </ul>
+        </section>
+    }
+}
