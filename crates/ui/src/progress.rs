@@ -57,7 +57,8 @@ pub fn ProgressPanel(
     view! {
         <div class="progress" data-testid="progress"
             data-step=move || p.with(|p| p.as_ref().map_or(0, |p| p.step))
-            data-total=move || p.with(|p| p.as_ref().map_or(0, |p| p.total_steps))>
+            data-total=move || p.with(|p| p.as_ref().map_or(0, |p| p.total_steps))
+            data-tokens-per-s=move || p.with(|p| p.as_ref().map_or(0.0, |p| p.tokens_per_s))>
             <div class="progress-head">
                 <span
                     class=move || format!("run-state state-{}", state_name(store.run_state.get()))

@@ -174,7 +174,9 @@ pub fn SamplePanel(
                 <span class="muted" hidden=move || !no_model()>"train or load a model first"</span>
             </div>
             <pre class="sample-box" data-running=move || sample.with(|s| s.running).to_string()><span class="sample-prompt">{move || sample.with(|s| s.prompt.clone())}</span><span data-testid="sample-output" node_ref=output></span></pre>
-            <p class="stats" data-testid="sample-stats">{stats}</p>
+            <p class="stats" data-testid="sample-stats"
+                data-tokens-per-s=move || sample.with(|s| s.tokens_per_s)
+                data-first-token-ms=move || sample.with(|s| s.first_token_ms)>{stats}</p>
         </section>
     }
 }

@@ -134,6 +134,14 @@ fn status_line(caps: &GpuCaps) -> String {
 /// Runs every fast path's gate on the worker's device, logs its console
 /// lines, posts each report, and activates what passed. Returns the reports.
 async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
+    if js::query_param("fast_paths").as_deref() == Some("off") {
+        log(
+            LogLevel::Warn,
+            "[ops] fast paths disabled by ?fast_paths=off: every kernel runs on the f32 path"
+                .into(),
+        );
+        return Vec::new();
+    }
     let fault = js::fault_switch().and_then(|name| {
         let f = Fault::parse(&name);
         if f.is_none() {
