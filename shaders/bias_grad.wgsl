@@ -1,9 +1,13 @@
 // Column sums in chunks of rows, the deterministic reduction behind the bias
 // gradient (and LayerNorm's dw, db):
 //   dst[chunk, col] (+)= Σ_{r in chunk} src[r, col],  src (rows, cols)
-// A bias gradient db = Σ_rows dout runs it twice: chunks of ROWS rows into
-// partials (chunks, cols), then all chunks into db. One invocation per
-// output element; neighbouring threads read neighbouring columns.
+// A bias gradient db = Σ_rows dout runs it twice: chunks of rows into
+// partials (chunks, cols), then all chunks into db.
+//
+// Workgroup (x, y) sums columns [32x, 32x + 32) of row chunk y with 8 lanes
+// of 32 threads: lane k adds rows r0 + k, r0 + k + 8, … (a warp reads 32
+// neighbouring columns of one row), four loads in flight per thread; then a
+// fixed tree adds the 8 lanes. The order is fixed: deterministic.
 
 struct Params {
     rows: u32,
@@ -20,22 +24,45 @@ struct Params {
 @group(0) @binding(1) var<storage, read> src: array<f32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<f32>;
 
-// Workgroup (x, y): columns [64x, 64x + 64) of row chunk y.
-@compute @workgroup_size(64)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let col = wg.x * 64u + lid;
-    if (col >= p.cols) {
-        return;
-    }
+const COLS: u32 = 32u;
+const LANES: u32 = 8u;
+var<workgroup> red: array<f32, 256>;
+
+fn at(r: u32, col: u32) -> f32 {
+    return src[p.src_off + r * p.cols + col];
+}
+
+@compute @workgroup_size(32, 8)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let col = wg.x * COLS + lid.x;
+    let lane = lid.y;
     let r0 = wg.y * p.rows_per_chunk;
     let r1 = min(r0 + p.rows_per_chunk, p.rows);
-    var acc = 0.0;
-    for (var r = r0; r < r1; r++) {
-        acc += src[p.src_off + r * p.cols + col];
+    var acc = vec4<f32>(0.0);
+    if (col < p.cols) {
+        var r = r0 + lane;
+        for (; r + 3u * LANES < r1; r += 4u * LANES) {
+            acc += vec4<f32>(at(r, col), at(r + LANES, col), at(r + 2u * LANES, col), at(r + 3u * LANES, col));
+        }
+        for (; r < r1; r += LANES) {
+            acc.x += at(r, col);
+        }
     }
-    let o = p.dst_off + wg.y * p.cols + col;
-    if (p.accumulate != 0u) {
-        acc = dst[o] + acc;
+    let i = lane * COLS + lid.x;
+    red[i] = (acc.x + acc.y) + (acc.z + acc.w);
+    workgroupBarrier();
+    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            red[i] += red[i + s * COLS];
+        }
+        workgroupBarrier();
     }
-    dst[o] = acc;
+    if (lane == 0u && col < p.cols) {
+        var sum = red[lid.x];
+        let o = p.dst_off + wg.y * p.cols + col;
+        if (p.accumulate != 0u) {
+            sum = dst[o] + sum;
+        }
+        dst[o] = sum;
+    }
 }

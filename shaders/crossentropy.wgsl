@@ -131,13 +131,19 @@ fn forward_backward(
 }
 
 // One workgroup: mean_loss[0] = Σ losses / N, summed in a fixed order.
+// Each thread keeps four partial sums so that four loads are in flight.
 @compute @workgroup_size(128)
 fn mean(@builtin(local_invocation_index) lid: u32) {
-    var s = 0.0;
-    for (var i = lid; i < p.n; i += WG) {
-        s += losses[p.losses_off + i];
+    var s = vec4<f32>(0.0);
+    var i = lid;
+    for (; i + 3u * WG < p.n; i += 4u * WG) {
+        let o = p.losses_off + i;
+        s += vec4<f32>(losses[o], losses[o + WG], losses[o + 2u * WG], losses[o + 3u * WG]);
     }
-    let total = workgroup_sum(lid, s);
+    for (; i < p.n; i += WG) {
+        s.x += losses[p.losses_off + i];
+    }
+    let total = workgroup_sum(lid, (s.x + s.y) + (s.z + s.w));
     if (lid == 0u) {
         mean_loss[p.mean_off] = total / f32(p.n);
     }

@@ -3,7 +3,7 @@
 //   dw = Σ_rows dout ⊙ x̂,  db = Σ_rows dout         (`dwdb_partials`, then
 //                                                      the column sum)
 // The weight sums run in two deterministic stages: `dwdb_partials` sums
-// chunks of ROWS rows per column into partials (2, chunks, C) — dw's chunks
+// chunks of rows per column into partials (2, chunks, C) — dw's chunks
 // first, then db's — and the column-sum kernel (bias_grad.wgsl) adds the
 // chunks of each column into dw and db.
 
@@ -82,25 +82,53 @@ fn dx_rows(
     }
 }
 
-// Workgroup (x, y): columns [64x, 64x + 64) of row chunk y.
-@compute @workgroup_size(64)
-fn dwdb_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let col = wg.x * 64u + lid;
-    if (col >= p.c) {
-        return;
-    }
+// Workgroup (x, y): columns [32x, 32x + 32) of row chunk y, as the column
+// sum (bias_grad.wgsl) tiles it: lane k of 8 takes rows r0 + k, r0 + k + 8, …
+// (a warp reads 32 neighbouring columns of one row), then a fixed tree adds
+// the lanes.
+const COLS: u32 = 32u;
+const LANES: u32 = 8u;
+var<workgroup> red_cols: array<vec2<f32>, 256>;
+
+// (dout·x̂, dout) of row r, column col.
+fn dwdb_term(r: u32, col: u32) -> vec2<f32> {
+    let dy = dout[p.dout_off + r * p.c + col];
+    let xhat = (x[p.x_off + r * p.c + col] - mean[p.mean_off + r]) * rstd[p.rstd_off + r];
+    return vec2<f32>(dy * xhat, dy);
+}
+
+@compute @workgroup_size(32, 8)
+fn dwdb_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let col = wg.x * COLS + lid.x;
+    let lane = lid.y;
     let chunk = wg.y;
     let chunks = (p.n + p.rows_per_chunk - 1u) / p.rows_per_chunk;
     let r0 = chunk * p.rows_per_chunk;
     let r1 = min(r0 + p.rows_per_chunk, p.n);
-    var dw = 0.0;
-    var db = 0.0;
-    for (var r = r0; r < r1; r++) {
-        let dy = dout[p.dout_off + r * p.c + col];
-        let xhat = (x[p.x_off + r * p.c + col] - mean[p.mean_off + r]) * rstd[p.rstd_off + r];
-        dw += dy * xhat;
-        db += dy;
+    var a = vec2<f32>(0.0);
+    var b = vec2<f32>(0.0);
+    if (col < p.c) {
+        var r = r0 + lane;
+        for (; r + LANES < r1; r += 2u * LANES) {
+            a += dwdb_term(r, col);
+            b += dwdb_term(r + LANES, col);
+        }
+        if (r < r1) {
+            a += dwdb_term(r, col);
+        }
     }
-    partials[chunk * p.c + col] = dw;
-    partials[(chunks + chunk) * p.c + col] = db;
+    let i = lane * COLS + lid.x;
+    red_cols[i] = a + b;
+    workgroupBarrier();
+    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
+        if (lane < s) {
+            red_cols[i] += red_cols[i + s * COLS];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u && col < p.c) {
+        let sums = red_cols[lid.x];
+        partials[chunk * p.c + col] = sums.x;
+        partials[(chunks + chunk) * p.c + col] = sums.y;
+    }
 }

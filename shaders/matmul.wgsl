@@ -6,7 +6,12 @@
 // Products are summed in f32 registers; nothing narrower ever accumulates.
 //
 // One workgroup computes a 64×64 tile of C; each of its 16×16 threads owns a
-// 4×4 block. K advances 16 at a time through two workgroup tiles.
+// 4×4 block. K advances 16 at a time through two workgroup tiles of vec4.
+//
+// Split K (for a small C with a long K, such as a weight gradient summed
+// over B·T rows): workgroup z sums only K range [z·k_chunk, (z+1)·k_chunk)
+// and writes its partial C, without bias or accumulation, to slice z of a
+// scratch buffer bound as C; `reduce_slices` then adds the slices in order.
 
 struct Params {
     m: u32,
@@ -20,6 +25,12 @@ struct Params {
     b_off: u32,
     bias_off: u32,
     c_off: u32,
+    // K per workgroup z (a multiple of 16; ≥ K without split)
+    k_chunk: u32,
+    // reduce_slices: partial products to add
+    slices: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -35,10 +46,13 @@ const TRANS_B: u32 = 2u;
 const HAS_BIAS: u32 = 4u;
 const ACCUMULATE: u32 = 8u;
 
-// a_tile[kk * TILE + i] = op(A)[row0 + i, k0 + kk]
-var<workgroup> a_tile: array<f32, 1024>;
-// b_tile[kk * TILE + j] = op(B)[k0 + kk, col0 + j]
-var<workgroup> b_tile: array<f32, 1024>;
+// a_tile[kk * TS + i4] = op(A)[row0 + 4·i4 + (0..4), k0 + kk], as a vec4 so
+// that one 16-byte read feeds four rows; b_tile[kk * TS + j4] likewise holds
+// op(B)[k0 + kk, col0 + 4·j4 + (0..4)]. The stride of 17 vec4 keeps the 16
+// threads that fill neighbouring kk of one tile row on distinct banks.
+const TS: u32 = 17u;
+var<workgroup> a_tile: array<vec4<f32>, 272>;
+var<workgroup> b_tile: array<vec4<f32>, 272>;
 
 fn op_a(row: u32, kk: u32) -> f32 {
     if (row >= p.m || kk >= p.k) {
@@ -60,9 +74,18 @@ fn op_b(kk: u32, col: u32) -> f32 {
     return b[p.b_off + kk * p.n + col];
 }
 
+// op(A)[row + (0..4), kk] and op(B)[kk, col + (0..4)], zero outside.
+fn a4(row: u32, kk: u32) -> vec4<f32> {
+    return vec4<f32>(op_a(row, kk), op_a(row + 1u, kk), op_a(row + 2u, kk), op_a(row + 3u, kk));
+}
+
+fn b4(kk: u32, col: u32) -> vec4<f32> {
+    return vec4<f32>(op_b(kk, col), op_b(kk, col + 1u), op_b(kk, col + 2u), op_b(kk, col + 3u));
+}
+
 // Writes one row of a thread's 4×4 block (accumulators are vectors, never
 // dynamically indexed private arrays, which drivers spill to memory).
-fn store_row(row: u32, col0: u32, acc: vec4<f32>) {
+fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {
     if (row >= p.m) {
         return;
     }
@@ -75,7 +98,7 @@ fn store_row(row: u32, col0: u32, acc: vec4<f32>) {
         if ((p.flags & HAS_BIAS) != 0u) {
             v += bias[p.bias_off + col];
         }
-        let o = p.c_off + row * p.n + col;
+        let o = c_base + row * p.n + col;
         if ((p.flags & ACCUMULATE) != 0u) {
             v += c[o];
         }
@@ -92,37 +115,34 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var acc1 = vec4<f32>(0.0);
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
-    for (var k0 = 0u; k0 < p.k; k0 += KT) {
-        // 256 threads fill 1024 entries of each tile. The index order follows
+    let k_begin = wg.z * p.k_chunk;
+    let k_end = min(p.k, k_begin + p.k_chunk);
+    for (var k0 = k_begin; k0 < k_end; k0 += KT) {
+        // Each thread fills one vec4 of each tile. The thread order follows
         // the memory order of the source so that neighbouring threads read
         // neighbouring addresses.
-        for (var r = 0u; r < 4u; r++) {
-            let idx = tid + r * 256u;
-            if ((p.flags & TRANS_A) != 0u) {
-                let i = idx % TILE;
-                let kk = idx / TILE;
-                a_tile[kk * TILE + i] = op_a(row0 + i, k0 + kk);
-            } else {
-                let kk = idx % KT;
-                let i = idx / KT;
-                a_tile[kk * TILE + i] = op_a(row0 + i, k0 + kk);
-            }
-            if ((p.flags & TRANS_B) != 0u) {
-                let kk = idx % KT;
-                let j = idx / KT;
-                b_tile[kk * TILE + j] = op_b(k0 + kk, col0 + j);
-            } else {
-                let j = idx % TILE;
-                let kk = idx / TILE;
-                b_tile[kk * TILE + j] = op_b(k0 + kk, col0 + j);
-            }
+        if ((p.flags & TRANS_A) != 0u) {
+            let i4 = tid % 16u;
+            let kk = tid / 16u;
+            a_tile[kk * TS + i4] = a4(row0 + 4u * i4, k0 + kk);
+        } else {
+            let kk = tid % KT;
+            let i4 = tid / KT;
+            a_tile[kk * TS + i4] = a4(row0 + 4u * i4, k0 + kk);
+        }
+        if ((p.flags & TRANS_B) != 0u) {
+            let kk = tid % KT;
+            let j4 = tid / KT;
+            b_tile[kk * TS + j4] = b4(k0 + kk, col0 + 4u * j4);
+        } else {
+            let j4 = tid % 16u;
+            let kk = tid / 16u;
+            b_tile[kk * TS + j4] = b4(k0 + kk, col0 + 4u * j4);
         }
         workgroupBarrier();
         for (var kk = 0u; kk < KT; kk++) {
-            let ai = kk * TILE + lid.y * 4u;
-            let bi = kk * TILE + lid.x * 4u;
-            let av = vec4<f32>(a_tile[ai], a_tile[ai + 1u], a_tile[ai + 2u], a_tile[ai + 3u]);
-            let bv = vec4<f32>(b_tile[bi], b_tile[bi + 1u], b_tile[bi + 2u], b_tile[bi + 3u]);
+            let av = a_tile[kk * TS + lid.y];
+            let bv = b_tile[kk * TS + lid.x];
             acc0 = fma(vec4<f32>(av.x), bv, acc0);
             acc1 = fma(vec4<f32>(av.y), bv, acc1);
             acc2 = fma(vec4<f32>(av.z), bv, acc2);
@@ -132,8 +152,37 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     let row = row0 + lid.y * 4u;
     let col = col0 + lid.x * 4u;
-    store_row(row, col, acc0);
-    store_row(row + 1u, col, acc1);
-    store_row(row + 2u, col, acc2);
-    store_row(row + 3u, col, acc3);
+    let c_base = p.c_off + wg.z * p.m * p.n;
+    store_row(c_base, row, col, acc0);
+    store_row(c_base, row + 1u, col, acc1);
+    store_row(c_base, row + 2u, col, acc2);
+    store_row(c_base, row + 3u, col, acc3);
+}
+
+// Split K, second stage: C (+)= Σ_z slice z [+ bias], with the slices (M, N)
+// one after another in `a` from a_off, added in order z = 0, 1, … One
+// invocation per element of C.
+@compute @workgroup_size(256)
+fn reduce_slices(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let i = (wg.y * nwg.x + wg.x) * 256u + lid;
+    let len = p.m * p.n;
+    if (i >= len) {
+        return;
+    }
+    var v = 0.0;
+    for (var z = 0u; z < p.slices; z++) {
+        v += a[p.a_off + z * len + i];
+    }
+    if ((p.flags & HAS_BIAS) != 0u) {
+        v += bias[p.bias_off + i % p.n];
+    }
+    let o = p.c_off + i;
+    if ((p.flags & ACCUMULATE) != 0u) {
+        v += c[o];
+    }
+    c[o] = v;
 }

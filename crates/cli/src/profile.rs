@@ -70,8 +70,8 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
         eprintln!("profile: decode token {name}");
         let dec = model.decoder(ctx, &mut reg)?;
         let position = dec.capacity() / 2;
-        for i in 0..position {
-            dec.feed(ctx, tokens[i] % VOCAB as u32)?;
+        for &token in &tokens[..position] {
+            dec.feed(ctx, token)?;
         }
         let times = pollster::block_on(dec.profile_feed(ctx, tokens[position]))?;
         runs.push(report(

@@ -1,7 +1,10 @@
-//! The f32 matmul in the three layouts training needs.
+//! The f32 matmul in the three layouts training needs, its K-split form for
+//! a small output with a long K (weight gradients summed over B·T rows),
+//! and the GEMV that replaces it for one row times a linear weight
+//! (decoding).
 
-use crate::kernel::{bind_group, BoundKernel};
-use crate::ops::View;
+use crate::kernel::BoundKernel;
+use crate::ops::{BoundOp, View};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
@@ -11,8 +14,26 @@ pub const MATMUL_F32: KernelSource = KernelSource {
     entry: "main",
 };
 
+pub const GEMV_F32: KernelSource = KernelSource {
+    key: "gemv_f32_8col",
+    wgsl: include_str!("../../../shaders/gemv.wgsl"),
+    entry: "main",
+};
+
+pub const MATMUL_REDUCE: KernelSource = KernelSource {
+    key: "matmul_split_k_reduce",
+    wgsl: include_str!("../../../shaders/matmul.wgsl"),
+    entry: "reduce_slices",
+};
+
 /// Output tile edge of the kernel (rows and columns per workgroup).
 pub const MATMUL_TILE: u32 = 64;
+/// K per step of the kernel's loop; K slices are multiples of it.
+const KT: u32 = 16;
+/// Threads per workgroup of `reduce_slices`.
+const REDUCE_THREADS: u32 = 256;
+/// Output columns per workgroup of the GEMV.
+const GEMV_COLUMNS: u32 = 8;
 
 /// `C (M, N) = op(A) · op(B) [+ bias] [+ C]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,15 +71,131 @@ impl MatmulDesc {
             | (self.accumulate as u32) << 3
     }
 
-    fn uniform_bytes(&self, offsets: [u32; 4]) -> [u8; 32] {
+    /// The uniform: shape, flags, operand offsets, K per workgroup z and
+    /// the slice count of `reduce_slices`.
+    fn uniform_bytes(&self, offsets: [u32; 4], k_chunk: u32, slices: u32) -> [u8; 48] {
         let [a, b, bias, c] = offsets;
-        bytemuck::cast([self.m, self.k, self.n, self.flags(), a, b, bias, c])
+        let (m, k, n, flags) = (self.m, self.k, self.n, self.flags());
+        bytemuck::cast([m, k, n, flags, a, b, bias, c, k_chunk, slices, 0, 0])
+    }
+
+    fn tiles(&self) -> [u32; 2] {
+        [self.n.div_ceil(MATMUL_TILE), self.m.div_ceil(MATMUL_TILE)]
+    }
+
+    /// K slices this shape gains from (1: none): enough workgroups to fill
+    /// a large GPU, each slice at least [`SPLIT_MIN_K`] long. A GEMV is
+    /// never split.
+    pub fn split_k_slices(&self) -> u32 {
+        if self.m == 1 && self.trans_b {
+            return 1;
+        }
+        let [x, y] = self.tiles();
+        SPLIT_TARGET_WORKGROUPS
+            .div_ceil((x * y).max(1))
+            .min(self.k / SPLIT_MIN_K)
+            .max(1)
     }
 }
 
-/// Binds one matmul to its operands (views into larger buffers allowed).
-/// `bias` is required iff `desc.bias`. C must not share a buffer with A, B
-/// or the bias (WebGPU forbids reading and writing one buffer in a dispatch).
+/// Floats of one scratch shared by K-split matmuls `descs` (run one after
+/// another) so that each splits as it wants, capped at `cap`; 0 when none
+/// gains or the cap leaves no room for two slices of the smallest output.
+pub fn split_k_scratch_floats(descs: &[MatmulDesc], cap: u64) -> u64 {
+    let slab = |d: &MatmulDesc| d.m as u64 * d.n as u64;
+    let split = || descs.iter().filter(|d| d.split_k_slices() > 1);
+    let wanted = split()
+        .map(|d| d.split_k_slices() as u64 * slab(d))
+        .max()
+        .unwrap_or(0);
+    let smallest = split().map(slab).min().unwrap_or(u64::MAX);
+    let floats = wanted.min(cap);
+    if floats >= smallest.saturating_mul(2) {
+        floats
+    } else {
+        0
+    }
+}
+
+/// Workgroups a K-split matmul aims for: about four per SM of a 132-SM GPU.
+const SPLIT_TARGET_WORKGROUPS: u32 = 512;
+/// Fewest K per slice: 16 steps of the kernel's K loop.
+pub const SPLIT_MIN_K: u32 = 256;
+
+fn shape_error(detail: String) -> GpuError {
+    GpuError::Shape {
+        op: "matmul",
+        detail,
+    }
+}
+
+/// Refuses operands that are too small, a bias that `desc` does not expect
+/// (or the reverse), and C sharing a buffer with a read operand.
+fn check_operands(
+    desc: &MatmulDesc,
+    a: View<'_>,
+    b: View<'_>,
+    bias: Option<View<'_>>,
+    c: View<'_>,
+) -> Result<(), GpuError> {
+    if desc.bias != bias.is_some() {
+        return Err(shape_error(format!(
+            "desc.bias is {} but a bias buffer was {}given",
+            desc.bias,
+            if bias.is_some() { "" } else { "not " }
+        )));
+    }
+    a.need("matmul", "A", desc.m as u64 * desc.k as u64)?;
+    b.need("matmul", "B", desc.k as u64 * desc.n as u64)?;
+    c.need("matmul", "C", desc.m as u64 * desc.n as u64)?;
+    if let Some(bias) = &bias {
+        bias.need("matmul", "bias", desc.n as u64)?;
+    }
+    for (name, read) in [("A", Some(a)), ("B", Some(b)), ("bias", bias)] {
+        if read.is_some_and(|r| r.buffer == c.buffer) {
+            return Err(shape_error(format!(
+                "C (written) and {name} (read) share a buffer"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One dispatch of `src` with `buffers` at bindings 0.. and its uniform.
+fn kernel(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    src: &KernelSource,
+    uniform: wgpu::Buffer,
+    buffers: &[(u32, &wgpu::Buffer)],
+    workgroups: [u32; 3],
+) -> BoundKernel {
+    let pipeline = registry.get(&ctx.device, src);
+    let entries: Vec<wgpu::BindGroupEntry<'_>> = std::iter::once((0, &uniform))
+        .chain(buffers.iter().copied())
+        .map(|(binding, b)| wgpu::BindGroupEntry {
+            binding,
+            resource: b.as_entire_binding(),
+        })
+        .collect();
+    let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(src.key),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    });
+    BoundKernel {
+        key: src.key,
+        pipeline,
+        bind_group,
+        workgroups,
+        _uniform: Some(uniform),
+    }
+}
+
+/// Binds one matmul to its operands (views into larger buffers allowed);
+/// `M = 1` with `trans_b` runs the GEMV kernel. `bias` is required iff
+/// `desc.bias`. C must not share a buffer with A, B or the bias (WebGPU
+/// forbids reading and writing one buffer in a dispatch).
 pub fn bind_matmul<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
@@ -69,47 +206,96 @@ pub fn bind_matmul<'a>(
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
-    if desc.bias != bias.is_some() {
-        return Err(GpuError::Shape {
-            op: "matmul",
-            detail: format!(
-                "desc.bias is {} but a bias buffer was {}given",
-                desc.bias,
-                if bias.is_some() { "" } else { "not " }
-            ),
-        });
-    }
-    a.need("matmul", "A", desc.m as u64 * desc.k as u64)?;
-    b.need("matmul", "B", desc.k as u64 * desc.n as u64)?;
-    c.need("matmul", "C", desc.m as u64 * desc.n as u64)?;
-    if let Some(bias) = &bias {
-        bias.need("matmul", "bias", desc.n as u64)?;
-    }
-    for (name, read) in [("A", Some(a)), ("B", Some(b)), ("bias", bias)] {
-        if read.is_some_and(|r| r.buffer == c.buffer) {
-            return Err(GpuError::Shape {
-                op: "matmul",
-                detail: format!("C (written) and {name} (read) share a buffer"),
-            });
-        }
-    }
-    let pipeline = registry.get(&ctx.device, &MATMUL_F32);
+    check_operands(&desc, a, b, bias, c)?;
+    // One row times a linear weight (B stored (N, K)) is a GEMV; with
+    // M = 1, A's layout does not matter.
+    let (src, workgroups) = if desc.m == 1 && desc.trans_b {
+        let groups = desc.n.div_ceil(GEMV_COLUMNS);
+        (&GEMV_F32, crate::ops::common::grid(ctx, groups))
+    } else {
+        let [x, y] = desc.tiles();
+        (&MATMUL_F32, [x, y, 1])
+    };
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
-    let uniform = ctx.uniform("matmul_params", &desc.uniform_bytes(offsets));
-    let buffers = [&uniform, a.buffer, b.buffer, bias.buffer, c.buffer];
-    let bind_group = bind_group(&ctx.device, &pipeline, MATMUL_F32.key, &buffers);
-    Ok(BoundKernel {
-        key: MATMUL_F32.key,
-        pipeline,
-        bind_group,
-        workgroups: [
-            desc.n.div_ceil(MATMUL_TILE),
-            desc.m.div_ceil(MATMUL_TILE),
-            1,
-        ],
-        _uniform: Some(uniform),
+    let k_chunk = desc.k.next_multiple_of(KT).max(KT);
+    let bytes = desc.uniform_bytes(offsets, k_chunk, 1);
+    let uniform = ctx.uniform("matmul_params", &bytes);
+    let buffers = [
+        (1, a.buffer),
+        (2, b.buffer),
+        (3, bias.buffer),
+        (4, c.buffer),
+    ];
+    Ok(kernel(ctx, registry, src, uniform, &buffers, workgroups))
+}
+
+/// Binds `desc` split along K through `scratch` when the shape gains from it
+/// ([`MatmulDesc::split_k_slices`]) and `scratch` holds two or more `(M, N)`
+/// slices: workgroup z of the tiled kernel writes the partial product of
+/// its K range to slice z, then `reduce_slices` adds the slices in order
+/// (and the bias, and C when accumulating) into C. Otherwise (or without a
+/// scratch) the plain [`bind_matmul`]. Ops sharing one scratch buffer must
+/// run one after the other, as the ops of one pass do.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_matmul_split_k<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+    scratch: Option<&wgpu::Buffer>,
+) -> Result<BoundOp, GpuError> {
+    let (a, b, c) = (a.into(), b.into(), c.into());
+    let slab = desc.m as u64 * desc.n as u64;
+    let fit = scratch.map_or(0, |s| s.size() / 4 / slab.max(1));
+    let wanted = desc.split_k_slices().min(fit.min(u32::MAX as u64) as u32);
+    let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
+        return Ok(bind_matmul(ctx, registry, desc, a, b, bias, c)?.into());
+    };
+    check_operands(&desc, a, b, bias, c)?;
+    if [a.buffer, b.buffer, c.buffer]
+        .into_iter()
+        .chain(bias.map(|v| v.buffer))
+        .any(|buf| buf == scratch)
+    {
+        return Err(shape_error("the split-K scratch is also an operand".into()));
+    }
+    let k_chunk = desc.k.div_ceil(wanted).next_multiple_of(KT);
+    let slices = desc.k.div_ceil(k_chunk);
+    let [x, y] = desc.tiles();
+    crate::ops::common::check_dim(ctx, "matmul", "K slices", slices)?;
+    let partial = MatmulDesc {
+        bias: false,
+        accumulate: false,
+        ..desc
+    };
+    let offsets = [a.offset, b.offset, a.offset, 0];
+    let bytes = partial.uniform_bytes(offsets, k_chunk, slices);
+    let uniform = ctx.uniform("matmul_split_k_params", &bytes);
+    let buffers = [(1, a.buffer), (2, b.buffer), (3, a.buffer), (4, scratch)];
+    let stage1 = kernel(
+        ctx,
+        registry,
+        &MATMUL_F32,
+        uniform,
+        &buffers,
+        [x, y, slices],
+    );
+    // An unused bias binding still needs a buffer: the scratch is read-only here.
+    let bias = bias.unwrap_or(View::from(scratch));
+    let offsets = [0, 0, bias.offset, c.offset];
+    let bytes = desc.uniform_bytes(offsets, k_chunk, slices);
+    let uniform = ctx.uniform("matmul_reduce_params", &bytes);
+    let buffers = [(1, scratch), (3, bias.buffer), (4, c.buffer)];
+    let groups = crate::ops::common::grid(ctx, (slab as u32).div_ceil(REDUCE_THREADS));
+    let stage2 = kernel(ctx, registry, &MATMUL_REDUCE, uniform, &buffers, groups);
+    Ok(BoundOp {
+        kernels: vec![stage1, stage2],
+        scratch: vec![scratch.clone()],
     })
 }
 

@@ -31,11 +31,10 @@ fn reference(dout: &[f32], db0: &[f32], rows: usize) -> Vec<f32> {
 fn column_sums_match_reference() {
     let gpu = gpu_or_skip!();
     let ctx = &gpu.ctx;
-    // (rows, cols): one chunk; two chunks; many chunks, cols past 64.
-    for (i, &(rows, cols)) in [(7u32, 13u32), (37, 96), (300, 13), (1000, 70)]
-        .iter()
-        .enumerate()
-    {
+    // (rows, cols): one chunk; two chunks; many chunks, cols past 64;
+    // chunks of more than 64 rows (√5000 rounded up to 96).
+    let shapes = [(7u32, 13u32), (37, 96), (300, 13), (1000, 70), (5000, 5)];
+    for (i, &(rows, cols)) in shapes.iter().enumerate() {
         for accumulate in [true, false] {
             let mut rng = Rng::new(800 + i as u64);
             let dout = random(&mut rng, (rows * cols) as usize);

@@ -67,8 +67,9 @@ fn run(gpu: &TestGpu, desc: CrossEntropyDesc, c: &Case, dlogits0: Option<&[f32]>
     }
 }
 
-/// (N, V): V below, at and above the 128 threads of a row's workgroup.
-const SHAPES: [(u32, u32); 4] = [(7, 13), (37, 96), (150, 65), (5, 300)];
+/// (N, V): V below, at and above the 128 threads of a row's workgroup; 600
+/// rows take the mean's four-loads-per-thread path.
+const SHAPES: [(u32, u32); 5] = [(7, 13), (37, 96), (150, 65), (5, 300), (600, 5)];
 
 #[test]
 fn losses_mean_and_dlogits_match_reference() {

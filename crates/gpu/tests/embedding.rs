@@ -30,10 +30,15 @@ fn upload_u32(ctx: &GpuContext, data: &[u32]) -> wgpu::Buffer {
         .unwrap()
 }
 
-/// (B, T, C, V, T_max): N = B·T from 7 to 74 rows (more than one 64-row tile
-/// of the token gather), C not a multiple of 4 or 64.
-const SHAPES: [(u32, u32, u32, u32, u32); 3] =
-    [(1, 7, 13, 11, 8), (4, 9, 96, 37, 12), (2, 37, 70, 65, 40)];
+/// (B, T, C, V, T_max): N = B·T from 7 to 650 rows (more than one 512-row
+/// round of the token gather, and over a hundred rows per token in a round),
+/// C not a multiple of 4 or 64, more channels than one workgroup's 128.
+const SHAPES: [(u32, u32, u32, u32, u32); 4] = [
+    (1, 7, 13, 11, 8),
+    (4, 9, 96, 37, 12),
+    (2, 37, 70, 65, 40),
+    (5, 130, 150, 9, 130),
+];
 
 #[test]
 fn forward_matches_reference() {

@@ -9,6 +9,7 @@ use tinygpt_core::optim::{clip_grad_norm, lr_at, AdamW};
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{Gpt, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::matmul::MatmulDesc;
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
 
@@ -49,12 +50,15 @@ fn tokens(n: usize, v: u32) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn step_zero_loss_and_every_gradient_match_the_reference() {
+/// The loss and every gradient of one forward and backward of `cfg` on a
+/// `tc`-shaped batch, GPU against CPU.
+fn check_step_zero(cfg: ModelConfig, tc: TrainConfig, seed: u64) {
     let gpu = gpu_or_skip!();
-    let (cfg, tc) = (config(), train_config());
-    let cpu = Gpt::new(cfg, 5).unwrap();
-    let data = tokens(500, cfg.vocab_size as u32);
+    let cpu = Gpt::new(cfg, seed).unwrap();
+    let data = tokens(
+        500.max(2 * tc.batch_size * tc.seq_len),
+        cfg.vocab_size as u32,
+    );
     let batch = BatchSampler::new(1).next_batch(&data, tc.batch_size, tc.seq_len);
     let (loss, grads) = cpu
         .forward_backward(
@@ -85,6 +89,37 @@ fn step_zero_loss_and_every_gradient_match_the_reference() {
             1e-3,
         );
     }
+}
+
+#[test]
+fn step_zero_loss_and_every_gradient_match_the_reference() {
+    check_step_zero(config(), train_config(), 5);
+}
+
+/// 512 rows: every weight gradient sums over K = 512 and runs K-split
+/// through the backward's shared scratch.
+#[test]
+fn every_gradient_matches_with_k_split_weight_gradients() {
+    let cfg = ModelConfig {
+        block_size: 64,
+        n_layer: 1,
+        ..config()
+    };
+    let tc = TrainConfig {
+        batch_size: 8,
+        seq_len: 64,
+        ..train_config()
+    };
+    let rows = (tc.batch_size * tc.seq_len) as u32;
+    let qkv_grad = MatmulDesc {
+        m: 3 * cfg.d_model as u32,
+        k: rows,
+        n: cfg.d_model as u32,
+        trans_a: true,
+        ..Default::default()
+    };
+    assert_eq!(qkv_grad.split_k_slices(), 2);
+    check_step_zero(cfg, tc, 8);
 }
 
 #[test]

@@ -2,10 +2,10 @@
 //! backward into the flat gradient buffer. Bound once per batch shape;
 //! a step only records them.
 
-use super::acts::Acts;
+use super::acts::{acts_bytes, Acts};
 use crate::gate::f16w::bind_matmul_f16w;
 use crate::gate::Fault;
-use crate::matmul::{bind_matmul, MatmulDesc};
+use crate::matmul::{bind_matmul, bind_matmul_split_k, split_k_scratch_floats, MatmulDesc};
 use crate::ops::attention::{
     bind_attention_backward, bind_attention_forward, AttentionBackwardBuffers, AttentionDesc,
 };
@@ -289,18 +289,20 @@ pub fn bind_backward(
         accumulate: true,
         ..Default::default()
     };
-    ops.push(
-        bind_matmul(
-            ctx,
-            reg,
-            dw_head,
-            &a.dlogits,
-            &a.lnf,
-            None,
-            grads.at(TokEmb, 0),
-        )?
-        .into(),
-    );
+    // A weight gradient `dW += dyᵀ·x` sums over the B·T rows: K-split
+    // through one shared scratch when its few output tiles would idle a GPU.
+    let scratch = split_k_scratch(ctx, cfg, a)?;
+    let scratch = scratch.as_ref();
+    ops.push(bind_matmul_split_k(
+        ctx,
+        reg,
+        dw_head,
+        &a.dlogits,
+        &a.lnf,
+        None,
+        grads.at(TokEmb, 0),
+        scratch,
+    )?);
     // dres = LNf backward (overwrites: it starts the stream's gradient).
     let ln_over = LayerNormDesc {
         n: u(n),
@@ -363,7 +365,16 @@ pub fn bind_backward(
             accumulate: true,
             ..Default::default()
         };
-        ops.push(bind_matmul(ctx, reg, dw, dy, x, None, grads.at(w, l))?.into());
+        ops.push(bind_matmul_split_k(
+            ctx,
+            reg,
+            dw,
+            dy,
+            x,
+            None,
+            grads.at(w, l),
+            scratch,
+        )?);
         ops.push(bind_bias_grad(
             ctx,
             reg,
@@ -503,4 +514,29 @@ pub fn bind_backward(
         grads.at(PosEmb, 0),
     )?);
     Ok(ops)
+}
+
+/// The scratch every K-split weight gradient of the backward shares (they
+/// run one after another), capped at 1 % of the activations so that the
+/// memory plan stays exact within its stated tolerance.
+fn split_k_scratch(
+    ctx: &GpuContext,
+    cfg: &ModelConfig,
+    a: &Acts,
+) -> Result<Option<wgpu::Buffer>, GpuError> {
+    let (rows, c, v) = (u(a.b * a.t), u(cfg.d_model), u(cfg.vocab_size));
+    // (d_out, d_in) of the tied head and of each block's four linears.
+    let shapes = [(v, c), (3 * c, c), (c, c), (4 * c, c), (c, 4 * c)];
+    let descs = shapes.map(|(m, n)| MatmulDesc {
+        m,
+        k: rows,
+        n,
+        trans_a: true,
+        ..Default::default()
+    });
+    let cap = acts_bytes(cfg, a.b, a.t) / 100 / 4;
+    match split_k_scratch_floats(&descs, cap) {
+        0 => Ok(None),
+        floats => Ok(Some(ctx.zeros("matmul_split_k_scratch", floats as usize)?)),
+    }
 }

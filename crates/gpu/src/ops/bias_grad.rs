@@ -1,6 +1,6 @@
 //! The bias gradient `db (cols) (+)= Σ_rows dout (rows, cols)` as a
 //! deterministic two-stage column sum (no float atomics in WebGPU): chunks
-//! of [`ROWS_PER_CHUNK`] rows into partials, then the partials into `db`.
+//! of [`rows_per_chunk`] rows into partials, then the partials into `db`.
 //! The matmul kernel computes `dW` and `dX`; this completes a linear layer's
 //! backward.
 
@@ -15,12 +15,21 @@ pub const COLUMN_SUM: KernelSource = KernelSource {
     entry: "main",
 };
 
-/// Rows summed per partial in the first stage: enough chunks to fill a GPU
-/// at `N = B·T` of a few thousand rows, few enough that the second stage's
-/// per-column loop stays short.
-pub const ROWS_PER_CHUNK: u32 = 64;
 /// Columns per workgroup of the column-sum kernel.
-const COLUMNS_PER_WORKGROUP: u32 = 64;
+const COLUMNS_PER_WORKGROUP: u32 = 32;
+/// Rows a workgroup's 8 lanes take per round of four loads each.
+const ROWS_PER_ROUND: u32 = 32;
+/// Fewest rows per chunk: below this a chunk is not worth a workgroup.
+const MIN_ROWS_PER_CHUNK: u32 = 64;
+
+/// Rows summed per partial in the first stage: about √rows, so that both
+/// stages are equally short (128 rows and 128 chunks at `N = B·T` = 16 384),
+/// a whole number of rounds, and at least 64.
+pub fn rows_per_chunk(rows: u32) -> u32 {
+    let root = (rows as f64).sqrt().ceil() as u32;
+    root.next_multiple_of(ROWS_PER_ROUND)
+        .max(MIN_ROWS_PER_CHUNK)
+}
 
 /// `db (cols) (+)= Σ_rows dout (rows, cols)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,7 +42,7 @@ pub struct BiasGradDesc {
 
 /// Number of row chunks, hence partial rows, for `rows` rows.
 pub fn chunks(rows: u32) -> u32 {
-    rows.div_ceil(ROWS_PER_CHUNK)
+    rows.div_ceil(rows_per_chunk(rows))
 }
 
 /// One dispatch: `dst[chunk, :] (+)= Σ_{r in chunk} src[r, :]` for `src
@@ -103,7 +112,7 @@ pub fn bind_bias_grad<'a>(
         registry,
         rows,
         cols,
-        ROWS_PER_CHUNK,
+        rows_per_chunk(rows),
         false,
         dout,
         &partials,

@@ -37,7 +37,7 @@ pub const EMBEDDING_BACKWARD_POS: KernelSource = KernelSource {
 };
 
 /// Channels per workgroup of the `dtok_emb` gather.
-const TOK_CHANNELS: u32 = 64;
+const TOK_CHANNELS: u32 = 128;
 /// Bytes of the shared decode-position uniform (`vec4<u32>`, position in x).
 const DECODE_POSITION_BYTES: u64 = 16;
 

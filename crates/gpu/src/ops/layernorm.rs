@@ -3,7 +3,7 @@
 //! variance). One workgroup of 128 threads per row: comfortable for `C` up to
 //! a few thousand.
 
-use super::bias_grad::{bind_column_sum, chunks, ROWS_PER_CHUNK};
+use super::bias_grad::{bind_column_sum, chunks, rows_per_chunk};
 use super::common::{
     bind_kernel, check_dim, check_no_alias, grid, shape_error, uniform, BoundOp, View,
 };
@@ -129,7 +129,7 @@ pub struct LayerNormGrads<'a> {
 /// Binds the backward: `dx (N, C)`, `dw (C)`, `db (C)`, each accumulated or
 /// overwritten as `desc.accumulate` says. Three kinds of dispatch: `dx` per
 /// row, then `dw`/`db` per column in two deterministic stages (partials of
-/// [`ROWS_PER_CHUNK`] rows in a scratch buffer the op owns, then their sum).
+/// [`rows_per_chunk`] rows in a scratch buffer the op owns, then their sum).
 pub fn bind_layernorm_backward(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
@@ -170,7 +170,7 @@ pub fn bind_layernorm_backward(
             desc.n,
             desc.c,
             desc.accumulate as u32,
-            ROWS_PER_CHUNK,
+            rows_per_chunk(desc.n),
             g.dout.offset,
             g.x.offset,
             g.mean.offset,
@@ -208,7 +208,7 @@ pub fn bind_layernorm_backward(
         &LAYERNORM_BACKWARD_DWDB,
         &params,
         &[shared[0], shared[1], shared[2], shared[3], (7, &partials)],
-        [desc.c.div_ceil(64), n_chunks, 1],
+        [desc.c.div_ceil(32), n_chunks, 1],
     );
     let sum = |registry: &mut PipelineRegistry, first: u32, dst: View<'_>| {
         bind_column_sum(

@@ -1,0 +1,73 @@
+//! The f16-storage linear kernels (`matmul_f16w.wgsl`: tiled and GEMV)
+//! against the f32 reference on the same half-rounded weights, so that only
+//! the order of the f32 sums differs: odd M, K and N around the 64×64 tile
+//! and 16-wide K step, the packed weight at an even offset (whole words) and
+//! at an odd one (pairs straddling words), with and without bias.
+
+use tinygpt_core::numerics::assert_close;
+use tinygpt_core::Rng;
+use tinygpt_gpu::gate::f16w::{bind_matmul_f16w, pack_cpu, GEMV_F16W, MATMUL_F16W};
+use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::submit;
+use tinygpt_gpu::matmul::{matmul_reference, MatmulDesc};
+use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::TestGpu;
+
+fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
+    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
+}
+
+fn check(gpu: &TestGpu, desc: MatmulDesc, w_off: u32, seed: u64) {
+    let ctx = &gpu.ctx;
+    let mut rng = Rng::new(seed);
+    let x = random(&mut rng, desc.m * desc.k);
+    // Weights exactly representable as halves: packing loses nothing.
+    let w: Vec<f32> = random(&mut rng, desc.n * desc.k)
+        .iter()
+        .map(|&v| half::f16::from_f32(v).to_f32())
+        .collect();
+    let bias = random(&mut rng, desc.n);
+    let flat: Vec<f32> = [vec![0.5; w_off as usize], w.clone()].concat();
+    let packed = pack_cpu(&flat, None);
+    let x_buf = ctx.upload("x", &x).unwrap();
+    let w_buf = ctx
+        .upload_bytes("w_f16", bytemuck::cast_slice(&packed))
+        .unwrap();
+    let bias_buf = ctx.upload("bias", &bias).unwrap();
+    let out = ctx.zeros("out", (desc.m * desc.n) as usize).unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let bias_view = desc.bias.then(|| View::from(&bias_buf));
+    let k = bind_matmul_f16w(
+        ctx, &mut reg, None, desc, &x_buf, &w_buf, w_off, bias_view, &out,
+    )
+    .unwrap();
+    let kernel = if desc.m == 1 { GEMV_F16W } else { MATMUL_F16W };
+    assert_eq!(k.key, kernel.key);
+    submit(ctx, "matmul_f16w", &[&k]);
+    let got = pollster::block_on(ctx.read_f32(&out, (desc.m * desc.n) as usize)).unwrap();
+    let want = matmul_reference(desc, &x, &w, desc.bias.then_some(&bias[..]));
+    let atol = 1e-5 * (desc.k as f64).sqrt() * 4.0;
+    assert_close(&format!("{desc:?} w_off {w_off}"), &got, &want, atol, 1e-5);
+}
+
+#[test]
+fn f16_storage_kernels_match_the_reference_on_rounded_weights() {
+    let gpu = gpu_or_skip!();
+    let shapes = [
+        (1, 37, 5),
+        (1, 200, 70),
+        (3, 5, 7),
+        (65, 17, 63),
+        (130, 48, 70),
+    ];
+    for (i, &(m, k, n)) in shapes.iter().enumerate() {
+        for (j, w_off) in [0u32, 6, 7].into_iter().enumerate() {
+            let bias = j != 1;
+            let desc = MatmulDesc {
+                bias,
+                ..MatmulDesc::linear(m, k, n)
+            };
+            check(gpu, desc, w_off, 100 + (3 * i + j) as u64);
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The K-split matmul (partial products per K slice into a scratch buffer,
+//! then their in-order sum) against the CPU reference, in every layout, with
+//! bias and accumulation, two ops sharing one scratch in one pass, and the
+//! fallback to the plain kernel when the scratch is too small. (Its own test
+//! binary: `matmul.rs` counts the pipelines of its registry.)
+
+use tinygpt_core::numerics::assert_close;
+use tinygpt_core::Rng;
+use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::{submit, BoundKernel};
+use tinygpt_gpu::matmul::{
+    bind_matmul_split_k, matmul_reference, MatmulDesc, MATMUL_F32, MATMUL_REDUCE,
+};
+use tinygpt_gpu::testing::TestGpu;
+
+fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
+    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
+}
+
+/// f32 accumulation of K products of magnitude ≤ 1: error grows ~√K·ε.
+fn atol(desc: MatmulDesc) -> f64 {
+    1e-5 * (desc.k as f64).sqrt() * 4.0
+}
+
+/// Binds `descs` through one scratch of `scratch_floats`, records them in one
+/// pass, and compares every C with the reference; returns the dispatch count
+/// of each op, checking that a split op is the tiled kernel then the sum.
+fn run(gpu: &TestGpu, descs: &[MatmulDesc], scratch_floats: usize, seed: u64) -> Vec<usize> {
+    let ctx = &gpu.ctx;
+    let mut rng = Rng::new(seed);
+    let scratch = ctx.zeros("scratch", scratch_floats).unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cases = Vec::new();
+    for &d in descs {
+        let (a, b) = (random(&mut rng, d.m * d.k), random(&mut rng, d.k * d.n));
+        let bias = d.bias.then(|| random(&mut rng, d.n));
+        let c0 = random(&mut rng, d.m * d.n);
+        let bufs = (
+            ctx.upload("a", &a).unwrap(),
+            ctx.upload("b", &b).unwrap(),
+            ctx.upload("bias", bias.as_deref().unwrap_or(&[0.0]))
+                .unwrap(),
+            ctx.upload("c", &c0).unwrap(),
+        );
+        cases.push((d, a, b, bias, c0, bufs));
+    }
+    let ops: Vec<_> = cases
+        .iter()
+        .map(|(d, _, _, _, _, (a, b, bias, c))| {
+            let bias = d.bias.then(|| bias.into());
+            bind_matmul_split_k(ctx, &mut reg, *d, a, b, bias, c, Some(&scratch)).unwrap()
+        })
+        .collect();
+    let kernels: Vec<&BoundKernel> = ops.iter().flat_map(|op| &op.kernels).collect();
+    submit(ctx, "split_k", &kernels);
+    for (d, a, b, bias, c0, (_, _, _, c)) in &cases {
+        let got = pollster::block_on(ctx.read_f32(c, (d.m * d.n) as usize)).unwrap();
+        let mut want = matmul_reference(*d, a, b, bias.as_deref());
+        if d.accumulate {
+            want.iter_mut().zip(c0).for_each(|(x, c)| *x += c);
+        }
+        assert_close(&format!("{d:?}"), &got, &want, atol(*d), 1e-5);
+    }
+    for op in ops.iter().filter(|op| op.kernels.len() > 1) {
+        let keys: Vec<_> = op.kernels.iter().map(|k| k.key).collect();
+        assert_eq!(keys, [MATMUL_F32.key, MATMUL_REDUCE.key]);
+    }
+    ops.iter().map(|op| op.kernels.len()).collect()
+}
+
+#[test]
+fn split_k_matches_reference_in_every_layout() {
+    let gpu = gpu_or_skip!();
+    let desc = |m, k, n, trans_a, trans_b, bias, accumulate| MatmulDesc {
+        m,
+        k,
+        n,
+        trans_a,
+        trans_b,
+        bias,
+        accumulate,
+    };
+    // K not a multiple of the 16-wide step nor of the slice; M, N not
+    // multiples of the 64-wide tile.
+    let shapes = [
+        desc(70, 1000, 33, true, false, false, true), // a weight gradient
+        desc(5, 700, 9, false, false, true, false),
+        desc(3, 600, 70, false, true, true, true),
+        desc(65, 513, 64, true, false, false, false),
+    ];
+    for (i, &d) in shapes.iter().enumerate() {
+        assert!(d.split_k_slices() >= 2, "{d:?} is split");
+        let slices = d.split_k_slices() as usize;
+        let counts = run(gpu, &[d], slices * (d.m * d.n) as usize, 60 + i as u64);
+        assert_eq!(counts, [2], "partial products, then their sum");
+    }
+}
+
+#[test]
+fn ops_sharing_one_scratch_in_one_pass_stay_correct() {
+    let gpu = gpu_or_skip!();
+    let first = MatmulDesc {
+        m: 40,
+        k: 800,
+        n: 24,
+        trans_a: true,
+        accumulate: true,
+        ..Default::default()
+    };
+    let second = MatmulDesc {
+        m: 24,
+        k: 900,
+        n: 40,
+        trans_a: true,
+        ..Default::default()
+    };
+    let floats = 4 * 40 * 24;
+    assert_eq!(run(gpu, &[first, second], floats, 70), [2, 2]);
+}
+
+#[test]
+fn a_small_scratch_or_a_short_k_falls_back_to_one_dispatch() {
+    let gpu = gpu_or_skip!();
+    let long = MatmulDesc {
+        m: 30,
+        k: 700,
+        n: 20,
+        trans_a: true,
+        ..Default::default()
+    };
+    // Room for one slice only.
+    assert_eq!(run(gpu, &[long], 30 * 20 + 7, 80), [1]);
+    let short = MatmulDesc { k: 300, ..long };
+    assert_eq!(short.split_k_slices(), 1, "K under two slices of 256");
+    assert_eq!(run(gpu, &[short], 10 * 30 * 20, 81), [1]);
+}
