@@ -4,6 +4,7 @@
 //! (decoding).
 
 use crate::kernel::BoundKernel;
+use crate::ops::common::{bind_kernel, check_dim, grid};
 use crate::ops::{BoundOp, View};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
@@ -161,37 +162,6 @@ fn check_operands(
     Ok(())
 }
 
-/// One dispatch of `src` with `buffers` at bindings 0.. and its uniform.
-fn kernel(
-    ctx: &GpuContext,
-    registry: &mut PipelineRegistry,
-    src: &KernelSource,
-    uniform: wgpu::Buffer,
-    buffers: &[(u32, &wgpu::Buffer)],
-    workgroups: [u32; 3],
-) -> BoundKernel {
-    let pipeline = registry.get(&ctx.device, src);
-    let entries: Vec<wgpu::BindGroupEntry<'_>> = std::iter::once((0, &uniform))
-        .chain(buffers.iter().copied())
-        .map(|(binding, b)| wgpu::BindGroupEntry {
-            binding,
-            resource: b.as_entire_binding(),
-        })
-        .collect();
-    let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some(src.key),
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &entries,
-    });
-    BoundKernel {
-        key: src.key,
-        pipeline,
-        bind_group,
-        workgroups,
-        _uniform: Some(uniform),
-    }
-}
-
 /// Binds one matmul to its operands (views into larger buffers allowed);
 /// `M = 1` with `trans_b` runs the GEMV kernel. `bias` is required iff
 /// `desc.bias`. C must not share a buffer with A, B or the bias (WebGPU
@@ -211,7 +181,7 @@ pub fn bind_matmul<'a>(
     // M = 1, A's layout does not matter.
     let (src, workgroups) = if desc.m == 1 && desc.trans_b {
         let groups = desc.n.div_ceil(GEMV_COLUMNS);
-        (&GEMV_F32, crate::ops::common::grid(ctx, groups))
+        (&GEMV_F32, grid(ctx, groups))
     } else {
         let [x, y] = desc.tiles();
         (&MATMUL_F32, [x, y, 1])
@@ -228,7 +198,9 @@ pub fn bind_matmul<'a>(
         (3, bias.buffer),
         (4, c.buffer),
     ];
-    Ok(kernel(ctx, registry, src, uniform, &buffers, workgroups))
+    Ok(bind_kernel(
+        ctx, registry, src, &uniform, &buffers, workgroups,
+    ))
 }
 
 /// Binds `desc` split along K through `scratch` when the shape gains from it
@@ -267,7 +239,7 @@ pub fn bind_matmul_split_k<'a>(
     let k_chunk = desc.k.div_ceil(wanted).next_multiple_of(KT);
     let slices = desc.k.div_ceil(k_chunk);
     let [x, y] = desc.tiles();
-    crate::ops::common::check_dim(ctx, "matmul", "K slices", slices)?;
+    check_dim(ctx, "matmul", "K slices", slices)?;
     let partial = MatmulDesc {
         bias: false,
         accumulate: false,
@@ -277,11 +249,11 @@ pub fn bind_matmul_split_k<'a>(
     let bytes = partial.uniform_bytes(offsets, k_chunk, slices);
     let uniform = ctx.uniform("matmul_split_k_params", &bytes);
     let buffers = [(1, a.buffer), (2, b.buffer), (3, a.buffer), (4, scratch)];
-    let stage1 = kernel(
+    let stage1 = bind_kernel(
         ctx,
         registry,
         &MATMUL_F32,
-        uniform,
+        &uniform,
         &buffers,
         [x, y, slices],
     );
@@ -291,8 +263,8 @@ pub fn bind_matmul_split_k<'a>(
     let bytes = desc.uniform_bytes(offsets, k_chunk, slices);
     let uniform = ctx.uniform("matmul_reduce_params", &bytes);
     let buffers = [(1, scratch), (3, bias.buffer), (4, c.buffer)];
-    let groups = crate::ops::common::grid(ctx, (slab as u32).div_ceil(REDUCE_THREADS));
-    let stage2 = kernel(ctx, registry, &MATMUL_REDUCE, uniform, &buffers, groups);
+    let groups = grid(ctx, (slab as u32).div_ceil(REDUCE_THREADS));
+    let stage2 = bind_kernel(ctx, registry, &MATMUL_REDUCE, &uniform, &buffers, groups);
     Ok(BoundOp {
         kernels: vec![stage1, stage2],
         scratch: vec![scratch.clone()],

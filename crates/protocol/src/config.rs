@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 /// distinct characters than this is almost certainly not text.
 pub const MAX_VOCAB: usize = 512;
 
+/// Largest corpus the playground accepts (its tokens take four times this
+/// in the worker's 32-bit wasm memory).
+pub const MAX_CORPUS_BYTES: usize = 64 << 20;
+
 /// The architecture of one GPT: everything needed to size its parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelConfig {

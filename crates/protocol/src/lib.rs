@@ -8,6 +8,6 @@ pub mod config;
 pub mod memory;
 pub mod messages;
 
-pub use config::{ConfigError, ModelConfig, Preset, TrainConfig, PRESETS};
+pub use config::{ConfigError, ModelConfig, Preset, TrainConfig, MAX_CORPUS_BYTES, PRESETS};
 pub use memory::{check_fits, training_memory, MemoryPlan, MEMORY_BUDGET_BYTES};
 pub use messages::*;

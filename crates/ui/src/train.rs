@@ -4,7 +4,8 @@
 use crate::{files, format, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::{
-    training_memory, CorpusSource, ModelShape, Preset, RunState, TrainConfig, WorkerInput, PRESETS,
+    training_memory, CorpusSource, ModelShape, Preset, RunState, TrainConfig, WorkerInput,
+    MAX_CORPUS_BYTES, PRESETS,
 };
 use web_sys::HtmlInputElement;
 
@@ -117,6 +118,7 @@ pub fn TrainPanel(
     let reading = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
     let continue_steps = RwSignal::new("100".to_string());
+    let run_name = RwSignal::new(String::new());
 
     let estimate = Memo::new(move |_| {
         let p = preset(&preset_name.get());
@@ -142,6 +144,20 @@ pub fn TrainPanel(
             return;
         };
         let name = file.name();
+        let size = file.size();
+        if size > MAX_CORPUS_BYTES as f64 {
+            // Refused before reading: a huge file would fill the page's memory.
+            input.set_value("");
+            upload.set(None);
+            return store.show_error(
+                &format!("reading the corpus {name}"),
+                format!(
+                    "it is {}; the playground trains on corpora up to {} (your current model and corpus are unchanged)",
+                    format::bytes(size as u64),
+                    format::bytes(MAX_CORPUS_BYTES as u64)
+                ),
+            );
+        }
         reading.set(true);
         corpus.set(CorpusChoice::Upload);
         files::read_bytes(&file, move |result| {
@@ -188,7 +204,7 @@ pub fn TrainPanel(
             model,
             train,
             corpus: source,
-            name: None,
+            name: Some(run_name.get_untracked().trim().to_string()).filter(|n| !n.is_empty()),
         });
     };
     let on_continue =
@@ -253,6 +269,10 @@ pub fn TrainPanel(
                 />
                 <Field testid="hp-seed" label="seed" value=fields.seed />
             </div>
+            <label class="field wide" title="the name of this run in Saved runs (default: shape, corpus and time)">
+                <span>"run name"</span>
+                <input type="text" spellcheck="false" placeholder="optional" data-testid="run-name" bind:value=run_name />
+            </label>
             <fieldset class="corpus">
                 <legend>"corpus"</legend>
                 <label>

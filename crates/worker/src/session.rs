@@ -216,6 +216,16 @@ impl Runner {
                 (name, bytes, kept)
             }
         };
+        if bytes.len() > tinygpt_protocol::MAX_CORPUS_BYTES {
+            return error(
+                &format!("reading the corpus {name}"),
+                format!(
+                    "it is {:.1} MiB; the playground trains on corpora up to {} MiB",
+                    bytes.len() as f64 / (1u64 << 20) as f64,
+                    tinygpt_protocol::MAX_CORPUS_BYTES >> 20
+                ),
+            );
+        }
         let data = match Dataset::from_bytes(&bytes, VAL_FRACTION, train.seq_len) {
             Ok(d) => d,
             Err(e) => return error(&format!("reading the corpus {name}"), e),

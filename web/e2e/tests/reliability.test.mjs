@@ -31,7 +31,8 @@ async function withBrowser(body) {
 }
 
 /** Starts a nano run with a short autosave interval; waits for its first periodic save (or, with 0, the restore point at step 0). */
-async function startRun(page, { steps = 400, autosave = 4, name } = {}) {
+async function startRun(page, { steps = 400, autosave = 4, name = "" } = {}) {
+  await fillFields(page, { "run-name": name });
   await fillFields(page, { "autosave-steps": autosave });
   await page.getByTestId("autosave-steps").dispatchEvent("change");
   await page.getByTestId("preset").selectOption("nano");
@@ -86,7 +87,7 @@ async function modelStep(page) {
 test("autosave, refresh, resume: the run continues from its save and finishes", async () => {
   await withBrowser(async (browser) => {
     const { page, logs } = await openReady(browser, server.url + HOOKS);
-    await startRun(page, { steps: 60, autosave: 4 });
+    await startRun(page, { steps: 60, autosave: 4, name: "my sonnet run" });
     assert.equal(await waitForSave(page, 4), 4, "autosaves land on multiples of the interval");
     await page.getByTestId("pause").click();
     await waitForRunState(page, "paused");
@@ -94,6 +95,7 @@ test("autosave, refresh, resume: the run continues from its save and finishes", 
     const runs = await savedRuns(page);
     assert.equal(runs.length, 1);
     assert.equal(runs[0].step, saved, "the pause saved the run");
+    assert.match(await testid(page, "saved-runs"), /my sonnet run/, "the run carries its name");
     assert.ok(saved < 60, `paused before the end (${saved})`);
 
     await page.reload();
@@ -289,6 +291,12 @@ test("bad inputs each get a clear error and nothing the user had is lost", async
       await page.getByTestId("train").click();
       await expectError(re);
     }
+    // A huge corpus is refused before it is even read.
+    const huge = join(dir, "huge.txt");
+    await writeFile(huge, Buffer.alloc(65 << 20, 0x61));
+    await page.getByTestId("corpus-upload").check();
+    await page.getByTestId("corpus-file").setInputFiles(huge);
+    await expectError(/corpus huge\.txt: it is 65\.0 MiB; the playground trains on corpora up to 64\.0 MiB/);
     await page.getByTestId("corpus-bundled").check();
 
     // Hyper-parameters: NaN, negative, absurd.
