@@ -266,6 +266,24 @@ pub enum WorkerInput {
     },
 }
 
+/// Points a loss series keeps (the chart's and a saved run's history).
+pub const LOSS_HISTORY_POINTS: usize = 2000;
+
+/// Keeps a `(step, loss)` series within [`LOSS_HISTORY_POINTS`]: past it,
+/// neighbouring points merge into their mean at the later step, so a long
+/// run's history stays light and still ends at its last step.
+pub fn bound_loss_series(series: &mut Vec<(usize, f32)>) {
+    if series.len() > LOSS_HISTORY_POINTS {
+        *series = series
+            .chunks(2)
+            .map(|c| {
+                let n = c.len() as f32;
+                (c[c.len() - 1].0, c.iter().map(|x| x.1).sum::<f32>() / n)
+            })
+            .collect();
+    }
+}
+
 /// Autosave interval of a run until the UI sets another.
 pub const DEFAULT_AUTOSAVE_STEPS: usize = 100;
 

@@ -2,7 +2,7 @@
 //! joined by a line in another colour, on nice axes, as plain SVG.
 
 use leptos::prelude::*;
-use tinygpt_protocol::TrainProgress;
+use tinygpt_protocol::{bound_loss_series, TrainProgress};
 
 /// Loss points of the current model's runs, in step order. A new run
 /// clears it; Continue appends.
@@ -13,9 +13,6 @@ pub struct LossHistory {
     /// `(step, validation loss)`.
     pub val: Vec<(usize, f32)>,
 }
-
-/// Training-loss points kept for the chart; beyond it, neighbours merge.
-const MAX_POINTS: usize = 2000;
 
 impl LossHistory {
     /// Adds the finite losses of one progress report; a report for a step
@@ -38,17 +35,8 @@ impl LossHistory {
                 add(&mut self.train, first + i, loss);
             }
         }
-        if self.train.len() > MAX_POINTS {
-            // Long runs: average neighbouring steps so the SVG stays light.
-            self.train = self
-                .train
-                .chunks(2)
-                .map(|c| {
-                    let n = c.len() as f32;
-                    (c[c.len() - 1].0, c.iter().map(|x| x.1).sum::<f32>() / n)
-                })
-                .collect();
-        }
+        // Long runs: neighbouring steps merge so the SVG stays light.
+        bound_loss_series(&mut self.train);
         if let Some(v) = p.val_loss {
             add(&mut self.val, p.step, v);
         }
@@ -337,7 +325,11 @@ mod tests {
             p.losses = vec![2.0; 8];
             h.push(&p);
         }
-        assert!(h.train.len() <= MAX_POINTS, "{}", h.train.len());
+        assert!(
+            h.train.len() <= tinygpt_protocol::LOSS_HISTORY_POINTS,
+            "{}",
+            h.train.len()
+        );
         assert_eq!(h.train.last().map(|x| x.0), Some(8000));
         assert!(h.train.windows(2).all(|w| w[0].0 < w[1].0));
     }

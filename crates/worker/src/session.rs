@@ -112,25 +112,12 @@ struct RunMeta {
     saved: Option<Manifest>,
 }
 
-/// Loss-history points kept per series; beyond it, neighbours merge.
-const HISTORY_POINTS: usize = 2000;
-
 fn push_history(series: &mut Vec<(usize, f32)>, step: usize, loss: f32) {
     if !loss.is_finite() || series.last().is_some_and(|l| l.0 >= step) {
         return;
     }
     series.push((step, loss));
-    if series.len() > HISTORY_POINTS {
-        *series = series
-            .chunks(2)
-            .map(|c| {
-                (
-                    c[c.len() - 1].0,
-                    c.iter().map(|x| x.1).sum::<f32>() / c.len() as f32,
-                )
-            })
-            .collect();
-    }
+    tinygpt_protocol::bound_loss_series(series);
 }
 
 fn error(context: &str, e: impl std::fmt::Display) {
