@@ -9,8 +9,9 @@
 // `main` tiles like matmul.wgsl (64×64 outputs per workgroup, K in steps of
 // 16); `gemv` serves M = 1 (one decoded token): one workgroup of 64 threads
 // per output column, striding along K so neighbouring threads read
-// neighbouring words. The `*_fault_*` entry points are deliberately wrong
-// variants that exist only so tests can prove the gate catches them.
+// neighbouring words, four words in flight per thread. The `*_fault_*`
+// entry points are deliberately wrong variants that exist only so tests can
+// prove the gate catches them.
 
 struct Params {
     m: u32,
@@ -202,6 +203,14 @@ fn tiled(wg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     store_row(row + 3u, col, acc3);
 }
 
+// acc + x·v in f32, or as an all-f16 kernel would (the f16-acc fault).
+fn gemv_step(acc: f32, x: f32, v: f32, fault: u32) -> f32 {
+    if (fault == FAULT_F16_ACC) {
+        return to_f16(acc + to_f16(to_f16(x) * to_f16(v)));
+    }
+    return fma(x, v, acc);
+}
+
 fn gemv_col(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     let col = wg.y * nwg.x + wg.x;
     let kmax = k_end(fault);
@@ -209,30 +218,51 @@ fn gemv_col(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     var acc = 0.0;
     if (col < p.n) {
         if ((p.flags & W_ALIGNED) != 0u) {
-            for (var kk = 2u * lid.x; kk < kmax; kk += 128u) {
+            // Four words (and their eight inputs) are loaded before they are
+            // added, in the same order as one at a time.
+            var kk = 2u * lid.x;
+            for (; kk + 384u < kmax; kk += 512u) {
+                let v0 = unpack2x16float(w[(row_off + kk) >> 1u]);
+                let v1 = unpack2x16float(w[(row_off + kk + 128u) >> 1u]);
+                let v2 = unpack2x16float(w[(row_off + kk + 256u) >> 1u]);
+                let v3 = unpack2x16float(w[(row_off + kk + 384u) >> 1u]);
+                let o = p.a_off + kk;
+                let x0 = vec2<f32>(a[o], a[o + 1u]);
+                let x1 = vec2<f32>(a[o + 128u], a[o + 129u]);
+                let x2 = vec2<f32>(a[o + 256u], a[o + 257u]);
+                let x3 = vec2<f32>(a[o + 384u], a[o + 385u]);
+                acc = gemv_step(acc, x0.x, v0.x, fault);
+                acc = gemv_step(acc, x0.y, v0.y, fault);
+                acc = gemv_step(acc, x1.x, v1.x, fault);
+                acc = gemv_step(acc, x1.y, v1.y, fault);
+                acc = gemv_step(acc, x2.x, v2.x, fault);
+                acc = gemv_step(acc, x2.y, v2.y, fault);
+                acc = gemv_step(acc, x3.x, v3.x, fault);
+                acc = gemv_step(acc, x3.y, v3.y, fault);
+            }
+            for (; kk < kmax; kk += 128u) {
                 let v = unpack2x16float(w[(row_off + kk) >> 1u]);
                 let x0 = a[p.a_off + kk];
                 var x1 = 0.0;
                 if (kk + 1u < kmax) {
                     x1 = a[p.a_off + kk + 1u];
                 }
-                if (fault == FAULT_F16_ACC) {
-                    acc = to_f16(acc + to_f16(to_f16(x0) * to_f16(v.x)));
-                    acc = to_f16(acc + to_f16(to_f16(x1) * to_f16(v.y)));
-                } else {
-                    acc = fma(x0, v.x, acc);
-                    acc = fma(x1, v.y, acc);
-                }
+                acc = gemv_step(acc, x0, v.x, fault);
+                acc = gemv_step(acc, x1, v.y, fault);
             }
         } else {
-            for (var kk = lid.x; kk < kmax; kk += 64u) {
-                let x = a[p.a_off + kk];
-                let v = w_at(row_off + kk);
-                if (fault == FAULT_F16_ACC) {
-                    acc = to_f16(acc + to_f16(to_f16(x) * to_f16(v)));
-                } else {
-                    acc = fma(x, v, acc);
-                }
+            var kk = lid.x;
+            for (; kk + 192u < kmax; kk += 256u) {
+                let o = p.a_off + kk;
+                let x = vec4<f32>(a[o], a[o + 64u], a[o + 128u], a[o + 192u]);
+                let v = vec4<f32>(w_at(row_off + kk), w_at(row_off + kk + 64u), w_at(row_off + kk + 128u), w_at(row_off + kk + 192u));
+                acc = gemv_step(acc, x.x, v.x, fault);
+                acc = gemv_step(acc, x.y, v.y, fault);
+                acc = gemv_step(acc, x.z, v.z, fault);
+                acc = gemv_step(acc, x.w, v.w, fault);
+            }
+            for (; kk < kmax; kk += 64u) {
+                acc = gemv_step(acc, a[p.a_off + kk], w_at(row_off + kk), fault);
             }
         }
     }

@@ -74,6 +74,9 @@ pub struct TrainArgs {
     pub weight_decay: Option<f32>,
     #[arg(long)]
     pub grad_clip: Option<f32>,
+    /// Dropout rate on the embedding and each residual branch (0: off).
+    #[arg(long)]
+    pub dropout: Option<f32>,
     #[arg(long)]
     pub eval_interval: Option<usize>,
     #[arg(long)]

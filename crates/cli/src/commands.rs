@@ -208,6 +208,7 @@ fn override_train(mut t: tinygpt_core::TrainConfig, a: &TrainArgs) -> tinygpt_co
     t.warmup_steps = a.warmup_steps.unwrap_or(t.warmup_steps.min(t.steps / 10));
     t.weight_decay = a.weight_decay.unwrap_or(t.weight_decay);
     t.grad_clip = a.grad_clip.unwrap_or(t.grad_clip);
+    t.dropout = a.dropout.unwrap_or(t.dropout);
     t.eval_interval = a.eval_interval.unwrap_or(t.eval_interval);
     t.eval_batches = a.eval_batches.unwrap_or(t.eval_batches);
     t.seed = a.seed.unwrap_or(t.seed);

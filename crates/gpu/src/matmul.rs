@@ -1,4 +1,5 @@
-//! The f32 matmul in the three layouts training needs, its K-split form for
+//! The f32 matmul in the three layouts training needs (64×64 tiles, and
+//! 128×128 for large outputs), its K-split form for
 //! a small output with a long K (weight gradients summed over B·T rows),
 //! and the GEMV that replaces it for one row times a linear weight
 //! (decoding).
@@ -12,6 +13,12 @@ use crate::{GpuContext, GpuError};
 pub const MATMUL_F32: KernelSource = KernelSource {
     key: "matmul_f32_64x64_k16",
     wgsl: include_str!("../../../shaders/matmul.wgsl"),
+    entry: "main",
+};
+
+pub const MATMUL_F32_128: KernelSource = KernelSource {
+    key: "matmul_f32_128x128_k8",
+    wgsl: include_str!("../../../shaders/matmul_128.wgsl"),
     entry: "main",
 };
 
@@ -33,6 +40,12 @@ pub const MATMUL_TILE: u32 = 64;
 const KT: u32 = 16;
 /// Threads per workgroup of `reduce_slices`.
 const REDUCE_THREADS: u32 = 256;
+/// Output tile edge of the large-output kernel.
+pub const MATMUL_TILE_LARGE: u32 = 128;
+/// Fewest 128×128 tiles for which the large-output kernel is used: about
+/// two per SM of a 132-SM GPU; below that the 64×64 kernel's four times as
+/// many workgroups fill the GPU better.
+const LARGE_MIN_TILES: u32 = 256;
 /// Output columns per workgroup of the GEMV.
 const GEMV_COLUMNS: u32 = 8;
 
@@ -82,6 +95,18 @@ impl MatmulDesc {
 
     fn tiles(&self) -> [u32; 2] {
         [self.n.div_ceil(MATMUL_TILE), self.m.div_ceil(MATMUL_TILE)]
+    }
+
+    fn large_tiles(&self) -> [u32; 2] {
+        let t = MATMUL_TILE_LARGE;
+        [self.n.div_ceil(t), self.m.div_ceil(t)]
+    }
+
+    /// Whether [`bind_matmul`] runs the 128×128-tile kernel: an output
+    /// large enough to fill a GPU with its tiles.
+    pub fn uses_large_tiles(&self) -> bool {
+        let [x, y] = self.large_tiles();
+        !(self.m == 1 && self.trans_b) && x * y >= LARGE_MIN_TILES
     }
 
     /// K slices this shape gains from (1: none): enough workgroups to fill
@@ -162,8 +187,10 @@ fn check_operands(
     Ok(())
 }
 
-/// Binds one matmul to its operands (views into larger buffers allowed);
-/// `M = 1` with `trans_b` runs the GEMV kernel. `bias` is required iff
+/// Binds one matmul to its operands (views into larger buffers allowed):
+/// the GEMV kernel for `M = 1` with `trans_b`, the 128×128-tile kernel for a
+/// large output ([`MatmulDesc::uses_large_tiles`]), else the 64×64 one; all
+/// three sum each output over K in the same order. `bias` is required iff
 /// `desc.bias`. C must not share a buffer with A, B or the bias (WebGPU
 /// forbids reading and writing one buffer in a dispatch).
 pub fn bind_matmul<'a>(
@@ -175,17 +202,60 @@ pub fn bind_matmul<'a>(
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    let (a, b, c) = (a.into(), b.into(), c.into());
-    check_operands(&desc, a, b, bias, c)?;
     // One row times a linear weight (B stored (N, K)) is a GEMV; with
     // M = 1, A's layout does not matter.
     let (src, workgroups) = if desc.m == 1 && desc.trans_b {
         let groups = desc.n.div_ceil(GEMV_COLUMNS);
         (&GEMV_F32, grid(ctx, groups))
+    } else if desc.uses_large_tiles() {
+        let [x, y] = desc.large_tiles();
+        (&MATMUL_F32_128, [x, y, 1])
     } else {
         let [x, y] = desc.tiles();
         (&MATMUL_F32, [x, y, 1])
     };
+    bind_with(ctx, registry, src, workgroups, desc, a, b, bias, c)
+}
+
+/// Binds `desc` to the 128×128-tile kernel whatever its size (what
+/// [`bind_matmul`] does for large outputs): for tests on small shapes.
+pub fn bind_matmul_large_tiles<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let [x, y] = desc.large_tiles();
+    bind_with(
+        ctx,
+        registry,
+        &MATMUL_F32_128,
+        [x, y, 1],
+        desc,
+        a,
+        b,
+        bias,
+        c,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bind_with<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    src: &KernelSource,
+    workgroups: [u32; 3],
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let (a, b, c) = (a.into(), b.into(), c.into());
+    check_operands(&desc, a, b, bias, c)?;
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];

@@ -4,6 +4,7 @@
 
 use std::ops::ControlFlow;
 use tinygpt_core::data::BatchSampler;
+use tinygpt_core::model::Dropout;
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::optim::{clip_grad_norm, lr_at, AdamW};
 use tinygpt_core::sample::SampleParams;
@@ -12,6 +13,7 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::matmul::MatmulDesc;
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
+use tinygpt_gpu::testing::TestGpu;
 
 fn config() -> ModelConfig {
     ModelConfig {
@@ -51,9 +53,9 @@ fn tokens(n: usize, v: u32) -> Vec<u32> {
 }
 
 /// The loss and every gradient of one forward and backward of `cfg` on a
-/// `tc`-shaped batch, GPU against CPU.
-fn check_step_zero(cfg: ModelConfig, tc: TrainConfig, seed: u64) {
-    let gpu = gpu_or_skip!();
+/// `tc`-shaped batch, GPU against CPU, the optimiser at step `step` (the
+/// dropout masks' step). Returns the loss.
+fn check_step(gpu: &TestGpu, cfg: ModelConfig, tc: TrainConfig, seed: u64, step: u32) -> f32 {
     let cpu = Gpt::new(cfg, seed).unwrap();
     let data = tokens(
         500.max(2 * tc.batch_size * tc.seq_len),
@@ -61,16 +63,17 @@ fn check_step_zero(cfg: ModelConfig, tc: TrainConfig, seed: u64) {
     );
     let batch = BatchSampler::new(1).next_batch(&data, tc.batch_size, tc.seq_len);
     let (loss, grads) = cpu
-        .forward_backward(
+        .forward_backward_train(
             &batch.inputs,
             &batch.targets,
             batch.batch_size,
             batch.seq_len,
+            Dropout::at_step(tc.dropout, tc.seed, step as usize),
         )
         .unwrap();
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
-    let mut model =
-        GpuModel::new(&gpu.ctx, cfg, &cpu.params, None, tc, OptState::default()).unwrap();
+    let opt = OptState::resumed(step, step);
+    let mut model = GpuModel::new(&gpu.ctx, cfg, &cpu.params, None, tc, opt).unwrap();
     model.forward_backward(&gpu.ctx, &mut reg, &batch).unwrap();
     let gpu_loss = pollster::block_on(model.read_loss(&gpu.ctx)).unwrap();
     assert!(
@@ -89,11 +92,29 @@ fn check_step_zero(cfg: ModelConfig, tc: TrainConfig, seed: u64) {
             1e-3,
         );
     }
+    loss
 }
 
 #[test]
 fn step_zero_loss_and_every_gradient_match_the_reference() {
-    check_step_zero(config(), train_config(), 5);
+    let gpu = gpu_or_skip!();
+    check_step(gpu, config(), train_config(), 5, 0);
+}
+
+/// Dropout 0.2: the GPU drops the elements the reference drops (same
+/// masks from seed, step and site), in the forward and in the backward, and
+/// the masks follow the optimiser's step counter.
+#[test]
+fn dropout_masks_and_gradients_match_the_reference() {
+    let tc = TrainConfig {
+        dropout: 0.2,
+        ..train_config()
+    };
+    let gpu = gpu_or_skip!();
+    let plain = check_step(gpu, config(), train_config(), 5, 3);
+    let at3 = check_step(gpu, config(), tc, 5, 3);
+    let at4 = check_step(gpu, config(), tc, 5, 4);
+    assert!(at3 != plain && at4 != at3, "{plain} {at3} {at4}");
 }
 
 /// 512 rows: every weight gradient sums over K = 512 and runs K-split
@@ -119,13 +140,28 @@ fn every_gradient_matches_with_k_split_weight_gradients() {
         ..Default::default()
     };
     assert_eq!(qkv_grad.split_k_slices(), 2);
-    check_step_zero(cfg, tc, 8);
+    let gpu = gpu_or_skip!();
+    check_step(gpu, cfg, tc, 8, 0);
 }
 
 #[test]
 fn twenty_step_loss_trajectory_matches_within_1e3_relative() {
+    check_trajectory(train_config());
+}
+
+/// With dropout every step draws new masks (the GPU's step counter, the
+/// reference's step index) and the two still agree step by step.
+#[test]
+fn twenty_step_trajectory_with_dropout_matches() {
+    check_trajectory(TrainConfig {
+        dropout: 0.1,
+        ..train_config()
+    });
+}
+
+fn check_trajectory(tc: TrainConfig) {
     let gpu = gpu_or_skip!();
-    let (cfg, tc) = (config(), train_config());
+    let cfg = config();
     let mut cpu = Gpt::new(cfg, 6).unwrap();
     let mut opt = AdamW::new(cpu.params.len());
     let data = tokens(2000, cfg.vocab_size as u32);
@@ -136,8 +172,15 @@ fn twenty_step_loss_trajectory_matches_within_1e3_relative() {
     let (mut cpu_losses, mut gpu_losses) = (Vec::new(), Vec::new());
     for step in 0..tc.steps {
         let batch = sampler.next_batch(&data, tc.batch_size, tc.seq_len);
+        let dropout = Dropout::at_step(tc.dropout, tc.seed, step);
         let (loss, mut grads) = cpu
-            .forward_backward(&batch.inputs, &batch.targets, tc.batch_size, tc.seq_len)
+            .forward_backward_train(
+                &batch.inputs,
+                &batch.targets,
+                tc.batch_size,
+                tc.seq_len,
+                dropout,
+            )
             .unwrap();
         clip_grad_norm(&mut grads, &tc);
         let layout = cpu.layout.clone();

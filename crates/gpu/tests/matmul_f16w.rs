@@ -53,9 +53,13 @@ fn check(gpu: &TestGpu, desc: MatmulDesc, w_off: u32, seed: u64) {
 #[test]
 fn f16_storage_kernels_match_the_reference_on_rounded_weights() {
     let gpu = gpu_or_skip!();
+    // (M, K, N): the GEMV with K below and past its rounds of four words
+    // (aligned) or four halves (unaligned), then the tiled kernel.
     let shapes = [
         (1, 37, 5),
         (1, 200, 70),
+        (1, 1030, 9),
+        (1, 517, 3),
         (3, 5, 7),
         (65, 17, 63),
         (130, 48, 70),

@@ -141,8 +141,14 @@ pub struct TrainConfig {
     pub eval_interval: usize,
     /// Batches averaged per validation estimate.
     pub eval_batches: usize,
-    /// Seed of the parameter init and the batch sampler.
+    /// Seed of the parameter init, the batch sampler and the dropout masks.
     pub seed: u64,
+    /// Dropout rate on the embedding output and on each residual branch
+    /// (attention and MLP projections) while training; 0 turns it off.
+    /// Evaluation and sampling never drop. Absent in older checkpoints and
+    /// messages: 0.
+    #[serde(default)]
+    pub dropout: f32,
 }
 
 impl Default for TrainConfig {
@@ -162,6 +168,7 @@ impl Default for TrainConfig {
             eval_interval: 100,
             eval_batches: 8,
             seed: 1337,
+            dropout: 0.0,
         }
     }
 }
@@ -200,6 +207,7 @@ impl TrainConfig {
         check_f32("eps", self.eps, 1e-12, 1e-2, "[1e-12, 1e-2]")?;
         check_f32("weight_decay", self.weight_decay, 0.0, 10.0, "[0, 10]")?;
         check_f32("grad_clip", self.grad_clip, 0.0, 1e6, "[0, 1e6]")?;
+        check_f32("dropout", self.dropout, 0.0, 0.9, "[0, 0.9]")?;
         Ok(())
     }
 }

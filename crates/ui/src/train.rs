@@ -37,6 +37,7 @@ struct HyperFields {
     batch: RwSignal<String>,
     lr: RwSignal<String>,
     warmup: RwSignal<String>,
+    dropout: RwSignal<String>,
     eval_interval: RwSignal<String>,
     eval_batches: RwSignal<String>,
     seed: RwSignal<String>,
@@ -49,6 +50,7 @@ impl HyperFields {
             batch: RwSignal::new(String::new()),
             lr: RwSignal::new(String::new()),
             warmup: RwSignal::new(String::new()),
+            dropout: RwSignal::new(String::new()),
             eval_interval: RwSignal::new(String::new()),
             eval_batches: RwSignal::new(String::new()),
             seed: RwSignal::new(String::new()),
@@ -62,6 +64,7 @@ impl HyperFields {
         self.batch.set(t.batch_size.to_string());
         self.lr.set(t.lr.to_string());
         self.warmup.set(t.warmup_steps.to_string());
+        self.dropout.set(t.dropout.to_string());
         self.eval_interval.set(t.eval_interval.to_string());
         self.eval_batches.set(t.eval_batches.to_string());
         self.seed.set(t.seed.to_string());
@@ -77,6 +80,7 @@ impl HyperFields {
         // Cosine decay to a tenth of the peak, as the defaults do.
         t.min_lr = t.lr / 10.0;
         t.warmup_steps = format::whole("Warm-up steps", &self.warmup.get_untracked())?;
+        t.dropout = format::decimal("Dropout", &self.dropout.get_untracked())?;
         t.eval_interval = format::whole("Eval interval", &self.eval_interval.get_untracked())?;
         t.eval_batches = format::whole("Eval batches", &self.eval_batches.get_untracked())?;
         t.seed = format::seed("Seed", &self.seed.get_untracked())?;
@@ -260,6 +264,7 @@ pub fn TrainPanel(
                 <Field testid="hp-batch" label="batch size" value=fields.batch hint="sequences per step (B)" />
                 <Field testid="hp-lr" label="learning rate" value=fields.lr hint="peak; cosine decay to a tenth of it" />
                 <Field testid="hp-warmup" label="warm-up steps" value=fields.warmup />
+                <Field testid="hp-dropout" label="dropout" value=fields.dropout hint="rate on the embedding and each residual branch while training (0: off; nanoGPT uses 0.2 on Shakespeare)" />
                 <Field testid="hp-eval-interval" label="eval interval" value=fields.eval_interval hint="validation loss every N steps (0: only at the end)" />
                 <Field
                     testid="hp-eval-batches"

@@ -301,6 +301,7 @@ test("bad inputs each get a clear error and nothing the user had is lost", async
 
     // Hyper-parameters: NaN, negative, absurd.
     for (const [field, value, re] of [
+      ["hp-dropout", "1.5", /dropout/],
       ["hp-lr", "NaN", /learning rate|lr/],
       ["hp-warmup", "-3", /warm-up|warmup/],
       ["hp-steps", "99999999999", /steps/],

@@ -41,6 +41,8 @@ pub struct Activations<F = f32> {
     pub losses: Vec<F>,                   // (B,T) nats; empty without targets
     /// Mean of `losses`: nats per character; `None` without targets.
     pub loss: Option<F>,
+    /// The masks this pass applied, for its backward.
+    pub dropout: Option<super::Dropout>,
 }
 
 impl<F: Float> BlockActivations<F> {
@@ -100,6 +102,7 @@ impl<F: Float> Activations<F> {
             probs: with_targets(bt * v),
             losses: with_targets(bt),
             loss: None,
+            dropout: None,
         }
     }
 
@@ -121,6 +124,7 @@ pub(super) struct BackwardScratch<F> {
     pub dln: Vec<F>,       // (B,T,C)
     pub datty: Vec<F>,     // (B,T,C)
     pub dqkv: Vec<F>,      // (B,T,3C)
+    pub dproj: Vec<F>,     // (B,T,C) a branch's output, after its dropout mask
 }
 
 impl<F: Float> BackwardScratch<F> {
@@ -132,6 +136,7 @@ impl<F: Float> BackwardScratch<F> {
             dln: z(bt * c),
             datty: z(bt * c),
             dqkv: z(bt * 3 * c),
+            dproj: z(bt * c),
         }
     }
 

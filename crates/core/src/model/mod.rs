@@ -10,6 +10,7 @@
 //! `NH` heads.
 
 mod activations;
+pub mod dropout;
 mod float;
 pub mod layers;
 
@@ -30,6 +31,7 @@ use crate::params::{ParamKind, ParamLayout};
 use crate::rng::Rng;
 use activations::BackwardScratch;
 pub use activations::{Activations, BlockActivations};
+pub use dropout::{Dropout, Site};
 pub use float::{axpy, dot, erf, Float};
 use layers::*;
 use ParamKind::*;
@@ -216,6 +218,20 @@ impl<F: Float> Gpt<F> {
         b: usize,
         t: usize,
     ) -> Result<Activations<F>, ModelError> {
+        self.forward_train(inputs, targets, b, t, None)
+    }
+
+    /// [`Gpt::forward`] of a training step with `dropout` on the embedding
+    /// output and on each residual branch before its add; the backward
+    /// applies the same masks.
+    pub fn forward_train(
+        &self,
+        inputs: &[u32],
+        targets: Option<&[u32]>,
+        b: usize,
+        t: usize,
+        dropout: Option<Dropout>,
+    ) -> Result<Activations<F>, ModelError> {
         self.check_batch(inputs, targets, b, t)?;
         let ModelConfig {
             vocab_size: v,
@@ -226,12 +242,16 @@ impl<F: Float> Gpt<F> {
         let mut acts = Activations::zeros(&self.cfg, inputs, targets, b, t);
         let (tok_emb, pos_emb) = (self.p(TokEmb, 0), self.p(PosEmb, 0));
         encoder_forward(&mut acts.encoded, inputs, tok_emb, pos_emb, t, c);
+        acts.dropout = dropout;
+        if let Some(d) = dropout {
+            d.apply(Site::Embedding, &mut acts.encoded);
+        }
         // (B,T,C) a branch's output before its residual add
         let mut proj = vec![F::ZERO; b * t * c];
         for l in 0..n_layer {
             let (done, todo) = acts.blocks.split_at_mut(l);
             let x = done.last().map_or(&acts.encoded, |prev| &prev.residual3);
-            self.block_forward(l, x, &mut todo[0], &mut proj, b, t);
+            self.block_forward(l, x, &mut todo[0], &mut proj, b, t, dropout);
         }
         let x = acts
             .blocks
@@ -256,7 +276,9 @@ impl<F: Float> Gpt<F> {
         Ok(acts)
     }
 
-    /// One pre-LN block: `x + attn(ln1(x))`, then `+ mlp(ln2(·))`.
+    /// One pre-LN block: `x + attn(ln1(x))`, then `+ mlp(ln2(·))`, each
+    /// branch through `dropout` when given.
+    #[allow(clippy::too_many_arguments)]
     fn block_forward(
         &self,
         l: usize,
@@ -265,6 +287,7 @@ impl<F: Float> Gpt<F> {
         proj: &mut [F],
         b: usize,
         t: usize,
+        dropout: Option<Dropout>,
     ) {
         let ModelConfig {
             d_model: c,
@@ -283,6 +306,9 @@ impl<F: Float> Gpt<F> {
         matmul_forward(&mut a.qkv, &a.ln1, p(QkvW), Some(p(QkvB)), c, 3 * c);
         attention_forward(&mut a.atty, &mut a.att, &a.qkv, b, t, c, nh);
         matmul_forward(proj, &a.atty, p(AttnProjW), Some(p(AttnProjB)), c, c);
+        if let Some(d) = dropout {
+            d.apply(Site::AttnProj(l), proj);
+        }
         residual_forward(&mut a.residual2, x, proj);
         layernorm_forward(
             &mut a.ln2,
@@ -295,6 +321,9 @@ impl<F: Float> Gpt<F> {
         matmul_forward(&mut a.fch, &a.ln2, p(FcW), Some(p(FcB)), c, 4 * c);
         gelu_forward(&mut a.fch_gelu, &a.fch);
         matmul_forward(proj, &a.fch_gelu, p(FcProjW), Some(p(FcProjB)), 4 * c, c);
+        if let Some(d) = dropout {
+            d.apply(Site::Mlp(l), proj);
+        }
         residual_forward(&mut a.residual3, &a.residual2, proj);
     }
 
@@ -342,6 +371,9 @@ impl<F: Float> Gpt<F> {
         for l in (0..n_layer).rev() {
             self.block_backward(l, acts, &mut dres, &mut grads, &mut scratch);
         }
+        if let Some(d) = acts.dropout {
+            d.apply(Site::Embedding, &mut dres);
+        }
         let (dtok, dpos) = self.grad_pair(&mut grads, TokEmb, PosEmb, 0);
         encoder_backward(dtok, dpos, &dres, &acts.inputs, acts.t, c);
         Ok(grads)
@@ -365,13 +397,21 @@ impl<F: Float> Gpt<F> {
         let (a, x) = (&acts.blocks[l], acts.block_input(l));
         let p = |kind| self.p(kind, l);
         s.clear();
+        // A branch's output gradient: the stream's, through its dropout mask.
+        let branch = |site: Site, dres: &[F], dproj: &mut Vec<F>| {
+            dproj.copy_from_slice(dres);
+            if let Some(d) = acts.dropout {
+                d.apply(site, dproj);
+            }
+        };
         // MLP branch: residual3 = residual2 + fc_proj(gelu(fc(ln2(residual2)))).
+        branch(Site::Mlp(l), dres, &mut s.dproj);
         let (dw, db) = self.grad_pair(grads, FcProjW, FcProjB, l);
         matmul_backward(
             &mut s.dfch_gelu,
             dw,
             Some(db),
-            dres,
+            &s.dproj,
             &a.fch_gelu,
             p(FcProjW),
             4 * c,
@@ -392,12 +432,13 @@ impl<F: Float> Gpt<F> {
             &a.ln2_rstd,
         );
         // Attention branch: residual2 = x + attn_proj(attention(qkv(ln1(x)))).
+        branch(Site::AttnProj(l), dres, &mut s.dproj);
         let (dw, db) = self.grad_pair(grads, AttnProjW, AttnProjB, l);
         matmul_backward(
             &mut s.datty,
             dw,
             Some(db),
-            dres,
+            &s.dproj,
             &a.atty,
             p(AttnProjW),
             c,
@@ -419,7 +460,19 @@ impl<F: Float> Gpt<F> {
         b: usize,
         t: usize,
     ) -> Result<(F, Vec<F>), ModelError> {
-        let acts = self.forward(inputs, Some(targets), b, t)?;
+        self.forward_backward_train(inputs, targets, b, t, None)
+    }
+
+    /// [`Gpt::forward_backward`] of a training step with `dropout`.
+    pub fn forward_backward_train(
+        &self,
+        inputs: &[u32],
+        targets: &[u32],
+        b: usize,
+        t: usize,
+        dropout: Option<Dropout>,
+    ) -> Result<(F, Vec<F>), ModelError> {
+        let acts = self.forward_train(inputs, Some(targets), b, t, dropout)?;
         let grads = self.backward(&acts)?;
         let loss = acts.loss.ok_or(ModelError::NoTargets)?;
         Ok((loss, grads))

@@ -52,6 +52,38 @@ fn whole_model_gradient_matches_finite_differences() {
     }
 }
 
+/// With dropout the masks are fixed by (seed, step, site), so the loss is a
+/// smooth function of the parameters and its gradient can be checked the
+/// same way: the backward must apply the forward's masks.
+#[test]
+fn gradient_with_dropout_matches_finite_differences() {
+    let cfg = tiny_cfg();
+    let (b, t) = (2, 5);
+    let gpt = perturbed_f64(cfg, 7);
+    let (inputs, targets) = batch(&mut Rng::new(8), cfg.vocab_size, b, t);
+    let dropout = Dropout::at_step(0.3, 99, 4);
+    let (loss, grads) = gpt
+        .forward_backward_train(&inputs, &targets, b, t, dropout)
+        .unwrap();
+    let (plain, _) = gpt.forward_backward(&inputs, &targets, b, t).unwrap();
+    assert!(
+        (loss - plain).abs() > 1e-3,
+        "dropout changed nothing: {loss} vs {plain}"
+    );
+    let numeric = numeric_grad(&gpt.params, 1e-5, |p| {
+        let g = Gpt::from_params(cfg, p.to_vec()).unwrap();
+        let acts = g
+            .forward_train(&inputs, Some(&targets), b, t, dropout)
+            .unwrap();
+        acts.loss.unwrap()
+    });
+    for spec in &gpt.layout.tensors {
+        let r = spec.range();
+        let what = format!("d{} {:?} with dropout", spec.kind.name(), spec.shape);
+        assert_grad_close(&what, &grads[r.clone()], &numeric[r], 1e-8, 1e-6);
+    }
+}
+
 /// A shorter sequence than `block_size` uses only the first `t` rows of
 /// `pos_emb`; the rest must get exactly zero gradient.
 #[test]

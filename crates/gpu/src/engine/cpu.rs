@@ -5,7 +5,8 @@ use super::{moments, EngineError};
 use crate::model::StepStats;
 use tinygpt_core::checkpoint::{AdamMoments, Checkpoint};
 use tinygpt_core::data::Batch;
-use tinygpt_core::optim::{clip_grad_norm, AdamW};
+use tinygpt_core::model::Dropout;
+use tinygpt_core::optim::{clip_grad_norm, lr_at, AdamW};
 use tinygpt_core::{Gpt, ModelConfig, TrainConfig};
 
 /// The reference model and its optimiser state.
@@ -30,20 +31,22 @@ impl CpuTrainer {
         Ok(Self { model, opt })
     }
 
-    /// One step: forward, backward, clip, AdamW. Returns the loss and the
-    /// gradient norm; a non-finite one leaves the weights untouched.
+    /// Step number `step`: forward, backward, clip, AdamW. Returns the loss
+    /// and the gradient norm; a non-finite one leaves the weights untouched.
     pub fn step(
         &mut self,
         batch: &Batch,
         cfg: &TrainConfig,
-        lr: f32,
+        step: usize,
     ) -> Result<StepStats, EngineError> {
-        let (loss, mut grads) = self.model.forward_backward(
+        let (loss, mut grads) = self.model.forward_backward_train(
             &batch.inputs,
             &batch.targets,
             batch.batch_size,
             batch.seq_len,
+            Dropout::at_step(cfg.dropout, cfg.seed, step),
         )?;
+        let lr = lr_at(step, cfg);
         let norm = clip_grad_norm(&mut grads, cfg);
         let stats = StepStats {
             loss,

@@ -259,7 +259,7 @@ impl Session {
                 let mut stats = Vec::with_capacity(n);
                 for _ in 0..n {
                     let batch = self.sampler.try_next_batch(&data.train, b, t)?;
-                    let s = tr.step(&batch, &self.train, lr_at(self.step, &self.train))?;
+                    let s = tr.step(&batch, &self.train, self.step)?;
                     stats.push(s);
                     self.step += 1;
                     if !s.loss.is_finite() || !s.grad_norm.is_finite() {

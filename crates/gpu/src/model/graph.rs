@@ -11,6 +11,7 @@ use crate::ops::attention::{
 };
 use crate::ops::bias_grad::{bind_bias_grad, BiasGradDesc};
 use crate::ops::crossentropy::{bind_crossentropy, CrossEntropyDesc};
+use crate::ops::dropout::{bind_dropout, DropoutDesc};
 use crate::ops::embedding::{bind_embedding_backward, bind_embedding_forward, EmbeddingDesc};
 use crate::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
 use crate::ops::layernorm::{
@@ -19,6 +20,7 @@ use crate::ops::layernorm::{
 use crate::ops::residual::bind_residual_forward;
 use crate::ops::{BoundOp, View};
 use crate::{GpuContext, GpuError, PipelineRegistry};
+use tinygpt_core::model::Site;
 use tinygpt_core::{ModelConfig, ParamKind, ParamLayout};
 use ParamKind::*;
 
@@ -81,7 +83,10 @@ pub fn bind_linear<'a>(
 
 /// Binds the forward pass from `inputs` to `logits`; with `targets`, also
 /// the per-row and mean loss, and (when `dlogits` is wanted) its gradient.
-/// Forward linears read `f16` weights when given (see [`bind_linear`]).
+/// Forward linears read `f16` weights when given (see [`bind_linear`]);
+/// `dropout` (training only) masks the embedding output and each residual
+/// branch before its add.
+#[allow(clippy::too_many_arguments)]
 pub fn bind_forward(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
@@ -90,6 +95,7 @@ pub fn bind_forward(
     a: &Acts,
     with_loss_grad: bool,
     f16: Option<F16Weights<'_>>,
+    dropout: Option<DropoutDesc<'_>>,
 ) -> Result<Vec<BoundOp>, GpuError> {
     let (b, t, c, v) = (a.b, a.t, cfg.d_model, cfg.vocab_size);
     let n = b * t;
@@ -101,6 +107,13 @@ pub fn bind_forward(
         v: u(v),
         t_max: u(cfg.block_size),
     };
+    // With dropout the embedding goes through `proj` (free until the first
+    // attention projection) and its mask into the stream.
+    let encoded = if dropout.is_some() {
+        &a.proj
+    } else {
+        &a.res[0]
+    };
     ops.push(
         bind_embedding_forward(
             ctx,
@@ -109,11 +122,28 @@ pub fn bind_forward(
             &a.inputs,
             params.at(TokEmb, 0),
             params.at(PosEmb, 0),
-            &a.res[0],
+            encoded,
             None,
         )?
         .into(),
     );
+    let nc = u(n * c);
+    // `out = base + branch`, through the branch's dropout mask when training with it.
+    let residual = |reg: &mut PipelineRegistry,
+                    site: Site,
+                    base: &wgpu::Buffer,
+                    branch: &wgpu::Buffer,
+                    out: &wgpu::Buffer|
+     -> Result<BoundOp, GpuError> {
+        Ok(match dropout {
+            Some(d) => bind_dropout(ctx, reg, d, site, nc, Some(base), branch, out)?,
+            None => bind_residual_forward(ctx, reg, nc, base, branch, out)?,
+        }
+        .into())
+    };
+    if let Some(d) = dropout {
+        ops.push(bind_dropout(ctx, reg, d, Site::Embedding, nc, None, &a.proj, &a.res[0])?.into());
+    }
     let ln = LayerNormDesc {
         n: u(n),
         c: u(c),
@@ -162,7 +192,7 @@ pub fn bind_forward(
             (AttnProjW, AttnProjB, l),
             &a.proj,
         )?);
-        ops.push(bind_residual_forward(ctx, reg, u(n * c), x, &a.proj, &blk.res2)?.into());
+        ops.push(residual(reg, Site::AttnProj(l), x, &a.proj, &blk.res2)?);
         ops.push(
             bind_layernorm_forward(
                 ctx,
@@ -198,9 +228,13 @@ pub fn bind_forward(
             (FcProjW, FcProjB, l),
             &a.proj,
         )?);
-        ops.push(
-            bind_residual_forward(ctx, reg, u(n * c), &blk.res2, &a.proj, &a.res[l + 1])?.into(),
-        );
+        ops.push(residual(
+            reg,
+            Site::Mlp(l),
+            &blk.res2,
+            &a.proj,
+            &a.res[l + 1],
+        )?);
     }
     let last = &a.res[cfg.n_layer];
     ops.push(
@@ -251,7 +285,8 @@ pub fn bind_forward(
 }
 
 /// Binds the backward pass from `dlogits` into `grads` (which the step
-/// zeroes first: every parameter gradient accumulates).
+/// zeroes first: every parameter gradient accumulates), through the masks of
+/// the forward's `dropout`.
 pub fn bind_backward(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
@@ -259,6 +294,7 @@ pub fn bind_backward(
     params: &Flat<'_>,
     grads: &Flat<'_>,
     a: &Acts,
+    dropout: Option<DropoutDesc<'_>>,
 ) -> Result<Vec<BoundOp>, GpuError> {
     let (b, t, c, v) = (a.b, a.t, cfg.d_model, cfg.vocab_size);
     let n = b * t;
@@ -388,13 +424,30 @@ pub fn bind_backward(
         )?);
         Ok(())
     };
+    let nc = u(n * c);
+    // A branch's output gradient: `dres` itself, or (with dropout) `dres`
+    // through the branch's mask into `proj`, free during the backward.
+    let branch_grad = |reg: &mut PipelineRegistry,
+                       ops: &mut Vec<BoundOp>,
+                       site: Site|
+     -> Result<&wgpu::Buffer, GpuError> {
+        Ok(match dropout {
+            Some(d) => {
+                ops.push(bind_dropout(ctx, reg, d, site, nc, None, &a.dres, &a.proj)?.into());
+                &a.proj
+            }
+            None => &a.dres,
+        })
+    };
     for l in (0..cfg.n_layer).rev() {
         let blk = &a.blocks[l];
-        // dres holds d res[l+1]; through the MLP residual it is also d fc_proj's output.
+        // dres holds d res[l+1]; through the MLP residual (and its mask) it
+        // is also d fc_proj's output.
+        let dy = branch_grad(reg, &mut ops, Site::Mlp(l))?;
         linear_backward(
             reg,
             &mut ops,
-            &a.dres,
+            dy,
             &blk.fch_gelu,
             &a.dfch_gelu,
             FcProjW,
@@ -443,8 +496,9 @@ pub fn bind_backward(
                 db: grads.at(Ln2B, l),
             },
         )?);
+        let dy = branch_grad(reg, &mut ops, Site::AttnProj(l))?;
         linear_backward(
-            reg, &mut ops, &a.dres, &blk.atty, &a.datty, AttnProjW, AttnProjB, l, c, c,
+            reg, &mut ops, dy, &blk.atty, &a.datty, AttnProjW, AttnProjB, l, c, c,
         )?;
         let att = AttentionDesc {
             b: u(b),
@@ -504,12 +558,13 @@ pub fn bind_backward(
         v: u(v),
         t_max: u(cfg.block_size),
     };
+    let dy = branch_grad(reg, &mut ops, Site::Embedding)?;
     ops.push(bind_embedding_backward(
         ctx,
         reg,
         emb,
         &a.inputs,
-        &a.dres,
+        dy,
         grads.at(TokEmb, 0),
         grads.at(PosEmb, 0),
     )?);

@@ -18,6 +18,7 @@ use crate::gate::f16w::{bind_pack_f16, pack_cpu, packed_words};
 use crate::gate::{F16Storage, FastPaths, Fault};
 use crate::kernel::BoundKernel;
 use crate::ops::adamw::{bind_adamw, decay_mask, AdamWBuffers, OptState, StepScalars};
+use crate::ops::dropout::DropoutDesc;
 use crate::ops::grad_norm::bind_grad_norm;
 use crate::ops::BoundOp;
 use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
@@ -307,9 +308,15 @@ impl GpuModel {
                 layout: &self.layout,
             };
             let f16 = self.train_f16();
-            let mut train = bind_forward(ctx, reg, &self.cfg, &params, &acts, true, f16)?;
-            train.extend(bind_backward(ctx, reg, &self.cfg, &params, &grads, &acts)?);
-            let eval = bind_forward(ctx, reg, &self.cfg, &params, &acts, false, f16)?;
+            let dropout = (self.train_cfg.dropout > 0.0).then_some(DropoutDesc {
+                p: self.train_cfg.dropout,
+                seed: self.train_cfg.seed,
+                state: &self.opt_state,
+            });
+            let (cfg, a) = (&self.cfg, &acts);
+            let mut train = bind_forward(ctx, reg, cfg, &params, a, true, f16, dropout)?;
+            train.extend(bind_backward(ctx, reg, cfg, &params, &grads, a, dropout)?);
+            let eval = bind_forward(ctx, reg, cfg, &params, a, false, f16, None)?;
             let optimizer = self.bind_optimizer(ctx, reg)?;
             self.graph = Some(Graph {
                 acts,
@@ -354,6 +361,11 @@ impl GpuModel {
         reg: &mut PipelineRegistry,
         cfg: TrainConfig,
     ) -> Result<(), GpuError> {
+        // The training graph binds the dropout rate and seed: rebind it on
+        // its next step if they change.
+        if (cfg.dropout, cfg.seed) != (self.train_cfg.dropout, self.train_cfg.seed) {
+            self.graph = None;
+        }
         self.train_cfg = cfg;
         if self.graph.is_some() {
             let optimizer = self.bind_optimizer(ctx, reg)?;

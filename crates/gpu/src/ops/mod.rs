@@ -3,6 +3,7 @@ pub mod attention;
 pub mod bias_grad;
 pub mod common;
 pub mod crossentropy;
+pub mod dropout;
 pub mod embedding;
 pub mod gelu;
 pub mod grad_norm;
