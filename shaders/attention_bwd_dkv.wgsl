@@ -3,8 +3,8 @@
 //
 // For each key row s, over the queries t ≥ s that can see it:
 //   p_ts  = exp(scale·q_t·k_s − lse_t)      (recomputed, never stored)
-//   dv_s  = Σ_t p_ts dout_t
-//   ds_ts = p_ts (dout_t · v_s − D_t)
+//   dv_s  = Σ_t p_ts z_ts dout_t        (z_ts: the forward's dropout factor)
+//   ds_ts = p_ts (z_ts dout_t · v_s − D_t)
 //   dk_s  = scale Σ_t ds_ts q_t
 // Written into the K and V columns of dqkv, overwriting them. Every sum has
 // a fixed order: deterministic, no atomics.
@@ -25,6 +25,19 @@ struct Params {
     scale: f32,
     _pad0: u32,
     _pad1: u32,
+    // Dropout on the attention weights (training only; threshold 0: none):
+    // weight (t, s) of head h in sequence b is scaled by drop_scale when
+    // mix32(key ^ mix32(((b·NH + h)·T + t)·T + s)) ≥ threshold, else 0,
+    // with key = mix32(mix32(mix32(seed_lo ^ mix32(seed_hi)) ^ step) ^ site)
+    // and step = state[0], as tinygpt_core::model::Dropout computes it.
+    site: u32,
+    threshold: u32,
+    seed_lo: u32,
+    seed_hi: u32,
+    drop_scale: f32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -33,6 +46,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> lse: array<f32>;
 @group(0) @binding(4) var<storage, read> delta: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dqkv: array<f32>;
+// ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
+@group(0) @binding(6) var<storage, read> state: array<u32>;
 
 const BK: u32 = 16u;
 const BQ: u32 = 32u;
@@ -53,6 +68,27 @@ fn sw(j: u32, d4: u32) -> u32 {
 
 fn pw(r: u32, j4: u32) -> u32 {
     return r * 8u + (j4 ^ (r & 7u));
+}
+
+// lowbias32, as tinygpt_core::model::dropout::mix32.
+fn mix32(v: u32) -> u32 {
+    var x = v;
+    x ^= x >> 16u;
+    x *= 0x7feb352du;
+    x ^= x >> 15u;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16u);
+}
+
+// The key of this step's mask (see Params).
+fn drop_key() -> u32 {
+    return mix32(mix32(mix32(p.seed_lo ^ mix32(p.seed_hi)) ^ state[0]) ^ p.site);
+}
+
+// The dropout factor of weight (query t, key s) of head h, sequence b.
+fn drop1(key: u32, b: u32, h: u32, t: u32, s: u32) -> f32 {
+    let i = ((b * p.nh + h) * p.t + t) * p.t + s;
+    return select(0.0, p.drop_scale, mix32(key ^ mix32(i)) >= p.threshold);
 }
 
 fn qkv_at(i: u32, ok: bool) -> f32 {
@@ -181,8 +217,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let row_d = vec4<f32>(d_sh[j], d_sh[j + 1u], d_sh[j + 2u], d_sh[j + 3u]);
         let pr = select(vec4<f32>(0.0), exp(sc - row_lse), visible);
         // k_sh and v_sh were last read before the barrier above.
-        k_sh[pw(r, kq)] = pr;
-        v_sh[pw(r, kq)] = pr * (dp - row_d);
+        // Weights of (query 4kq + i, key s): one factor per query row.
+        var z = vec4<f32>(1.0);
+        if (p.threshold != 0u) {
+            let key = drop_key();
+            z = vec4<f32>(
+                drop1(key, b, h, queries.x, s),
+                drop1(key, b, h, queries.y, s),
+                drop1(key, b, h, queries.z, s),
+                drop1(key, b, h, queries.w, s),
+            );
+        }
+        k_sh[pw(r, kq)] = pr * z;
+        v_sh[pw(r, kq)] = pr * (dp * z - row_d);
         workgroupBarrier();
 
         // dv += p · dout, dk += ds · q, chunk by chunk from the last (still

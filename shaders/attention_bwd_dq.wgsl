@@ -2,7 +2,7 @@
 //
 // With p_ts = exp(scale·q_t·k_s − lse_t) recomputed from the forward's lse,
 //   D_t   = dout_t · out_t            (= Σ_s p_ts dp_ts, the softmax row term)
-//   dp_ts = dout_t · v_s
+//   dp_ts = z_ts dout_t · v_s          (z_ts: the forward's dropout factor)
 //   ds_ts = p_ts (dp_ts − D_t)
 //   dq_t  = scale Σ_{s≤t} ds_ts k_s
 // This kernel writes dq_t into the Q columns of dqkv (overwriting them) and
@@ -24,6 +24,19 @@ struct Params {
     scale: f32,
     _pad0: u32,
     _pad1: u32,
+    // Dropout on the attention weights (training only; threshold 0: none):
+    // weight (t, s) of head h in sequence b is scaled by drop_scale when
+    // mix32(key ^ mix32(((b·NH + h)·T + t)·T + s)) ≥ threshold, else 0,
+    // with key = mix32(mix32(mix32(seed_lo ^ mix32(seed_hi)) ^ step) ^ site)
+    // and step = state[0], as tinygpt_core::model::Dropout computes it.
+    site: u32,
+    threshold: u32,
+    seed_lo: u32,
+    seed_hi: u32,
+    drop_scale: f32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -33,6 +46,8 @@ struct Params {
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
 @group(0) @binding(5) var<storage, read_write> delta: array<f32>;
 @group(0) @binding(6) var<storage, read_write> dqkv: array<f32>;
+// ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
+@group(0) @binding(7) var<storage, read> state: array<u32>;
 
 const BR: u32 = 16u;
 const BC: u32 = 32u;
@@ -54,6 +69,41 @@ fn sw(j: u32, d4: u32) -> u32 {
 
 fn pw(r: u32, j4: u32) -> u32 {
     return r * 8u + (j4 ^ (r & 7u));
+}
+
+// lowbias32, as tinygpt_core::model::dropout::mix32.
+fn mix32(v: u32) -> u32 {
+    var x = v;
+    x ^= x >> 16u;
+    x *= 0x7feb352du;
+    x ^= x >> 15u;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16u);
+}
+
+// The key of this step's mask (see Params).
+fn drop_key() -> u32 {
+    return mix32(mix32(mix32(p.seed_lo ^ mix32(p.seed_hi)) ^ state[0]) ^ p.site);
+}
+
+// The dropout factor of weight (query t, key s) of head h, sequence b.
+fn drop1(key: u32, b: u32, h: u32, t: u32, s: u32) -> f32 {
+    let i = ((b * p.nh + h) * p.t + t) * p.t + s;
+    return select(0.0, p.drop_scale, mix32(key ^ mix32(i)) >= p.threshold);
+}
+
+// The factors of weights (t, keys): all 1 without dropout.
+fn drop4(b: u32, h: u32, t: u32, keys: vec4<u32>) -> vec4<f32> {
+    if (p.threshold == 0u) {
+        return vec4<f32>(1.0);
+    }
+    let key = drop_key();
+    return vec4<f32>(
+        drop1(key, b, h, t, keys.x),
+        drop1(key, b, h, t, keys.y),
+        drop1(key, b, h, t, keys.z),
+        drop1(key, b, h, t, keys.w),
+    );
 }
 
 fn qkv_at(i: u32, ok: bool) -> f32 {
@@ -194,7 +244,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let keys = vec4<u32>(s0 + 4u * kq) + vec4<u32>(0u, 1u, 2u, 3u);
         let visible = (keys <= vec4<u32>(t)) & (keys < vec4<u32>(p.t));
         let pr = select(vec4<f32>(0.0), exp(sc - vec4<f32>(row_lse)), visible);
-        ds_sh[pw(r, kq)] = pr * (dp - vec4<f32>(big_d));
+        ds_sh[pw(r, kq)] = pr * (dp * drop4(b, h, t, keys) - vec4<f32>(big_d));
         workgroupBarrier();
 
         // dq += ds · K, chunk by chunk from the last (still in k_sh).

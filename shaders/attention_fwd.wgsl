@@ -2,10 +2,11 @@
 //
 // qkv (B,T,3C): Q in columns [0,C), K in [C,2C), V in [2C,3C); head h owns
 // columns [h·HS, (h+1)·HS) of each part. For every query row t:
-//   out_t = Σ_{s≤t} softmax_s(scale·q_t·k_s) v_s       written to out (B,T,C)
+//   out_t = Σ_{s≤t} softmax_s(scale·q_t·k_s) z_ts v_s  written to out (B,T,C)
 //   lse_t = log Σ_{s≤t} exp(scale·q_t·k_s)             written to lse (B,NH,T)
 // The softmax is online: per key tile a running max m and sum l, and the
 // output rescaled by exp(m_old − m_new). Everything accumulates in f32.
+// z_ts is the dropout factor of the weight (see Params), 1 when not training.
 //
 // One workgroup = one (b, h) and BR = 16 query rows, 128 threads: 8 per row.
 // Keys come BC = 32 at a time, and the head dims in chunks of 32 (up to 4
@@ -25,12 +26,27 @@ struct Params {
     scale: f32,
     _pad0: u32,
     _pad1: u32,
+    // Dropout on the attention weights (training only; threshold 0: none):
+    // weight (t, s) of head h in sequence b is scaled by drop_scale when
+    // mix32(key ^ mix32(((b·NH + h)·T + t)·T + s)) ≥ threshold, else 0,
+    // with key = mix32(mix32(mix32(seed_lo ^ mix32(seed_hi)) ^ step) ^ site)
+    // and step = state[0], as tinygpt_core::model::Dropout computes it.
+    site: u32,
+    threshold: u32,
+    seed_lo: u32,
+    seed_hi: u32,
+    drop_scale: f32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<storage, read_write> lse: array<f32>;
+// ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
+@group(0) @binding(4) var<storage, read> state: array<u32>;
 
 const BR: u32 = 16u;
 const BC: u32 = 32u;
@@ -59,6 +75,41 @@ fn sw(j: u32, d4: u32) -> u32 {
 // Swizzled row r of a 16-row tile of key weights.
 fn pw(r: u32, j4: u32) -> u32 {
     return r * 8u + (j4 ^ (r & 7u));
+}
+
+// lowbias32, as tinygpt_core::model::dropout::mix32.
+fn mix32(v: u32) -> u32 {
+    var x = v;
+    x ^= x >> 16u;
+    x *= 0x7feb352du;
+    x ^= x >> 15u;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16u);
+}
+
+// The key of this step's mask (see Params).
+fn drop_key() -> u32 {
+    return mix32(mix32(mix32(p.seed_lo ^ mix32(p.seed_hi)) ^ state[0]) ^ p.site);
+}
+
+// The dropout factor of weight (query t, key s) of head h, sequence b.
+fn drop1(key: u32, b: u32, h: u32, t: u32, s: u32) -> f32 {
+    let i = ((b * p.nh + h) * p.t + t) * p.t + s;
+    return select(0.0, p.drop_scale, mix32(key ^ mix32(i)) >= p.threshold);
+}
+
+// The factors of weights (t, keys): all 1 without dropout.
+fn drop4(b: u32, h: u32, t: u32, keys: vec4<u32>) -> vec4<f32> {
+    if (p.threshold == 0u) {
+        return vec4<f32>(1.0);
+    }
+    let key = drop_key();
+    return vec4<f32>(
+        drop1(key, b, h, t, keys.x),
+        drop1(key, b, h, t, keys.y),
+        drop1(key, b, h, t, keys.z),
+        drop1(key, b, h, t, keys.w),
+    );
 }
 
 fn at(i: u32, ok: bool) -> f32 {
@@ -159,7 +210,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
             m_new = max(m_new, red_m[r * 8u + i]);
         }
         let e = exp(sc - vec4<f32>(m_new));
-        p_sh[pw(r, kq)] = e;
+        // The sum keeps every weight; the values see the dropped ones.
+        p_sh[pw(r, kq)] = e * drop4(b, h, t, keys);
         red_l[tid] = (e.x + e.y) + (e.z + e.w);
         workgroupBarrier();
         var sum = 0.0;

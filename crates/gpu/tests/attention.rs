@@ -4,7 +4,10 @@
 //! decode step against the full forward.
 
 use std::sync::MutexGuard;
-use tinygpt_core::model::layers::{attention_backward, attention_forward};
+use tinygpt_core::model::layers::{
+    attention_backward, attention_backward_masked, attention_forward, attention_forward_masked,
+};
+use tinygpt_core::model::{Dropout, Site};
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
@@ -14,6 +17,7 @@ use tinygpt_gpu::ops::attention::{
     decode_position_buffer, set_decode_position, AttentionBackwardBuffers, AttentionDesc,
     DecodeDesc, KvCache,
 };
+use tinygpt_gpu::ops::dropout::DropoutDesc;
 use tinygpt_gpu::testing::TestGpu;
 use tinygpt_gpu::PipelineRegistry;
 
@@ -91,12 +95,33 @@ fn cpu_lse(d: AttentionDesc, qkv: &[f32]) -> Vec<f64> {
 
 /// Runs the GPU forward: `(out, lse)`.
 fn gpu_forward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    gpu_forward_dropout(gpu, d, qkv, None)
+}
+
+/// The optimiser-state buffer whose first word, the step, the dropout
+/// kernels read.
+fn step_buffer(gpu: &TestGpu, step: u32) -> wgpu::Buffer {
+    gpu.ctx
+        .upload_bytes("opt_state", bytemuck::cast_slice(&[step, 0, 0, 0]))
+        .unwrap()
+}
+
+fn gpu_forward_dropout(
+    gpu: &TestGpu,
+    d: AttentionDesc,
+    qkv: &[f32],
+    drop: Option<Dropout>,
+) -> (Vec<f32>, Vec<f32>) {
     let ctx = &gpu.ctx;
     let mut reg = registry(gpu);
     let qkv_buf = ctx.upload("qkv", qkv).unwrap();
     let out = ctx.zeros("out", d.out_len() as usize).unwrap();
     let lse = ctx.zeros("lse", d.lse_len() as usize).unwrap();
-    let k = bind_attention_forward(ctx, &mut reg, d, &qkv_buf, &out, &lse).unwrap();
+    let state = drop.map(|dr| step_buffer(gpu, dr.step));
+    let mask = drop
+        .zip(state.as_ref())
+        .map(|(dr, state)| (desc(dr, state), SITE));
+    let k = bind_attention_forward(ctx, &mut reg, d, &qkv_buf, &out, &lse, mask).unwrap();
     submit(ctx, "attention_fwd", &[&k]);
     pollster::block_on(async {
         (
@@ -109,7 +134,21 @@ fn gpu_forward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32]) -> (Vec<f32>, Vec<f
 /// Runs the GPU forward then backward in one pass; `dqkv` starts as junk
 /// so that any element the backward fails to overwrite shows.
 fn gpu_backward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32]) -> Vec<f32> {
+    gpu_backward_dropout(gpu, d, qkv, dout, None)
+}
+
+fn gpu_backward_dropout(
+    gpu: &TestGpu,
+    d: AttentionDesc,
+    qkv: &[f32],
+    dout: &[f32],
+    drop: Option<Dropout>,
+) -> Vec<f32> {
     let ctx = &gpu.ctx;
+    let state = drop.map(|dr| step_buffer(gpu, dr.step));
+    let mask = drop
+        .zip(state.as_ref())
+        .map(|(dr, state)| (desc(dr, state), SITE));
     let mut reg = registry(gpu);
     let qkv_buf = ctx.upload("qkv", qkv).unwrap();
     let dout_buf = ctx.upload("dout", dout).unwrap();
@@ -118,7 +157,7 @@ fn gpu_backward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32]) -> V
     let dqkv = ctx
         .upload("dqkv", &vec![1e3; d.qkv_len() as usize])
         .unwrap();
-    let fwd = bind_attention_forward(ctx, &mut reg, d, &qkv_buf, &out, &lse).unwrap();
+    let fwd = bind_attention_forward(ctx, &mut reg, d, &qkv_buf, &out, &lse, mask).unwrap();
     let bufs = AttentionBackwardBuffers {
         qkv: &qkv_buf,
         out: &out,
@@ -126,7 +165,7 @@ fn gpu_backward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32]) -> V
         lse: &lse,
         dqkv: &dqkv,
     };
-    let bwd = bind_attention_backward(ctx, &mut reg, d, bufs).unwrap();
+    let bwd = bind_attention_backward(ctx, &mut reg, d, bufs, mask).unwrap();
     submit(ctx, "attention_fwd_bwd", &[&fwd, &bwd[0], &bwd[1]]);
     pollster::block_on(ctx.read_f32(&dqkv, d.qkv_len() as usize)).unwrap()
 }
@@ -196,6 +235,51 @@ fn backward_matches_cpu_reference() {
         let qkv = random(&mut rng, d.qkv_len());
         let dout = random(&mut rng, d.out_len());
         check_backward(gpu, d, &qkv, &dout, 1e-5);
+    }
+}
+
+/// The layer whose attention-weight mask the dropout tests draw.
+const SITE: Site = Site::Attention(1);
+
+fn desc(d: Dropout, state: &wgpu::Buffer) -> DropoutDesc<'_> {
+    DropoutDesc {
+        p: d.p,
+        seed: d.seed,
+        state,
+    }
+}
+
+/// Dropout on the attention weights: the forward output and every gradient
+/// match the reference with the same mask (seed, step, site), over every
+/// tiling case; another step draws another mask.
+#[test]
+fn dropout_on_the_weights_matches_the_masked_reference() {
+    let gpu = gpu_or_skip!();
+    for (i, &d) in SHAPES.iter().enumerate() {
+        let mut rng = Rng::new(700 + i as u64);
+        let qkv = random(&mut rng, d.qkv_len());
+        let dout = random(&mut rng, d.out_len());
+        let (b, t, c, nh) = (d.b as usize, d.t as usize, d.c as usize, d.nh as usize);
+        let drop = Dropout {
+            p: 0.3,
+            seed: 0x1234_5678_9abc,
+            step: 11 + i as u32,
+        };
+        let mask = Some(drop.mask(SITE));
+        let mut want = vec![0.0; b * t * c];
+        let mut att = vec![0.0; b * nh * t * t];
+        attention_forward_masked(&mut want, &mut att, &to_f64(&qkv), b, t, c, nh, mask);
+        let (got, _) = gpu_forward_dropout(gpu, d, &qkv, Some(drop));
+        let atol = 4e-6 * (d.t as f64).sqrt();
+        assert_close(&format!("out {d:?}"), &got, &to_f32(&want), atol, 1e-5);
+        let (plain, _) = gpu_forward(gpu, d, &qkv);
+        assert_ne!(got, plain, "{d:?}: the mask changed nothing");
+
+        let mut want = vec![0.0; d.qkv_len() as usize];
+        let (dy, x) = (to_f64(&dout), to_f64(&qkv));
+        attention_backward_masked(&mut want, &dy, &x, &att, b, t, c, nh, mask);
+        let got = gpu_backward_dropout(gpu, d, &qkv, &dout, Some(drop));
+        assert_close(&format!("dqkv {d:?}"), &got, &to_f32(&want), atol, 1e-5);
     }
 }
 
@@ -291,7 +375,8 @@ fn bad_shapes_are_errors_not_panics() {
     let mut reg = registry(gpu);
     let big = ctx.zeros("big", 1 << 16).unwrap();
     let small = ctx.zeros("small", 4).unwrap();
-    let fwd = |reg: &mut _, d, qkv| bind_attention_forward(ctx, reg, d, qkv, &big, &big).is_err();
+    let fwd =
+        |reg: &mut _, d, qkv| bind_attention_forward(ctx, reg, d, qkv, &big, &big, None).is_err();
     assert!(
         !fwd(&mut reg, shape(2, 7, 12, 3), &big),
         "a valid shape binds"

@@ -1,5 +1,6 @@
-//! Dropout on the residual branches (nanoGPT's `resid_dropout`) and on the
-//! embedding output, with masks that are a pure function of
+//! Dropout as nanoGPT has it — on the embedding output, on the attention
+//! weights (`attn_dropout`) and on each residual branch (`resid_dropout`) —
+//! with masks that are a pure function of
 //! `(seed, step, site, element)`: no mask is stored, the backward recomputes
 //! it, and `shaders/dropout.wgsl` computes the very same bits, so the GPU
 //! and this reference drop the same elements.
@@ -10,12 +11,13 @@
 
 use super::float::Float;
 
-/// Which tensor a mask belongs to: the embedding output, or the output of
-/// layer `l`'s attention projection or MLP projection (before its residual
-/// add).
+/// Which tensor a mask belongs to: the embedding output, layer `l`'s
+/// attention weights `(B, NH, T, T)`, or the output of its attention
+/// projection or MLP projection (before the residual add).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Site {
     Embedding,
+    Attention(usize),
     AttnProj(usize),
     Mlp(usize),
 }
@@ -27,6 +29,7 @@ impl Site {
             Site::Embedding => 0,
             Site::AttnProj(l) => 1 + 2 * l as u32,
             Site::Mlp(l) => 2 + 2 * l as u32,
+            Site::Attention(l) => 0x8000_0000 | l as u32,
         }
     }
 }
@@ -82,18 +85,40 @@ impl Dropout {
         mix32(key ^ mix32(i)) >= threshold
     }
 
+    /// The mask of `site` this step.
+    pub fn mask(&self, site: Site) -> Mask {
+        Mask {
+            key: Self::key(self.seed, self.step, site.id()),
+            threshold: Self::threshold(self.p),
+            scale: Self::scale(self.p),
+        }
+    }
+
     /// `x ← mask ∘ x / (1 − p)` for `site` (its forward and, applied to a
     /// gradient, its backward).
     pub fn apply<F: Float>(&self, site: Site, x: &mut [F]) {
-        let key = Self::key(self.seed, self.step, site.id());
-        let threshold = Self::threshold(self.p);
-        let scale = F::of(Self::scale(self.p) as f64);
+        let mask = self.mask(site);
         for (i, v) in x.iter_mut().enumerate() {
-            *v = if Self::keeps(key, threshold, i as u32) {
-                *v * scale
-            } else {
-                F::ZERO
-            };
+            *v *= mask.factor(i as u32);
+        }
+    }
+}
+
+/// One site's mask in one step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mask {
+    pub key: u32,
+    pub threshold: u32,
+    pub scale: f32,
+}
+
+impl Mask {
+    /// What element `i` is multiplied by: `1 / (1 − p)` if kept, else 0.
+    pub fn factor<F: Float>(&self, i: u32) -> F {
+        if Dropout::keeps(self.key, self.threshold, i) {
+            F::of(self.scale as f64)
+        } else {
+            F::ZERO
         }
     }
 }

@@ -9,6 +9,7 @@
 //! zeroes them once, a residual branch's gradient is simply added into the
 //! stream's, and the tied token embedding collects both of its uses.
 
+use super::dropout::Mask;
 use super::float::{axpy, dot, Float};
 
 /// LayerNorm ε, as in GPT-2 and PyTorch's default.
@@ -164,6 +165,24 @@ pub fn attention_forward<F: Float>(
     c: usize,
     nh: usize,
 ) {
+    attention_forward_masked(out, att, qkv, b, t, c, nh, None);
+}
+
+/// [`attention_forward`] with dropout on the attention weights: element
+/// `((b·NH + h)·T + t)·T + s` of `mask` scales `p_ts` in the weighted sum
+/// of values. `att` keeps the weights before the mask (the backward
+/// recomputes it).
+#[allow(clippy::too_many_arguments)]
+pub fn attention_forward_masked<F: Float>(
+    out: &mut [F], // (B,T,C)
+    att: &mut [F], // (B,NH,T,T)
+    qkv: &[F],     // (B,T,3C)
+    b: usize,
+    t: usize,
+    c: usize,
+    nh: usize,
+    mask: Option<Mask>,
+) {
     let hs = c / nh;
     let scale = F::of(1.0 / (hs as f64).sqrt());
     let at =
@@ -189,8 +208,10 @@ pub fn attention_forward<F: Float>(
                 p[ti + 1..].fill(F::ZERO);
                 let y = &mut out[(bi * t + ti) * c + h * hs..][..hs];
                 y.fill(F::ZERO);
+                let row = ((bi * nh + h) * t + ti) * t;
                 for s in 0..=ti {
-                    axpy(y, p[s], &qkv[at(bi, s, 2, h)..][..hs]);
+                    let z = mask.map_or(F::ONE, |m| m.factor((row + s) as u32));
+                    axpy(y, p[s] * z, &qkv[at(bi, s, 2, h)..][..hs]);
                 }
             }
         }
@@ -212,6 +233,24 @@ pub fn attention_backward<F: Float>(
     c: usize,
     nh: usize,
 ) {
+    attention_backward_masked(dqkv, dout, qkv, att, b, t, c, nh, None);
+}
+
+/// [`attention_backward`] through the forward's weight mask `z`: the value
+/// weights were `p z`, so `dv_s += p_s z_s dy` and `dp_s = z_s dy·v_s`;
+/// the softmax closed form is unchanged (`Σ_r p_r dp_r = dy·y` still).
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward_masked<F: Float>(
+    dqkv: &mut [F], // (B,T,3C)
+    dout: &[F],     // (B,T,C)
+    qkv: &[F],      // (B,T,3C)
+    att: &[F],      // (B,NH,T,T)
+    b: usize,
+    t: usize,
+    c: usize,
+    nh: usize,
+    mask: Option<Mask>,
+) {
     let hs = c / nh;
     let scale = F::of(1.0 / (hs as f64).sqrt());
     let at =
@@ -223,10 +262,12 @@ pub fn attention_backward<F: Float>(
             for ti in 0..t {
                 let p = &att[((bi * nh + h) * t + ti) * t..][..t];
                 let dy = &dout[(bi * t + ti) * c + h * hs..][..hs];
+                let row = ((bi * nh + h) * t + ti) * t;
                 for s in 0..=ti {
+                    let z = mask.map_or(F::ONE, |m| m.factor((row + s) as u32));
                     let v = at(bi, s, 2, h);
-                    dp[s] = dot(dy, &qkv[v..][..hs]);
-                    axpy(&mut dqkv[v..][..hs], p[s], dy);
+                    dp[s] = dot(dy, &qkv[v..][..hs]) * z;
+                    axpy(&mut dqkv[v..][..hs], p[s] * z, dy);
                 }
                 let pdp = (0..=ti).fold(F::ZERO, |acc, s| acc + p[s] * dp[s]);
                 let q = at(bi, ti, 0, h);

@@ -31,7 +31,7 @@ use crate::params::{ParamKind, ParamLayout};
 use crate::rng::Rng;
 use activations::BackwardScratch;
 pub use activations::{Activations, BlockActivations};
-pub use dropout::{Dropout, Site};
+pub use dropout::{Dropout, Mask, Site};
 pub use float::{axpy, dot, erf, Float};
 use layers::*;
 use ParamKind::*;
@@ -304,7 +304,8 @@ impl<F: Float> Gpt<F> {
             p(Ln1B),
         );
         matmul_forward(&mut a.qkv, &a.ln1, p(QkvW), Some(p(QkvB)), c, 3 * c);
-        attention_forward(&mut a.atty, &mut a.att, &a.qkv, b, t, c, nh);
+        let mask = dropout.map(|d| d.mask(Site::Attention(l)));
+        attention_forward_masked(&mut a.atty, &mut a.att, &a.qkv, b, t, c, nh, mask);
         matmul_forward(proj, &a.atty, p(AttnProjW), Some(p(AttnProjB)), c, c);
         if let Some(d) = dropout {
             d.apply(Site::AttnProj(l), proj);
@@ -444,7 +445,18 @@ impl<F: Float> Gpt<F> {
             c,
             c,
         );
-        attention_backward(&mut s.dqkv, &s.datty, &a.qkv, &a.att, acts.b, acts.t, c, nh);
+        let mask = acts.dropout.map(|d| d.mask(Site::Attention(l)));
+        attention_backward_masked(
+            &mut s.dqkv,
+            &s.datty,
+            &a.qkv,
+            &a.att,
+            acts.b,
+            acts.t,
+            c,
+            nh,
+            mask,
+        );
         s.dln.fill(F::ZERO);
         let (dw, db) = self.grad_pair(grads, QkvW, QkvB, l);
         matmul_backward(&mut s.dln, dw, Some(db), &s.dqkv, &a.ln1, p(QkvW), c, 3 * c);

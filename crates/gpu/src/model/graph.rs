@@ -181,7 +181,10 @@ pub fn bind_forward(
             c: u(c),
             nh: u(cfg.n_head),
         };
-        ops.push(bind_attention_forward(ctx, reg, att, &blk.qkv, &blk.atty, &blk.lse)?.into());
+        let att_drop = dropout.map(|d| (d, Site::Attention(l)));
+        ops.push(
+            bind_attention_forward(ctx, reg, att, &blk.qkv, &blk.atty, &blk.lse, att_drop)?.into(),
+        );
         ops.push(bind_linear(
             ctx,
             reg,
@@ -517,6 +520,7 @@ pub fn bind_backward(
                 lse: &blk.lse,
                 dqkv: &a.dqkv,
             },
+            dropout.map(|d| (d, Site::Attention(l))),
         )?;
         ops.push(BoundOp {
             kernels: att_ops,

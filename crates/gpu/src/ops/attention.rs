@@ -12,9 +12,11 @@
 //! Every kernel supports any `T ≥ 1`, `NH ≥ 1` and `1 ≤ HS ≤ 128`
 //! ([`MAX_HEAD_SIZE`]); all sums run in f32, in a fixed order, without atomics.
 
+use super::dropout::DropoutDesc;
 use crate::kernel::{bind_group, BoundKernel};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
+use tinygpt_core::model::{Dropout, Site};
 
 pub const ATTENTION_FWD: KernelSource = KernelSource {
     key: "attention_fwd_flash",
@@ -131,8 +133,19 @@ impl AttentionDesc {
         [self.t.div_ceil(ROWS_PER_WORKGROUP), self.nh, self.b]
     }
 
-    fn uniform_bytes(&self, hs: u32) -> [u8; 32] {
+    /// The kernels' uniform; with `dropout`, the mask of `site` on the
+    /// attention weights (threshold 0 turns it off).
+    fn uniform_bytes(&self, hs: u32, dropout: Option<(DropoutDesc<'_>, Site)>) -> [u8; 64] {
         let chunks = hs.div_ceil(HEAD_CHUNK);
+        let (site, threshold, seed, drop_scale) = match dropout {
+            Some((d, site)) => (
+                site.id(),
+                Dropout::threshold(d.p),
+                d.seed,
+                Dropout::scale(d.p),
+            ),
+            None => (0, 0, 0, 1.0),
+        };
         bytemuck::cast([
             self.t,
             self.c,
@@ -140,6 +153,14 @@ impl AttentionDesc {
             hs,
             chunks,
             scale(hs).to_bits(),
+            0,
+            0,
+            site,
+            threshold,
+            seed as u32,
+            (seed >> 32) as u32,
+            drop_scale.to_bits(),
+            0,
             0,
             0,
         ])
@@ -164,7 +185,8 @@ impl AttentionDesc {
 }
 
 /// Binds the forward: `qkv (B,T,3C)` → `out (B,T,C)`, `lse (B,NH,T)`.
-/// Both outputs are overwritten.
+/// Both outputs are overwritten. With `dropout` (training), the attention
+/// weights of `site` go through their mask before weighting the values.
 pub fn bind_attention_forward(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
@@ -172,18 +194,21 @@ pub fn bind_attention_forward(
     qkv: &wgpu::Buffer,
     out: &wgpu::Buffer,
     lse: &wgpu::Buffer,
+    dropout: Option<(DropoutDesc<'_>, Site)>,
 ) -> Result<BoundKernel, GpuError> {
     let hs = desc.validate(ctx)?;
     need(qkv, desc.qkv_len(), "qkv", &desc)?;
     need(out, desc.out_len(), "out", &desc)?;
     need(lse, desc.lse_len(), "lse", &desc)?;
     let pipeline = registry.get(&ctx.device, &ATTENTION_FWD);
-    let uniform = ctx.uniform("attention_fwd_params", &desc.uniform_bytes(hs));
+    let uniform = ctx.uniform("attention_fwd_params", &desc.uniform_bytes(hs, dropout));
+    // Without dropout the step counter is never read: any read-only buffer.
+    let state = dropout.map_or(qkv, |(d, _)| d.state);
     let bind_group = bind_group(
         &ctx.device,
         &pipeline,
         ATTENTION_FWD.key,
-        &[&uniform, qkv, out, lse],
+        &[&uniform, qkv, out, lse, state],
     );
     Ok(BoundKernel {
         key: ATTENTION_FWD.key,
@@ -212,12 +237,14 @@ pub struct AttentionBackwardBuffers<'a> {
 /// Binds the backward as two dispatches to record in the order returned:
 /// `attention_bwd_dq` writes the Q columns of `dqkv` and the row terms
 /// `D = dout·out (B,NH,T)` into a scratch buffer made here, then
-/// `attention_bwd_dkv` reads `D` and writes the K and V columns.
+/// `attention_bwd_dkv` reads `D` and writes the K and V columns. `dropout`
+/// must be the forward's.
 pub fn bind_attention_backward(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: AttentionDesc,
     bufs: AttentionBackwardBuffers<'_>,
+    dropout: Option<(DropoutDesc<'_>, Site)>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let hs = desc.validate(ctx)?;
     need(bufs.qkv, desc.qkv_len(), "qkv", &desc)?;
@@ -229,7 +256,8 @@ pub fn bind_attention_backward(
     // holds its resources by reference count, and on the web the GPUBindGroup
     // references the GPUBuffer.
     let delta = ctx.zeros("attention_delta", desc.lse_len() as usize)?;
-    let bytes = desc.uniform_bytes(hs);
+    let bytes = desc.uniform_bytes(hs, dropout);
+    let state = dropout.map_or(bufs.qkv, |(d, _)| d.state);
 
     let dq_pipeline = registry.get(&ctx.device, &ATTENTION_BWD_DQ);
     let dq_uniform = ctx.uniform("attention_bwd_dq_params", &bytes);
@@ -245,6 +273,7 @@ pub fn bind_attention_backward(
             bufs.lse,
             &delta,
             bufs.dqkv,
+            state,
         ],
     );
 
@@ -261,6 +290,7 @@ pub fn bind_attention_backward(
             bufs.lse,
             &delta,
             bufs.dqkv,
+            state,
         ],
     );
 
