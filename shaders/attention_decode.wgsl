@@ -1,7 +1,9 @@
 // Causal attention for one new query at position P = pos.x over the KV
-// cache (NH, T_max, HS) rows 0..=P (attention_kv_append.wgsl must have
-// written row P first). q is the Q part of the qkv row (3C); the output row
-// (C) has the heads concatenated, as in the forward.
+// cache (NH, T_max, HS) rows 0..=P. q, k, v are the parts of the new token's
+// qkv row (3C); each workgroup first appends its head's k and v as row P of
+// the caches (only this workgroup reads that head's rows, so a storage
+// barrier is all it takes), which saves a dispatch per layer and token. The
+// output row (C) has the heads concatenated, as in the forward.
 //
 // One workgroup per head, 256 threads. Positions go 256 at a time: thread j
 // scores position c0 + j; the chunk's max and sum are tree reductions; the
@@ -25,8 +27,8 @@ struct Params {
 // x: the query's position P; y, z, w unused.
 @group(0) @binding(1) var<uniform> pos: vec4<u32>;
 @group(0) @binding(2) var<storage, read> qkv: array<f32>;
-@group(0) @binding(3) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(4) var<storage, read> v_cache: array<f32>;
+@group(0) @binding(3) var<storage, read_write> k_cache: array<f32>;
+@group(0) @binding(4) var<storage, read_write> v_cache: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 const WG: u32 = 256u;
@@ -77,7 +79,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let last = min(pos.x, p.t_max - 1u);
     if (tid < hs) {
         q_sh[tid] = qkv[h * hs + tid] * p.scale;
+        let o = base + last * hs + tid;
+        k_cache[o] = qkv[p.c + h * hs + tid];
+        v_cache[o] = qkv[2u * p.c + h * hs + tid];
     }
+    storageBarrier();
     workgroupBarrier();
 
     let g = tid / 64u;

@@ -1,23 +1,30 @@
 // f32 GEMV, the M = 1 case of matmul.wgsl with B transposed (a linear
-// weight W (N, K), rows contiguous): c (N) = a (K) · Wᵀ [+ bias (N)] [+ c].
-// It serves one decoded token, where a 64×64 tile would leave 63 of its 64
-// rows idle.
+// weight W (N, K), rows contiguous): c (N) = a (K) · Wᵀ [+ bias (N)] [+ c],
+// with the LayerNorm prologue (`main_ln`) and GELU epilogue of
+// gemv_row.wgsl (appended to this source) for the decoder. It serves one
+// decoded token, where a 64×64 tile would leave 63 of its 64 rows idle.
 //
 // One workgroup = 8 output columns × 32 lanes. Lane i of column j reads
 // W[j, i], W[j, i + 32], … (a warp reads 128 neighbouring bytes of one row)
-// with eight loads in flight, then a fixed tree adds the 32 lanes. Every
-// product and sum is f32.
+// with eight loads in flight, rounds of 256 inputs while whole ones fit,
+// then a fixed tree adds the 32 lanes (gemv_row.wgsl). Every product and
+// sum is f32.
 
 struct Params {
     m: u32,
     k: u32,
     n: u32,
-    // bit 2: add bias, bit 3: accumulate into C (as matmul.wgsl)
+    // bit 2: add bias, bit 3: accumulate into C (as matmul.wgsl); bit 6:
+    // GELU epilogue (gemv_row.wgsl)
     flags: u32,
     a_off: u32,
     b_off: u32,
     bias_off: u32,
     c_off: u32,
+    ln_w_off: u32,
+    ln_b_off: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -28,15 +35,18 @@ struct Params {
 
 const LANES: u32 = 32u;
 const COLS: u32 = 8u;
-const HAS_BIAS: u32 = 4u;
-const ACCUMULATE: u32 = 8u;
+// Inputs per round of the loop: eight per lane.
+const BLOCK: u32 = 256u;
 
-var<workgroup> red: array<f32, 256>;
-
-// a[k + 32i] for i < 4.
+// Inputs k + 32i for i < 4.
 fn xs(k: u32) -> vec4<f32> {
     let o = p.a_off + k;
     return vec4<f32>(a[o], a[o + LANES], a[o + 2u * LANES], a[o + 3u * LANES]);
+}
+
+// Staged inputs i + 32j for j < 4 (`*_ln`).
+fn staged(i: u32) -> vec4<f32> {
+    return vec4<f32>(red[i], red[i + LANES], red[i + 2u * LANES], red[i + 3u * LANES]);
 }
 
 // W[col, k + 32i] for i < 4, the row starting at `row`.
@@ -45,46 +55,97 @@ fn ws(row: u32, k: u32) -> vec4<f32> {
     return vec4<f32>(b[o], b[o + LANES], b[o + 2u * LANES], b[o + 3u * LANES]);
 }
 
+fn column(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) -> u32 {
+    return (wg.y * nwg.x + wg.x) * COLS + lid.y;
+}
+
+// Where a column's weights start; a column past N reads the last one's
+// (and writes nothing), so that every lane runs the same loop.
+fn row_of(col: u32) -> u32 {
+    return p.b_off + min(col, p.n - 1u) * p.k;
+}
+
+// This lane's share of its column's dot product: whole rounds, then the
+// rest one input at a time.
+fn lane_dot(row: u32, lane: u32) -> f32 {
+    var acc = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var k0 = 0u;
+    for (; k0 + BLOCK <= p.k; k0 += BLOCK) {
+        let k = k0 + lane;
+        acc = fma(xs(k), ws(row, k), acc);
+        acc1 = fma(xs(k + 4u * LANES), ws(row, k + 4u * LANES), acc1);
+    }
+    acc += acc1;
+    for (var k = k0 + lane; k < p.k; k += LANES) {
+        acc.x = fma(a[p.a_off + k], b[row + k], acc.x);
+    }
+    return (acc.x + acc.y) + (acc.z + acc.w);
+}
+
+// `lane_dot` of the normalised inputs, products in the same order, staged
+// a round (256 inputs) at a time; each round's weights are loaded before
+// its inputs are staged. One staging site: CPU implementations pay for
+// each.
+fn lane_dot_ln(row: u32, t: u32, lane: u32, st: vec2<f32>) -> f32 {
+    let whole = p.k - p.k % BLOCK;
+    var acc = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    for (var k0 = 0u; k0 < p.k; k0 += BLOCK) {
+        let k = k0 + lane;
+        // A round's weights, or (past the whole rounds) the first row's.
+        let kw = select(0u, k, k0 < whole);
+        let w0 = ws(row, kw);
+        let w1 = ws(row, kw + 4u * LANES);
+        stage_ln(t, k0, st);
+        if (k0 < whole) {
+            acc = fma(staged(lane), w0, acc);
+            acc1 = fma(staged(lane + 4u * LANES), w1, acc1);
+        } else {
+            // The one partial round, last: the rest one input at a time.
+            acc += acc1;
+            for (var i = lane; k0 + i < p.k; i += LANES) {
+                acc.x = fma(red[i], b[row + k0 + i], acc.x);
+            }
+        }
+    }
+    if (whole == p.k) {
+        acc += acc1;
+    }
+    // Every lane is done with the staged inputs before the tree reuses `red`.
+    workgroupBarrier();
+    return (acc.x + acc.y) + (acc.z + acc.w);
+}
+
+// Adds the 32 lanes of each column in a fixed tree and writes the columns.
+fn finish_lanes(lid: vec3<u32>, col: u32, v: f32) {
+    let b = lid.y * LANES;
+    red[b + lid.x] = v;
+    workgroupBarrier();
+    if (lid.x == 0u && col < p.n) {
+        finish_col(col, lane_tree(b));
+    }
+}
+
 @compute @workgroup_size(32, 8)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
-    let lane = lid.x;
-    let col = (wg.y * nwg.x + wg.x) * COLS + lid.y;
-    var acc = vec4<f32>(0.0);
-    if (col < p.n) {
-        let row = p.b_off + col * p.k;
-        var k = lane;
-        var acc1 = vec4<f32>(0.0);
-        for (; k + 7u * LANES < p.k; k += 8u * LANES) {
-            acc = fma(xs(k), ws(row, k), acc);
-            acc1 = fma(xs(k + 4u * LANES), ws(row, k + 4u * LANES), acc1);
-        }
-        acc += acc1;
-        for (; k < p.k; k += LANES) {
-            acc.x = fma(a[p.a_off + k], b[row + k], acc.x);
-        }
-    }
-    let i = lid.y * LANES + lane;
-    red[i] = (acc.x + acc.y) + (acc.z + acc.w);
-    workgroupBarrier();
-    for (var s = LANES / 2u; s > 0u; s >>= 1u) {
-        if (lane < s) {
-            red[i] += red[i + s];
-        }
-        workgroupBarrier();
-    }
-    if (lane == 0u && col < p.n) {
-        var v = red[i];
-        if ((p.flags & HAS_BIAS) != 0u) {
-            v += bias[p.bias_off + col];
-        }
-        let o = p.c_off + col;
-        if ((p.flags & ACCUMULATE) != 0u) {
-            v += c[o];
-        }
-        c[o] = v;
-    }
+    let col = column(wg, nwg, lid);
+    finish_lanes(lid, col, lane_dot(row_of(col), lid.x));
+}
+
+// With the LayerNorm prologue.
+@compute @workgroup_size(32, 8)
+fn main_ln(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    let col = column(wg, nwg, lid);
+    let t = lid.y * LANES + lid.x;
+    let st = ln_stats(t);
+    finish_lanes(lid, col, lane_dot_ln(row_of(col), t, lid.x, st));
 }

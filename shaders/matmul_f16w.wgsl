@@ -7,24 +7,36 @@
 // an f32 register: only the storage of W is narrow (see docs/precision.md).
 //
 // `main` tiles like matmul.wgsl (64×64 outputs per workgroup, K in steps of
-// 16); `gemv` serves M = 1 (one decoded token): one workgroup of 64 threads
-// per output column, striding along K so neighbouring threads read
-// neighbouring words, four words in flight per thread. The `*_fault_*`
-// entry points are deliberately wrong variants that exist only so tests can
-// prove the gate catches them.
+// 16). M = 1 (one decoded token) runs a GEMV shaped like gemv.wgsl: 8 output
+// columns × 32 lanes per workgroup, each lane reading whole words of its
+// column's row with eight loads in flight, a fixed tree over the lanes, and
+// gemv_row.wgsl's LayerNorm prologue (the `*_ln` entry points) and
+// bias/GELU/accumulate epilogue (appended to this source with erf.wgsl).
+// `gemv` needs rows starting at a
+// multiple of four halves (W's offset and K multiples of 4) and A's offset a
+// multiple of 4: a lane then reads four halves as one vec2<u32> and their
+// four inputs as one vec4<f32>. `gemv_any` takes any offset and K: each
+// lane reads the words under its pairs of halves, shifted into place when a
+// row starts at an odd half. The `*_fault_*` entry points are deliberately
+// wrong variants that exist only so tests can prove the gate catches them.
 
 struct Params {
     m: u32,
     k: u32,
     n: u32,
-    // bit 2: add bias; bit 4: W's element offset and K are both even, so a
-    // K-pair never straddles two words.
+    // bit 2: add bias; bit 3: accumulate into C (GEMV only); bit 4 (tiled
+    // kernel): W's element offset and K are both even, so a K-pair never
+    // straddles two words; bit 6: GELU epilogue (GEMV only, gemv_row.wgsl).
     flags: u32,
     a_off: u32,
     // Offset of W in halves (elements of the flat parameter buffer).
     w_off: u32,
     bias_off: u32,
     c_off: u32,
+    ln_w_off: u32,
+    ln_b_off: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -32,10 +44,13 @@ struct Params {
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> c: array<f32>;
+// The same buffers as `w` and `a`, four halves and four inputs at a time
+// (`gemv`, whose rows and input are aligned to them).
+@group(0) @binding(6) var<storage, read> w4: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read> a4: array<vec4<f32>>;
 
 const TILE: u32 = 64u;
 const KT: u32 = 16u;
-const HAS_BIAS: u32 = 4u;
 const W_ALIGNED: u32 = 16u;
 
 // Fault selectors (test-only variants).
@@ -49,7 +64,6 @@ const FAULT_DROP_TAIL: u32 = 2u;
 const TS: u32 = 17u;
 var<workgroup> a_tile: array<vec4<f32>, 272>;
 var<workgroup> b_tile: array<vec4<f32>, 272>;
-var<workgroup> col_partial: array<f32, 64>;
 
 // Element e of the flat half buffer.
 fn w_at(e: u32) -> f32 {
@@ -203,84 +217,286 @@ fn tiled(wg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     store_row(row + 3u, col, acc3);
 }
 
-// acc + x·v in f32, or as an all-f16 kernel would (the f16-acc fault).
-fn gemv_step(acc: f32, x: f32, v: f32, fault: u32) -> f32 {
+const LANES: u32 = 32u;
+const COLS: u32 = 8u;
+// Per round of the loops, eight loads per lane: 256 quads (1024 halves) in
+// `gemv`, 256 pairs in `gemv_any`.
+const BLOCK: u32 = 256u;
+
+// acc + x·v in f32, or as an all-f16 kernel would (the f16-acc fault):
+// operands, products and sums each rounded to f16.
+fn step4(acc: vec4<f32>, x: vec4<f32>, v: vec4<f32>, fault: u32) -> vec4<f32> {
     if (fault == FAULT_F16_ACC) {
-        return to_f16(acc + to_f16(to_f16(x) * to_f16(v)));
+        return vec4<f32>(
+            to_f16(acc.x + to_f16(to_f16(x.x) * to_f16(v.x))),
+            to_f16(acc.y + to_f16(to_f16(x.y) * to_f16(v.y))),
+            to_f16(acc.z + to_f16(to_f16(x.z) * to_f16(v.z))),
+            to_f16(acc.w + to_f16(to_f16(x.w) * to_f16(v.w))),
+        );
     }
     return fma(x, v, acc);
 }
 
-fn gemv_col(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
-    let col = wg.y * nwg.x + wg.x;
-    let kmax = k_end(fault);
-    let row_off = p.w_off + col * p.k;
-    var acc = 0.0;
-    if (col < p.n) {
-        if ((p.flags & W_ALIGNED) != 0u) {
-            // Four words (and their eight inputs) are loaded before they are
-            // added, in the same order as one at a time.
-            var kk = 2u * lid.x;
-            for (; kk + 384u < kmax; kk += 512u) {
-                let v0 = unpack2x16float(w[(row_off + kk) >> 1u]);
-                let v1 = unpack2x16float(w[(row_off + kk + 128u) >> 1u]);
-                let v2 = unpack2x16float(w[(row_off + kk + 256u) >> 1u]);
-                let v3 = unpack2x16float(w[(row_off + kk + 384u) >> 1u]);
-                let o = p.a_off + kk;
-                let x0 = vec2<f32>(a[o], a[o + 1u]);
-                let x1 = vec2<f32>(a[o + 128u], a[o + 129u]);
-                let x2 = vec2<f32>(a[o + 256u], a[o + 257u]);
-                let x3 = vec2<f32>(a[o + 384u], a[o + 385u]);
-                acc = gemv_step(acc, x0.x, v0.x, fault);
-                acc = gemv_step(acc, x0.y, v0.y, fault);
-                acc = gemv_step(acc, x1.x, v1.x, fault);
-                acc = gemv_step(acc, x1.y, v1.y, fault);
-                acc = gemv_step(acc, x2.x, v2.x, fault);
-                acc = gemv_step(acc, x2.y, v2.y, fault);
-                acc = gemv_step(acc, x3.x, v3.x, fault);
-                acc = gemv_step(acc, x3.y, v3.y, fault);
-            }
-            for (; kk < kmax; kk += 128u) {
-                let v = unpack2x16float(w[(row_off + kk) >> 1u]);
-                let x0 = a[p.a_off + kk];
-                var x1 = 0.0;
-                if (kk + 1u < kmax) {
-                    x1 = a[p.a_off + kk + 1u];
-                }
-                acc = gemv_step(acc, x0, v.x, fault);
-                acc = gemv_step(acc, x1, v.y, fault);
-            }
+// x + y, rounded to f16 under the f16-acc fault.
+fn add_f(x: f32, y: f32, fault: u32) -> f32 {
+    if (fault == FAULT_F16_ACC) {
+        return to_f16(x + y);
+    }
+    return x + y;
+}
+
+fn add4(x: vec4<f32>, y: vec4<f32>, fault: u32) -> vec4<f32> {
+    return vec4<f32>(add_f(x.x, y.x, fault), add_f(x.y, y.y, fault), add_f(x.z, y.z, fault), add_f(x.w, y.w, fault));
+}
+
+// The four halves of two words, in element order.
+fn halves(q: vec2<u32>) -> vec4<f32> {
+    return vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y));
+}
+
+// Staged inputs i … i + 3, and i, i + 1 (`*_ln`).
+fn staged4(i: u32) -> vec4<f32> {
+    return vec4<f32>(red[i], red[i + 1u], red[i + 2u], red[i + 3u]);
+}
+
+fn staged2(i: u32) -> vec2<f32> {
+    return vec2<f32>(red[i], red[i + 1u]);
+}
+
+// `gemv`: the row's first quad (four halves, one vec2<u32>); a column past
+// N reads the last one's (and writes nothing), so that every lane runs the
+// same loop.
+fn quad_row(col: u32) -> u32 {
+    return (p.w_off + min(col, p.n - 1u) * p.k) / 4u;
+}
+
+// `gemv`: lane's share of a column over quads j ≡ lane (mod 32): whole
+// rounds, then the rest one quad at a time.
+fn lane_dot_quads(row: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
+    let quads = kmax / 4u;
+    let x0 = p.a_off / 4u + lane;
+    var acc = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var j0 = 0u;
+    for (; j0 + BLOCK <= quads; j0 += BLOCK) {
+        let j = row + j0 + lane;
+        let q0 = w4[j];
+        let q1 = w4[j + LANES];
+        let q2 = w4[j + 2u * LANES];
+        let q3 = w4[j + 3u * LANES];
+        let q4 = w4[j + 4u * LANES];
+        let q5 = w4[j + 5u * LANES];
+        let q6 = w4[j + 6u * LANES];
+        let q7 = w4[j + 7u * LANES];
+        let x = x0 + j0;
+        acc = step4(acc, a4[x], halves(q0), fault);
+        acc1 = step4(acc1, a4[x + LANES], halves(q1), fault);
+        acc = step4(acc, a4[x + 2u * LANES], halves(q2), fault);
+        acc1 = step4(acc1, a4[x + 3u * LANES], halves(q3), fault);
+        acc = step4(acc, a4[x + 4u * LANES], halves(q4), fault);
+        acc1 = step4(acc1, a4[x + 5u * LANES], halves(q5), fault);
+        acc = step4(acc, a4[x + 6u * LANES], halves(q6), fault);
+        acc1 = step4(acc1, a4[x + 7u * LANES], halves(q7), fault);
+    }
+    for (var j = j0 + lane; j < quads; j += LANES) {
+        acc = step4(acc, a4[p.a_off / 4u + j], halves(w4[row + j]), fault);
+    }
+    return add4(acc, acc1, fault);
+}
+
+// `lane_dot_quads` of the normalised inputs, products in the same order,
+// staged 64 quads (256 inputs) at a time; each stage's two weights per lane
+// are loaded before the inputs are staged. One staging site: CPU
+// implementations pay for each.
+fn lane_dot_quads_ln(row: u32, t: u32, lane: u32, kmax: u32, st: vec2<f32>, fault: u32) -> vec4<f32> {
+    let quads = kmax / 4u;
+    let whole = quads - quads % BLOCK;
+    var acc = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    for (var j0 = 0u; j0 < quads; j0 += 2u * LANES) {
+        let j = j0 + lane;
+        let live0 = j < quads;
+        let live1 = j + LANES < quads;
+        let q0 = w4[row + select(0u, j, live0)];
+        let q1 = w4[row + select(0u, j + LANES, live1)];
+        stage_ln(t, 4u * j0, st);
+        let x0 = staged4(4u * lane);
+        let x1 = staged4(4u * (lane + LANES));
+        if (j0 < whole) {
+            acc = step4(acc, x0, halves(q0), fault);
+            acc1 = step4(acc1, x1, halves(q1), fault);
         } else {
-            var kk = lid.x;
-            for (; kk + 192u < kmax; kk += 256u) {
-                let o = p.a_off + kk;
-                let x = vec4<f32>(a[o], a[o + 64u], a[o + 128u], a[o + 192u]);
-                let v = vec4<f32>(w_at(row_off + kk), w_at(row_off + kk + 64u), w_at(row_off + kk + 128u), w_at(row_off + kk + 192u));
-                acc = gemv_step(acc, x.x, v.x, fault);
-                acc = gemv_step(acc, x.y, v.y, fault);
-                acc = gemv_step(acc, x.z, v.z, fault);
-                acc = gemv_step(acc, x.w, v.w, fault);
+            if (live0) {
+                acc = step4(acc, x0, halves(q0), fault);
             }
-            for (; kk < kmax; kk += 64u) {
-                acc = gemv_step(acc, a[p.a_off + kk], w_at(row_off + kk), fault);
+            if (live1) {
+                acc = step4(acc, x1, halves(q1), fault);
             }
         }
     }
-    col_partial[lid.x] = acc;
+    // Every lane is done with the staged inputs before the tree reuses `red`.
     workgroupBarrier();
-    for (var s = 32u; s > 0u; s >>= 1u) {
-        if (lid.x < s) {
-            var v = col_partial[lid.x] + col_partial[lid.x + s];
-            if (fault == FAULT_F16_ACC) {
-                v = to_f16(v);
+    return add4(acc, acc1, fault);
+}
+
+// Halves 2j and 2j + 1 of the row starting at half `r`: one word when r is
+// even, else the high half of one word and the low half of the next.
+fn w_pair_at(r: u32, j: u32) -> vec2<f32> {
+    let i = (r >> 1u) + j;
+    if ((r & 1u) == 0u) {
+        return unpack2x16float(w[i]);
+    }
+    return unpack2x16float((w[i] >> 16u) | (w[i + 1u] << 16u));
+}
+
+// Inputs 2j and 2j + 1.
+fn x_pair(j: u32) -> vec2<f32> {
+    return vec2<f32>(a[p.a_off + 2u * j], a[p.a_off + 2u * j + 1u]);
+}
+
+// `gemv_any`: the row's first half, clamped as `quad_row`.
+fn half_row(col: u32) -> u32 {
+    return p.w_off + min(col, p.n - 1u) * p.k;
+}
+
+// `gemv_any`: lane's share of a column over pairs j ≡ lane (mod 32): whole
+// rounds, the rest one pair at a time, and lane 0 adds the last half of an
+// odd K.
+fn lane_dot_pairs(r: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
+    let pairs = kmax / 2u;
+    var acc = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var j0 = 0u;
+    for (; j0 + BLOCK <= pairs; j0 += BLOCK) {
+        let j = j0 + lane;
+        let v0 = w_pair_at(r, j);
+        let v1 = w_pair_at(r, j + LANES);
+        let v2 = w_pair_at(r, j + 2u * LANES);
+        let v3 = w_pair_at(r, j + 3u * LANES);
+        let v4 = w_pair_at(r, j + 4u * LANES);
+        let v5 = w_pair_at(r, j + 5u * LANES);
+        let v6 = w_pair_at(r, j + 6u * LANES);
+        let v7 = w_pair_at(r, j + 7u * LANES);
+        acc = step4(acc, vec4<f32>(x_pair(j), x_pair(j + LANES)), vec4<f32>(v0, v1), fault);
+        acc1 = step4(acc1, vec4<f32>(x_pair(j + 2u * LANES), x_pair(j + 3u * LANES)), vec4<f32>(v2, v3), fault);
+        acc = step4(acc, vec4<f32>(x_pair(j + 4u * LANES), x_pair(j + 5u * LANES)), vec4<f32>(v4, v5), fault);
+        acc1 = step4(acc1, vec4<f32>(x_pair(j + 6u * LANES), x_pair(j + 7u * LANES)), vec4<f32>(v6, v7), fault);
+    }
+    for (var j = j0 + lane; j < pairs; j += LANES) {
+        acc = step4(acc, vec4<f32>(x_pair(j), 0.0, 0.0), vec4<f32>(w_pair_at(r, j), 0.0, 0.0), fault);
+    }
+    if ((kmax & 1u) == 1u && lane == 0u) {
+        let k = kmax - 1u;
+        let x = vec4<f32>(0.0, 0.0, a[p.a_off + k], 0.0);
+        acc = step4(acc, x, vec4<f32>(0.0, 0.0, w_at(r + k), 0.0), fault);
+    }
+    return add4(acc, acc1, fault);
+}
+
+// `lane_dot_pairs` of the normalised inputs, products in the same order,
+// staged 128 pairs (256 inputs) at a time as `lane_dot_quads_ln` does.
+fn lane_dot_pairs_ln(r: u32, t: u32, lane: u32, kmax: u32, st: vec2<f32>, fault: u32) -> vec4<f32> {
+    let pairs = kmax / 2u;
+    let whole = pairs - pairs % BLOCK;
+    var acc = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    for (var j0 = 0u; 2u * j0 < kmax; j0 += 4u * LANES) {
+        let j = j0 + lane;
+        let live = vec4<bool>(j < pairs, j + LANES < pairs, j + 2u * LANES < pairs, j + 3u * LANES < pairs);
+        let v0 = w_pair_at(r, select(0u, j, live.x));
+        let v1 = w_pair_at(r, select(0u, j + LANES, live.y));
+        let v2 = w_pair_at(r, select(0u, j + 2u * LANES, live.z));
+        let v3 = w_pair_at(r, select(0u, j + 3u * LANES, live.w));
+        stage_ln(t, 2u * j0, st);
+        let x0 = staged2(2u * lane);
+        let x1 = staged2(2u * (lane + LANES));
+        let x2 = staged2(2u * (lane + 2u * LANES));
+        let x3 = staged2(2u * (lane + 3u * LANES));
+        if (j0 < whole) {
+            acc = step4(acc, vec4<f32>(x0, x1), vec4<f32>(v0, v1), fault);
+            acc1 = step4(acc1, vec4<f32>(x2, x3), vec4<f32>(v2, v3), fault);
+        } else {
+            let z = vec2<f32>(0.0);
+            if (live.x) {
+                acc = step4(acc, vec4<f32>(x0, z), vec4<f32>(v0, z), fault);
             }
-            col_partial[lid.x] = v;
+            if (live.y) {
+                acc = step4(acc, vec4<f32>(x1, z), vec4<f32>(v1, z), fault);
+            }
+            if (live.z) {
+                acc = step4(acc, vec4<f32>(x2, z), vec4<f32>(v2, z), fault);
+            }
+            if (live.w) {
+                acc = step4(acc, vec4<f32>(x3, z), vec4<f32>(v3, z), fault);
+            }
+            // The last half of an odd K, in the last stage.
+            if ((kmax & 1u) == 1u && lane == 0u && kmax <= 2u * j0 + 8u * LANES) {
+                let k = kmax - 1u;
+                let x = vec4<f32>(0.0, 0.0, red[k - 2u * j0], 0.0);
+                acc = step4(acc, x, vec4<f32>(0.0, 0.0, w_at(r + k), 0.0), fault);
+            }
         }
-        workgroupBarrier();
     }
+    // Every lane is done with the staged inputs before the tree reuses `red`.
+    workgroupBarrier();
+    return add4(acc, acc1, fault);
+}
+
+fn gemv_column(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) -> u32 {
+    return (wg.y * nwg.x + wg.x) * COLS + lid.y;
+}
+
+// gemv_row.wgsl's `lane_tree`, each sum rounded to f16 under the f16-acc
+// fault.
+fn lane_tree8_f(b: u32, j: u32, fault: u32) -> f32 {
+    let lo = add_f(red[b + j], red[b + j + 16u], fault);
+    return add_f(lo, add_f(red[b + j + 8u], red[b + j + 24u], fault), fault);
+}
+
+fn lane_tree4_f(b: u32, j: u32, fault: u32) -> f32 {
+    return add_f(lane_tree8_f(b, j, fault), lane_tree8_f(b, j + 4u, fault), fault);
+}
+
+fn lane_tree_f(b: u32, fault: u32) -> f32 {
+    let lo = add_f(lane_tree4_f(b, 0u, fault), lane_tree4_f(b, 2u, fault), fault);
+    return add_f(lo, add_f(lane_tree4_f(b, 1u, fault), lane_tree4_f(b, 3u, fault), fault), fault);
+}
+
+// Adds the 32 lanes of each column in a fixed tree and writes the columns.
+fn gemv_finish(lid: vec3<u32>, col: u32, acc: vec4<f32>, fault: u32) {
+    let b = lid.y * LANES;
+    red[b + lid.x] = add_f(add_f(acc.x, acc.y, fault), add_f(acc.z, acc.w, fault), fault);
+    workgroupBarrier();
     if (lid.x == 0u && col < p.n) {
-        finish(0u, col, col_partial[0]);
+        finish_col(col, lane_tree_f(b, fault));
     }
+}
+
+// The entry points' bodies; `fault` is a constant at each.
+fn gemv_quads(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    let col = gemv_column(wg, nwg, lid);
+    gemv_finish(lid, col, lane_dot_quads(quad_row(col), lid.x, k_end(fault), fault), fault);
+}
+
+fn gemv_quads_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    let col = gemv_column(wg, nwg, lid);
+    let t = lid.y * LANES + lid.x;
+    let st = ln_stats(t);
+    let acc = lane_dot_quads_ln(quad_row(col), t, lid.x, k_end(fault), st, fault);
+    gemv_finish(lid, col, acc, fault);
+}
+
+fn gemv_pairs(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    let col = gemv_column(wg, nwg, lid);
+    gemv_finish(lid, col, lane_dot_pairs(half_row(col), lid.x, k_end(fault), fault), fault);
+}
+
+fn gemv_pairs_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    let col = gemv_column(wg, nwg, lid);
+    let t = lid.y * LANES + lid.x;
+    let st = ln_stats(t);
+    let acc = lane_dot_pairs_ln(half_row(col), t, lid.x, k_end(fault), st, fault);
+    gemv_finish(lid, col, acc, fault);
 }
 
 @compute @workgroup_size(16, 16)
@@ -298,17 +514,62 @@ fn main_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invo
     tiled(wg, lid, FAULT_DROP_TAIL);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(32, 8)
 fn gemv(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_col(wg, nwg, lid, FAULT_NONE);
+    gemv_quads(wg, nwg, lid, FAULT_NONE);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(32, 8)
 fn gemv_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_col(wg, nwg, lid, FAULT_F16_ACC);
+    gemv_quads(wg, nwg, lid, FAULT_F16_ACC);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(32, 8)
 fn gemv_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_col(wg, nwg, lid, FAULT_DROP_TAIL);
+    gemv_quads(wg, nwg, lid, FAULT_DROP_TAIL);
+}
+
+@compute @workgroup_size(32, 8)
+fn gemv_ln(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_quads_ln(wg, nwg, lid, FAULT_NONE);
+}
+
+@compute @workgroup_size(32, 8)
+fn gemv_ln_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_quads_ln(wg, nwg, lid, FAULT_F16_ACC);
+}
+
+@compute @workgroup_size(32, 8)
+fn gemv_ln_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_quads_ln(wg, nwg, lid, FAULT_DROP_TAIL);
+}
+
+@compute @workgroup_size(32, 8)
+fn gemv_any(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_pairs(wg, nwg, lid, FAULT_NONE);
+}
+
+@compute @workgroup_size(32, 8)
+fn gemv_any_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_pairs(wg, nwg, lid, FAULT_F16_ACC);
+}
+
+@compute @workgroup_size(32, 8)
+fn gemv_any_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_pairs(wg, nwg, lid, FAULT_DROP_TAIL);
+}
+
+@compute @workgroup_size(32, 8)
+fn gemv_any_ln(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_pairs_ln(wg, nwg, lid, FAULT_NONE);
+}
+
+@compute @workgroup_size(32, 8)
+fn gemv_any_ln_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_pairs_ln(wg, nwg, lid, FAULT_F16_ACC);
+}
+
+@compute @workgroup_size(32, 8)
+fn gemv_any_ln_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_pairs_ln(wg, nwg, lid, FAULT_DROP_TAIL);
 }

@@ -1,5 +1,6 @@
 //! `tinygpt bench --profile`: the GPU time of every dispatch of one training
-//! step per benchmark shape and of one decoded token, summed per kernel key
+//! step per benchmark shape and of one greedy decoding step (the token's
+//! blocks, the head and the pick on the GPU), summed per kernel key
 //! (timestamp queries; see `tinygpt_gpu::profile`).
 
 use crate::bench::{config, SHAPES, VOCAB};
@@ -73,7 +74,7 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
         for &token in &tokens[..position] {
             dec.feed(ctx, token)?;
         }
-        let times = pollster::block_on(dec.profile_feed(ctx, tokens[position]))?;
+        let times = pollster::block_on(dec.profile_step(ctx, tokens[position]))?;
         runs.push(report(
             name,
             "decode_token",

@@ -1,8 +1,7 @@
-//! The f32 matmul in the three layouts training needs (64×64 tiles, and
-//! 128×128 for large outputs), its K-split form for
-//! a small output with a long K (weight gradients summed over B·T rows),
-//! and the GEMV that replaces it for one row times a linear weight
-//! (decoding).
+//! The f32 matmul in the three layouts training needs (64×64 tiles; 32×32
+//! for small outputs, 128×128 for large ones), its K-split form for a small
+//! output with a long K (weight gradients summed over B·T rows), and the
+//! GEMV that replaces it for one row times a linear weight (decoding).
 
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_dim, grid};
@@ -16,16 +15,37 @@ pub const MATMUL_F32: KernelSource = KernelSource {
     entry: "main",
 };
 
+pub const MATMUL_F32_SMALL: KernelSource = KernelSource {
+    key: "matmul_f32_32x32_k4x8",
+    wgsl: include_str!("../../../shaders/matmul_small.wgsl"),
+    entry: "main",
+};
+
 pub const MATMUL_F32_128: KernelSource = KernelSource {
     key: "matmul_f32_128x128_k8",
     wgsl: include_str!("../../../shaders/matmul_128.wgsl"),
     entry: "main",
 };
 
+/// gemv.wgsl with what it folds around the dot products (gemv_row.wgsl,
+/// erf.wgsl).
+const GEMV_WGSL: &str = concat!(
+    include_str!("../../../shaders/gemv.wgsl"),
+    include_str!("../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../shaders/erf.wgsl")
+);
+
 pub const GEMV_F32: KernelSource = KernelSource {
     key: "gemv_f32_8col",
-    wgsl: include_str!("../../../shaders/gemv.wgsl"),
+    wgsl: GEMV_WGSL,
     entry: "main",
+};
+
+/// The f32 GEMV with the LayerNorm prologue ([`RowFusion::layernorm`]).
+pub const GEMV_F32_LN: KernelSource = KernelSource {
+    key: "gemv_f32_8col_ln",
+    wgsl: GEMV_WGSL,
+    entry: "main_ln",
 };
 
 pub const MATMUL_REDUCE: KernelSource = KernelSource {
@@ -34,10 +54,14 @@ pub const MATMUL_REDUCE: KernelSource = KernelSource {
     entry: "reduce_slices",
 };
 
-/// Output tile edge of the kernel (rows and columns per workgroup).
-pub const MATMUL_TILE: u32 = 64;
-/// K per step of the kernel's loop; K slices are multiples of it.
+pub use tinygpt_protocol::memory::{
+    split_k_scratch_floats, SplitK, MATMUL_TILE, MATMUL_TILE_SMALL, SPLIT_MIN_K,
+};
+
+/// K per step of the 64×64 kernel's loop; K slices are multiples of it.
 const KT: u32 = 16;
+/// K per step of the small-output kernel's loop (8 per group of threads).
+const KT_SMALL: u32 = 32;
 /// Threads per workgroup of `reduce_slices`.
 const REDUCE_THREADS: u32 = 256;
 /// Output tile edge of the large-output kernel.
@@ -46,8 +70,42 @@ pub const MATMUL_TILE_LARGE: u32 = 128;
 /// two per SM of a 132-SM GPU; below that the 64×64 kernel's four times as
 /// many workgroups fill the GPU better.
 const LARGE_MIN_TILES: u32 = 256;
-/// Output columns per workgroup of the GEMV.
-const GEMV_COLUMNS: u32 = 8;
+/// Output columns per workgroup of the GEMVs (f32 and f16-storage).
+pub(crate) const GEMV_COLUMNS: u32 = 8;
+
+/// The f32 tile kernels, which all take [`MatmulDesc`]'s uniform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TileKernel {
+    /// 32×32 tiles, K summed by four groups of threads per workgroup:
+    /// outputs too small to fill a large GPU with 64×64 tiles
+    /// ([`tinygpt_protocol::memory::uses_small_tiles`]).
+    Small,
+    /// 64×64 tiles.
+    General,
+    /// 128×128 tiles: outputs that fill a GPU with them.
+    Large,
+}
+
+impl TileKernel {
+    /// Its pipeline (key and WGSL).
+    pub fn source(self) -> &'static KernelSource {
+        match self {
+            Self::Small => &MATMUL_F32_SMALL,
+            Self::General => &MATMUL_F32,
+            Self::Large => &MATMUL_F32_128,
+        }
+    }
+
+    /// Workgroups `[x, y]` covering `desc`'s output.
+    fn grid(self, desc: &MatmulDesc) -> [u32; 2] {
+        let tile = match self {
+            Self::Small => MATMUL_TILE_SMALL,
+            Self::General => MATMUL_TILE,
+            Self::Large => MATMUL_TILE_LARGE,
+        };
+        [desc.n.div_ceil(tile), desc.m.div_ceil(tile)]
+    }
+}
 
 /// `C (M, N) = op(A) · op(B) [+ bias] [+ C]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -93,60 +151,89 @@ impl MatmulDesc {
         bytemuck::cast([m, k, n, flags, a, b, bias, c, k_chunk, slices, 0, 0])
     }
 
-    fn tiles(&self) -> [u32; 2] {
-        [self.n.div_ceil(MATMUL_TILE), self.m.div_ceil(MATMUL_TILE)]
-    }
-
-    fn large_tiles(&self) -> [u32; 2] {
-        let t = MATMUL_TILE_LARGE;
-        [self.n.div_ceil(t), self.m.div_ceil(t)]
-    }
-
     /// Whether [`bind_matmul`] runs the 128×128-tile kernel: an output
     /// large enough to fill a GPU with its tiles.
     pub fn uses_large_tiles(&self) -> bool {
-        let [x, y] = self.large_tiles();
+        let [x, y] = TileKernel::Large.grid(self);
         !(self.m == 1 && self.trans_b) && x * y >= LARGE_MIN_TILES
     }
 
-    /// K slices this shape gains from (1: none): enough workgroups to fill
-    /// a large GPU, each slice at least [`SPLIT_MIN_K`] long. A GEMV is
-    /// never split.
-    pub fn split_k_slices(&self) -> u32 {
-        if self.m == 1 && self.trans_b {
-            return 1;
+    /// The tile kernel [`bind_matmul`] runs for this shape (one row times a
+    /// linear weight runs the GEMV instead).
+    pub fn tile_kernel(&self) -> TileKernel {
+        if self.uses_large_tiles() {
+            TileKernel::Large
+        } else if tinygpt_protocol::memory::uses_small_tiles(self.m, self.n) {
+            TileKernel::Small
+        } else {
+            TileKernel::General
         }
-        let [x, y] = self.tiles();
-        SPLIT_TARGET_WORKGROUPS
-            .div_ceil((x * y).max(1))
-            .min(self.k / SPLIT_MIN_K)
-            .max(1)
+    }
+
+    /// K slices this shape gains from (1: none) and the tile kernel of
+    /// its partial products ([`tinygpt_protocol::memory::split_k`], the
+    /// rule the memory plan sizes the scratch by). A GEMV is never split.
+    pub fn split_k(&self) -> SplitK {
+        if self.m == 1 && self.trans_b {
+            return SplitK {
+                small_tiles: false,
+                slices: 1,
+            };
+        }
+        tinygpt_protocol::memory::split_k(self.m, self.k, self.n)
+    }
+
+    /// [`Self::split_k`]'s slices.
+    pub fn split_k_slices(&self) -> u32 {
+        self.split_k().slices
     }
 }
 
-/// Floats of one scratch shared by K-split matmuls `descs` (run one after
-/// another) so that each splits as it wants, capped at `cap`; 0 when none
-/// gains or the cap leaves no room for two slices of the smallest output.
-pub fn split_k_scratch_floats(descs: &[MatmulDesc], cap: u64) -> u64 {
-    let slab = |d: &MatmulDesc| d.m as u64 * d.n as u64;
-    let split = || descs.iter().filter(|d| d.split_k_slices() > 1);
-    let wanted = split()
-        .map(|d| d.split_k_slices() as u64 * slab(d))
-        .max()
-        .unwrap_or(0);
-    let smallest = split().map(slab).min().unwrap_or(u64::MAX);
-    let floats = wanted.min(cap);
-    if floats >= smallest.saturating_mul(2) {
-        floats
-    } else {
-        0
-    }
+/// What the M = 1 kernels (the f32 and the f16-storage GEMV) fold around
+/// their dot products, so that a decoded token needs fewer dispatches
+/// (`shaders/gemv_row.wgsl`): the LayerNorm of the input row before them,
+/// GELU after the bias. The residual add is [`MatmulDesc::accumulate`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RowFusion<'a> {
+    /// Read `LayerNorm(a)` with this weight and bias (K elements each, in
+    /// one buffer) instead of `a`: each workgroup recomputes the row's mean
+    /// and 1/σ exactly as the LayerNorm kernel does, each lane normalises
+    /// the inputs it reads. Runs the kernel's `*_ln` entry point.
+    pub layernorm: Option<(View<'a>, View<'a>)>,
+    /// GELU of each output after its bias (before an accumulate).
+    pub gelu: bool,
 }
 
-/// Workgroups a K-split matmul aims for: about four per SM of a 132-SM GPU.
-const SPLIT_TARGET_WORKGROUPS: u32 = 512;
-/// Fewest K per slice: 16 steps of the kernel's K loop.
-pub const SPLIT_MIN_K: u32 = 256;
+impl<'a> RowFusion<'a> {
+    /// The shader's flag bits (bit 6: GELU).
+    pub(crate) fn flags(&self) -> u32 {
+        (self.gelu as u32) << 6
+    }
+
+    /// The buffer and element offsets of the LayerNorm weight and bias
+    /// (`fallback` and zeros without a LayerNorm: an unused binding still
+    /// needs a buffer), after checking them against K and the written C.
+    pub(crate) fn layernorm_binding(
+        &self,
+        op: &'static str,
+        k: u32,
+        fallback: &'a wgpu::Buffer,
+        c: &wgpu::Buffer,
+    ) -> Result<(&'a wgpu::Buffer, u32, u32), GpuError> {
+        let Some((w, b)) = self.layernorm else {
+            return Ok((fallback, 0, 0));
+        };
+        w.need(op, "LayerNorm weight", k as u64)?;
+        b.need(op, "LayerNorm bias", k as u64)?;
+        if w.buffer != b.buffer || w.buffer == c {
+            return Err(GpuError::Shape {
+                op,
+                detail: "the LayerNorm weight and bias must share one buffer, not C's".into(),
+            });
+        }
+        Ok((w.buffer, w.offset, b.offset))
+    }
+}
 
 fn shape_error(detail: String) -> GpuError {
     GpuError::Shape {
@@ -188,9 +275,10 @@ fn check_operands(
 }
 
 /// Binds one matmul to its operands (views into larger buffers allowed):
-/// the GEMV kernel for `M = 1` with `trans_b`, the 128×128-tile kernel for a
-/// large output ([`MatmulDesc::uses_large_tiles`]), else the 64×64 one; all
-/// three sum each output over K in the same order. `bias` is required iff
+/// the GEMV kernel for `M = 1` with `trans_b`, else the tile kernel of
+/// [`MatmulDesc::tile_kernel`]. The 64×64 and 128×128 kernels sum each
+/// output over K in the same order; the small-output kernel and the GEMV
+/// in others. `bias` is required iff
 /// `desc.bias`. C must not share a buffer with A, B or the bias (WebGPU
 /// forbids reading and writing one buffer in a dispatch).
 pub fn bind_matmul<'a>(
@@ -204,35 +292,86 @@ pub fn bind_matmul<'a>(
 ) -> Result<BoundKernel, GpuError> {
     // One row times a linear weight (B stored (N, K)) is a GEMV; with
     // M = 1, A's layout does not matter.
-    let (src, workgroups) = if desc.m == 1 && desc.trans_b {
-        let groups = desc.n.div_ceil(GEMV_COLUMNS);
-        (&GEMV_F32, grid(ctx, groups))
-    } else if desc.uses_large_tiles() {
-        let [x, y] = desc.large_tiles();
-        (&MATMUL_F32_128, [x, y, 1])
-    } else {
-        let [x, y] = desc.tiles();
-        (&MATMUL_F32, [x, y, 1])
-    };
-    bind_with(ctx, registry, src, workgroups, desc, a, b, bias, c)
+    if desc.m == 1 && desc.trans_b {
+        return bind_gemv(ctx, registry, desc, a, b, bias, RowFusion::default(), c);
+    }
+    bind_matmul_tiled(ctx, registry, desc.tile_kernel(), desc, a, b, bias, c)
 }
 
-/// Binds `desc` to the 128×128-tile kernel whatever its size (what
-/// [`bind_matmul`] does for large outputs): for tests on small shapes.
-pub fn bind_matmul_large_tiles<'a>(
+/// Binds the f32 GEMV `c (N) = a (K) · Wᵀ [+ bias] [+ c]` (`desc`: M = 1,
+/// `trans_b`) with `fusion` around it: what [`bind_matmul`] runs for one
+/// row, and the decoder's fused linears.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_gemv<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
     a: impl Into<View<'a>>,
     b: impl Into<View<'a>>,
     bias: Option<View<'a>>,
+    fusion: RowFusion<'a>,
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    let [x, y] = desc.large_tiles();
+    let (a, b, c) = (a.into(), b.into(), c.into());
+    if desc.m != 1 || !desc.trans_b {
+        return Err(shape_error(format!(
+            "a GEMV needs M = 1 and trans_b, got {desc:?}"
+        )));
+    }
+    check_operands(&desc, a, b, bias, c)?;
+    let (ln, ln_w, ln_b) = fusion.layernorm_binding("gemv", desc.k, a.buffer, c.buffer)?;
+    // An unused bias binding still needs a buffer: A is read-only, so reuse it.
+    let bias = bias.unwrap_or(a);
+    let words = [
+        desc.m,
+        desc.k,
+        desc.n,
+        desc.flags() | fusion.flags(),
+        a.offset,
+        b.offset,
+        bias.offset,
+        c.offset,
+        ln_w,
+        ln_b,
+        0,
+        0,
+    ];
+    let uniform = ctx.uniform("gemv_params", bytemuck::cast_slice(&words));
+    let mut buffers = vec![
+        (1, a.buffer),
+        (2, b.buffer),
+        (3, bias.buffer),
+        (4, c.buffer),
+    ];
+    let src = if fusion.layernorm.is_some() {
+        buffers.push((5, ln));
+        &GEMV_F32_LN
+    } else {
+        &GEMV_F32
+    };
+    let groups = grid(ctx, desc.n.div_ceil(GEMV_COLUMNS));
+    Ok(bind_kernel(ctx, registry, src, &uniform, &buffers, groups))
+}
+
+/// Binds `desc` to tile kernel `kernel` whatever its size (what
+/// [`bind_matmul`] does with the kernel of [`MatmulDesc::tile_kernel`]):
+/// for tests on small shapes.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_matmul_tiled<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    kernel: TileKernel,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let [x, y] = kernel.grid(&desc);
     bind_with(
         ctx,
         registry,
-        &MATMUL_F32_128,
+        kernel.source(),
         [x, y, 1],
         desc,
         a,
@@ -294,7 +433,8 @@ pub fn bind_matmul_split_k<'a>(
     let (a, b, c) = (a.into(), b.into(), c.into());
     let slab = desc.m as u64 * desc.n as u64;
     let fit = scratch.map_or(0, |s| s.size() / 4 / slab.max(1));
-    let wanted = desc.split_k_slices().min(fit.min(u32::MAX as u64) as u32);
+    let split = desc.split_k();
+    let wanted = split.slices.min(fit.min(u32::MAX as u64) as u32);
     let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
         return Ok(bind_matmul(ctx, registry, desc, a, b, bias, c)?.into());
     };
@@ -306,9 +446,15 @@ pub fn bind_matmul_split_k<'a>(
     {
         return Err(shape_error("the split-K scratch is also an operand".into()));
     }
-    let k_chunk = desc.k.div_ceil(wanted).next_multiple_of(KT);
+    // Slices are multiples of the kernel's K step.
+    let (kernel, k_step) = if split.small_tiles {
+        (TileKernel::Small, KT_SMALL)
+    } else {
+        (TileKernel::General, KT)
+    };
+    let k_chunk = desc.k.div_ceil(wanted).next_multiple_of(k_step);
     let slices = desc.k.div_ceil(k_chunk);
-    let [x, y] = desc.tiles();
+    let [x, y] = kernel.grid(&desc);
     check_dim(ctx, "matmul", "K slices", slices)?;
     let partial = MatmulDesc {
         bias: false,
@@ -322,7 +468,7 @@ pub fn bind_matmul_split_k<'a>(
     let stage1 = bind_kernel(
         ctx,
         registry,
-        &MATMUL_F32,
+        kernel.source(),
         &uniform,
         &buffers,
         [x, y, slices],

@@ -1,7 +1,7 @@
 //! The start-up kernel check: one f32 matmul on an odd shape against a CPU
 //! loop, run by the worker before it reports `gpu_caps`.
 
-use crate::matmul::{matmul_once, matmul_reference, MatmulDesc, MATMUL_F32};
+use crate::matmul::{matmul_once, matmul_reference, MatmulDesc};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::numerics::worst_mismatch;
 use tinygpt_core::Rng;
@@ -13,7 +13,7 @@ pub async fn kernel_check(
     registry: &mut PipelineRegistry,
     now_ms: impl Fn() -> f64,
 ) -> Result<KernelCheck, GpuError> {
-    // Not multiples of the 64×64 tile or the 16-wide K step.
+    // Not multiples of any tile or K step.
     let desc = MatmulDesc::linear(67, 45, 71);
     let mut rng = Rng::new(2);
     let mut fill = |n: u32| (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect::<Vec<f32>>();
@@ -25,7 +25,7 @@ pub async fn kernel_check(
     let tolerance = 1e-4;
     let worst = worst_mismatch(&got, &want, tolerance as f64, 1e-5);
     Ok(KernelCheck {
-        kernel: MATMUL_F32.key.to_string(),
+        kernel: desc.tile_kernel().source().key.to_string(),
         shape: [desc.m, desc.k, desc.n],
         max_abs_err: worst.max_abs as f32,
         tolerance,

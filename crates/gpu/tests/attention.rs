@@ -13,9 +13,8 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::ops::attention::{
-    bind_attention_backward, bind_attention_decode, bind_attention_forward, bind_kv_append,
-    decode_position_buffer, set_decode_position, AttentionBackwardBuffers, AttentionDesc,
-    DecodeDesc, KvCache,
+    bind_attention_backward, bind_attention_decode, bind_attention_forward, decode_position_buffer,
+    set_decode_position, AttentionBackwardBuffers, AttentionDesc, DecodeDesc, KvCache,
 };
 use tinygpt_gpu::ops::dropout::DropoutDesc;
 use tinygpt_gpu::testing::TestGpu;
@@ -189,8 +188,9 @@ fn check_backward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32], rt
     assert_close(&format!("dqkv {d:?}"), &got, &to_f32(&want), atol, rtol);
 }
 
-/// Feeds the tokens of `qkv (1,T,3C)` one at a time through append + decode
-/// and compares each position's output with the GPU and CPU full forwards.
+/// Feeds the tokens of `qkv (1,T,3C)` one at a time through the decode
+/// kernel (which appends each to the cache) and compares each position's
+/// output with the GPU and CPU full forwards.
 fn check_decode(gpu: &TestGpu, desc: DecodeDesc, qkv: &[f32], tol: f64) {
     let c = desc.c as usize;
     let full = shape(1, (qkv.len() / (3 * c)) as u32, desc.c, desc.nh);
@@ -203,13 +203,12 @@ fn check_decode(gpu: &TestGpu, desc: DecodeDesc, qkv: &[f32], tol: f64) {
     let row = ctx.zeros("qkv_row", 3 * c).unwrap();
     let out = ctx.zeros("out_row", c).unwrap();
     let cache = KvCache::new(ctx, desc).unwrap();
-    let append = bind_kv_append(ctx, &mut reg, desc, &position, &row, &cache).unwrap();
     let decode = bind_attention_decode(ctx, &mut reg, desc, &position, &row, &cache, &out).unwrap();
     let mut got = Vec::new();
     for (p, token) in qkv.chunks_exact(3 * c).enumerate() {
         ctx.queue.write_buffer(&row, 0, bytemuck::cast_slice(token));
         set_decode_position(ctx, &position, desc, p as u32).unwrap();
-        submit(ctx, "decode_step", &[&append, &decode]);
+        submit(ctx, "decode_step", &[&decode]);
         got.extend(pollster::block_on(ctx.read_f32(&out, c)).unwrap());
     }
     let what = format!("decode {desc:?} T {}", full.t);
@@ -400,8 +399,9 @@ fn bad_shapes_are_errors_not_panics() {
         k: ctx.zeros("k", 8).unwrap(),
         v: ctx.zeros("v", 8).unwrap(),
     };
-    assert!(bind_kv_append(ctx, &mut reg, desc, &position, &big, &cache).is_ok());
-    assert!(bind_kv_append(ctx, &mut reg, desc, &position, &big, &short).is_err());
+    let out = ctx.zeros("out", 12).unwrap();
+    assert!(bind_attention_decode(ctx, &mut reg, desc, &position, &big, &cache, &out).is_ok());
+    assert!(bind_attention_decode(ctx, &mut reg, desc, &position, &big, &short, &out).is_err());
     assert!(bind_attention_decode(ctx, &mut reg, desc, &position, &big, &cache, &small).is_err());
     assert!(set_decode_position(ctx, &position, desc, 3).is_ok());
     assert!(

@@ -139,7 +139,7 @@ fn every_gradient_matches_with_k_split_weight_gradients() {
         trans_a: true,
         ..Default::default()
     };
-    assert_eq!(qkv_grad.split_k_slices(), 2);
+    assert_eq!(qkv_grad.split_k_slices(), 4);
     let gpu = gpu_or_skip!();
     check_step(gpu, cfg, tc, 8, 0);
 }

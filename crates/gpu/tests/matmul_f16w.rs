@@ -6,7 +6,7 @@
 
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
-use tinygpt_gpu::gate::f16w::{bind_matmul_f16w, pack_cpu, GEMV_F16W, MATMUL_F16W};
+use tinygpt_gpu::gate::f16w::{bind_matmul_f16w, pack_cpu, GEMV_F16W, GEMV_F16W_ANY, MATMUL_F16W};
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::matmul::{matmul_reference, MatmulDesc};
@@ -41,7 +41,11 @@ fn check(gpu: &TestGpu, desc: MatmulDesc, w_off: u32, seed: u64) {
         ctx, &mut reg, None, desc, &x_buf, &w_buf, w_off, bias_view, &out,
     )
     .unwrap();
-    let kernel = if desc.m == 1 { GEMV_F16W } else { MATMUL_F16W };
+    let kernel = match desc.m {
+        1 if w_off.is_multiple_of(4) && desc.k.is_multiple_of(4) => GEMV_F16W,
+        1 => GEMV_F16W_ANY,
+        _ => MATMUL_F16W,
+    };
     assert_eq!(k.key, kernel.key);
     submit(ctx, "matmul_f16w", &[&k]);
     let got = pollster::block_on(ctx.read_f32(&out, (desc.m * desc.n) as usize)).unwrap();
@@ -53,25 +57,31 @@ fn check(gpu: &TestGpu, desc: MatmulDesc, w_off: u32, seed: u64) {
 #[test]
 fn f16_storage_kernels_match_the_reference_on_rounded_weights() {
     let gpu = gpu_or_skip!();
-    // (M, K, N): the GEMV with K below and past its rounds of four words
-    // (aligned) or four halves (unaligned), then the tiled kernel.
+    // (M, K, N): the GEMVs with K below and past their rounds of eight
+    // loads (32 halves per lane aligned, 16 unaligned: K = 1024 and 512 per
+    // 32 lanes), W's size not a multiple of the aligned kernel's 16-byte
+    // vectors (36 × 5), then the tiled kernel. Offset 12 runs the aligned
+    // GEMV where K allows, 6 and 7 the other.
     let shapes = [
         (1, 37, 5),
+        (1, 36, 5),
         (1, 200, 70),
         (1, 1030, 9),
+        (1, 1028, 9),
+        (1, 2052, 3),
         (1, 517, 3),
         (3, 5, 7),
         (65, 17, 63),
         (130, 48, 70),
     ];
     for (i, &(m, k, n)) in shapes.iter().enumerate() {
-        for (j, w_off) in [0u32, 6, 7].into_iter().enumerate() {
+        for (j, w_off) in [0u32, 6, 7, 12].into_iter().enumerate() {
             let bias = j != 1;
             let desc = MatmulDesc {
                 bias,
                 ..MatmulDesc::linear(m, k, n)
             };
-            check(gpu, desc, w_off, 100 + (3 * i + j) as u64);
+            check(gpu, desc, w_off, 100 + (4 * i + j) as u64);
         }
     }
 }

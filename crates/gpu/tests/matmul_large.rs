@@ -9,7 +9,7 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::matmul::{
-    bind_matmul, bind_matmul_large_tiles, matmul_reference, MatmulDesc, GEMV_F32, MATMUL_F32,
+    bind_matmul, bind_matmul_tiled, matmul_reference, MatmulDesc, TileKernel, MATMUL_F32,
     MATMUL_F32_128,
 };
 use tinygpt_gpu::ops::View;
@@ -33,25 +33,24 @@ fn check(gpu: &TestGpu, desc: MatmulDesc, seed: u64) {
     let a_buf = ctx.upload("a", &pad(&a)).unwrap();
     let b_buf = ctx.upload("b", &pad(&b)).unwrap();
     let bias_buf = ctx.upload("bias", &pad(&bias)).unwrap();
-    let (large, small) = (
+    let (large, general) = (
         ctx.upload("c_large", &pad(&c0)).unwrap(),
-        ctx.upload("c_small", &pad(&c0)).unwrap(),
+        ctx.upload("c_general", &pad(&c0)).unwrap(),
     );
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let (av, bv) = (View::at(&a_buf, 5), View::at(&b_buf, 5));
     let biasv = desc.bias.then(|| View::at(&bias_buf, 5));
-    let k_large =
-        bind_matmul_large_tiles(ctx, &mut reg, desc, av, bv, biasv, View::at(&large, 5)).unwrap();
-    let k_small = bind_matmul(ctx, &mut reg, desc, av, bv, biasv, View::at(&small, 5)).unwrap();
-    // One row times a linear weight is the GEMV, which sums in another order.
-    let gemv = desc.m == 1 && desc.trans_b;
+    let bind = |reg: &mut _, kernel, c| {
+        bind_matmul_tiled(ctx, reg, kernel, desc, av, bv, biasv, View::at(c, 5)).unwrap()
+    };
+    let k_large = bind(&mut reg, TileKernel::Large, &large);
+    let k_general = bind(&mut reg, TileKernel::General, &general);
     assert_eq!(k_large.key, MATMUL_F32_128.key);
-    let small_key = if gemv { GEMV_F32.key } else { MATMUL_F32.key };
-    assert_eq!(k_small.key, small_key, "small shapes keep 64×64 tiles");
-    submit(ctx, "matmul_large", &[&k_large, &k_small]);
+    assert_eq!(k_general.key, MATMUL_F32.key);
+    submit(ctx, "matmul_large", &[&k_large, &k_general]);
     let len = 5 + (desc.m * desc.n) as usize;
     let got = pollster::block_on(ctx.read_f32(&large, len)).unwrap();
-    let other = pollster::block_on(ctx.read_f32(&small, len)).unwrap();
+    let other = pollster::block_on(ctx.read_f32(&general, len)).unwrap();
     assert_eq!(&got[..5], &[3.0; 5], "nothing before C's offset is written");
     let mut want = matmul_reference(desc, &a, &b, desc.bias.then_some(&bias[..]));
     if desc.accumulate {

@@ -1,7 +1,8 @@
 //! The K-split matmul (partial products per K slice into a scratch buffer,
 //! then their in-order sum) against the CPU reference, in every layout, with
-//! bias and accumulation, two ops sharing one scratch in one pass, and the
-//! fallback to the plain kernel when the scratch is too small. (Its own test
+//! bias and accumulation, on the small-output and the 64×64 tile kernel,
+//! two ops sharing one scratch in one pass, and the fallback to the plain
+//! kernel when the scratch is too small. (Its own test
 //! binary: `matmul.rs` counts the pipelines of its registry.)
 
 use tinygpt_core::numerics::assert_close;
@@ -9,7 +10,7 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::matmul::{
-    bind_matmul_split_k, matmul_reference, MatmulDesc, MATMUL_F32, MATMUL_REDUCE,
+    bind_matmul_split_k, matmul_reference, MatmulDesc, TileKernel, MATMUL_REDUCE, SPLIT_MIN_K,
 };
 use tinygpt_gpu::testing::TestGpu;
 
@@ -61,9 +62,18 @@ fn run(gpu: &TestGpu, descs: &[MatmulDesc], scratch_floats: usize, seed: u64) ->
         }
         assert_close(&format!("{d:?}"), &got, &want, atol(*d), 1e-5);
     }
-    for op in ops.iter().filter(|op| op.kernels.len() > 1) {
+    for (op, (d, ..)) in ops
+        .iter()
+        .zip(&cases)
+        .filter(|(op, _)| op.kernels.len() > 1)
+    {
         let keys: Vec<_> = op.kernels.iter().map(|k| k.key).collect();
-        assert_eq!(keys, [MATMUL_F32.key, MATMUL_REDUCE.key]);
+        let kernel = if d.split_k().small_tiles {
+            TileKernel::Small
+        } else {
+            TileKernel::General
+        };
+        assert_eq!(keys, [kernel.source().key, MATMUL_REDUCE.key]);
     }
     ops.iter().map(|op| op.kernels.len()).collect()
 }
@@ -80,14 +90,20 @@ fn split_k_matches_reference_in_every_layout() {
         bias,
         accumulate,
     };
-    // K not a multiple of the 16-wide step nor of the slice; M, N not
-    // multiples of the 64-wide tile.
+    // K not a multiple of the kernels' K steps nor of the slice; M, N not
+    // multiples of the tiles. The last two split on 64×64 tiles (the
+    // output is large enough; K is long enough to fill a GPU with them),
+    // the others on the small-output kernel.
     let shapes = [
         desc(70, 1000, 33, true, false, false, true), // a weight gradient
         desc(5, 700, 9, false, false, true, false),
         desc(3, 600, 70, false, true, true, true),
         desc(65, 513, 64, true, false, false, false),
+        desc(1000, 300, 520, true, false, false, true),
+        desc(130, 8200, 260, true, false, false, true),
     ];
+    let small: Vec<_> = shapes.iter().map(|d| d.split_k().small_tiles).collect();
+    assert_eq!(small, [true, true, true, true, false, false]);
     for (i, &d) in shapes.iter().enumerate() {
         assert!(d.split_k_slices() >= 2, "{d:?} is split");
         let slices = d.split_k_slices() as usize;
@@ -130,7 +146,8 @@ fn a_small_scratch_or_a_short_k_falls_back_to_one_dispatch() {
     };
     // Room for one slice only.
     assert_eq!(run(gpu, &[long], 30 * 20 + 7, 80), [1]);
-    let short = MatmulDesc { k: 300, ..long };
-    assert_eq!(short.split_k_slices(), 1, "K under two slices of 256");
+    let short = MatmulDesc { k: 200, ..long };
+    assert!(short.k < 2 * SPLIT_MIN_K);
+    assert_eq!(short.split_k_slices(), 1, "K under two slices");
     assert_eq!(run(gpu, &[short], 10 * 30 * 20, 81), [1]);
 }

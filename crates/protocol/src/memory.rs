@@ -36,6 +36,82 @@ impl MemoryPlan {
     }
 }
 
+/// Output tile edge of the engine's general f32 matmul kernel.
+pub const MATMUL_TILE: u32 = 64;
+/// Output tile edge of its small-output kernel.
+pub const MATMUL_TILE_SMALL: u32 = 32;
+/// Fewest 64×64 tiles for which an output runs on the general kernel: about
+/// one per SM of a 132-SM GPU. Below that the small-output kernel's four
+/// times as many workgroups (each summing K in four groups of threads) keep
+/// more of the GPU busy.
+pub const SMALL_OUTPUT_MAX_TILES: u32 = 128;
+/// Workgroups a K-split matmul aims for with 64×64 tiles: about four per SM
+/// of a 132-SM GPU.
+pub const SPLIT_TARGET_WORKGROUPS: u32 = 512;
+/// The same with the small-output kernel: about two per SM. (On the H200,
+/// at the tiny preset's weight gradients, more slices than that cost more
+/// in their sum than they save.)
+pub const SPLIT_TARGET_WORKGROUPS_SMALL: u32 = 256;
+/// Fewest K per slice of a K-split matmul.
+pub const SPLIT_MIN_K: u32 = 128;
+
+/// Whether the engine computes an `m × n` output with the small-output
+/// kernel (32×32 tiles) rather than the general one (64×64).
+pub fn uses_small_tiles(m: u32, n: u32) -> bool {
+    m.div_ceil(MATMUL_TILE) * n.div_ceil(MATMUL_TILE) < SMALL_OUTPUT_MAX_TILES
+}
+
+/// How the engine splits an `m × n` output summed over `k` along K.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SplitK {
+    /// Partial products on the small-output kernel (32×32 tiles) rather
+    /// than the 64×64 one.
+    pub small_tiles: bool,
+    /// K slices (1: not split), each at least [`SPLIT_MIN_K`] long.
+    pub slices: u32,
+}
+
+/// The engine's split of an `m × n` output summed over `k`: 64×64 tiles in
+/// enough slices to fill a large GPU with workgroups when K is long enough
+/// for that; otherwise, for an output small enough
+/// ([`uses_small_tiles`]), the small-output kernel's four times as many
+/// workgroups in fewer slices. The rule lives here, beside the memory plan,
+/// because the plan counts the scratch the slices need and this crate
+/// cannot see the engine.
+pub fn split_k(m: u32, k: u32, n: u32) -> SplitK {
+    let slices = |tile: u32, target: u32| {
+        let tiles = (m.div_ceil(tile) * n.div_ceil(tile)).max(1);
+        let slices = target.div_ceil(tiles).min(k / SPLIT_MIN_K).max(1);
+        (tiles * slices, slices)
+    };
+    let (workgroups, general) = slices(MATMUL_TILE, SPLIT_TARGET_WORKGROUPS);
+    if workgroups >= SPLIT_TARGET_WORKGROUPS || !uses_small_tiles(m, n) {
+        return SplitK {
+            small_tiles: false,
+            slices: general,
+        };
+    }
+    SplitK {
+        small_tiles: true,
+        slices: slices(MATMUL_TILE_SMALL, SPLIT_TARGET_WORKGROUPS_SMALL).1,
+    }
+}
+
+/// Floats of the one scratch every K-split weight gradient `dW (out, in) =
+/// Σ_rows dyᵀ·x` of a training step shares (they run one after another):
+/// the largest `slices × out × in` among the tied head's and each block's
+/// four linears; 0 when none is split.
+pub fn split_k_scratch_floats(cfg: &ModelConfig, rows: usize) -> u64 {
+    let (c, v, rows) = (cfg.d_model as u32, cfg.vocab_size as u32, rows as u32);
+    [(v, c), (3 * c, c), (c, c), (4 * c, c), (c, 4 * c)]
+        .into_iter()
+        .map(|(out, inp)| (split_k(out, rows, inp).slices, out as u64 * inp as u64))
+        .filter(|&(slices, _)| slices > 1)
+        .map(|(slices, slab)| slices as u64 * slab)
+        .max()
+        .unwrap_or(0)
+}
+
 /// The buffers [`MemoryPlan::total`] counts: every storage buffer the engine
 /// creates for training `cfg` at `B × T` (uniforms of a few bytes aside).
 pub fn training_memory(cfg: &ModelConfig, b: usize, t: usize) -> MemoryPlan {
@@ -67,18 +143,20 @@ pub fn training_memory(cfg: &ModelConfig, b: usize, t: usize) -> MemoryPlan {
         + n * c * 3
         + n * 3 * c
         + 2 * n * 4 * c;
+    let split_k = split_k_scratch_floats(cfg, b * t);
     let candidates = [
         ("logits (B·T × vocab)", n * v * f),
         ("MLP activations (B·T × 4·d_model)", n * 4 * c * f),
         ("parameters", p * f),
+        ("split-K scratch", split_k * f),
     ];
     let (largest_buffer, largest_buffer_bytes) = candidates
         .into_iter()
         .max_by_key(|x| x.1)
-        .expect("three candidates");
+        .expect("four candidates");
     MemoryPlan {
         state_bytes,
-        activation_bytes: floats * f,
+        activation_bytes: (floats + split_k) * f,
         largest_buffer_bytes,
         largest_buffer,
     }
@@ -131,5 +209,41 @@ mod tests {
         assert!(err.contains("maxStorageBufferBindingSize"), "{err}");
         let err = check_fits(&plan, u64::MAX, u64::MAX, MEMORY_BUDGET_BYTES).unwrap_err();
         assert!(err.contains("budget of 4.00 GiB"), "{err}");
+    }
+
+    /// tiny's weight gradients (K = 2048 rows) are too short to fill a GPU
+    /// with 64×64 tiles: they split on the small-output kernel, and the
+    /// plan counts the largest of their scratches (QKV's six slices).
+    /// nanogpt's (K = 16384) split on 64×64 tiles.
+    #[test]
+    fn weight_gradients_split_as_the_plan_counts() {
+        let tiny = Preset::by_name("tiny").unwrap();
+        let cfg = tiny.model(65);
+        let rows = tiny.batch_size * tiny.block_size;
+        let c = cfg.d_model as u32;
+        let dw = |out: u32, inp: u32| split_k(out, rows as u32, inp);
+        for (out, inp, slices) in [(65, c, 16), (3 * c, c, 6), (c, c, 16), (4 * c, c, 4)] {
+            let want = SplitK {
+                small_tiles: true,
+                slices,
+            };
+            assert_eq!(dw(out, inp), want, "{out} × {inp}");
+        }
+        let floats = split_k_scratch_floats(&cfg, rows);
+        assert_eq!(floats, 6 * 3 * 128 * 128);
+        let plan = training_memory(&cfg, tiny.batch_size, tiny.block_size);
+        let without = training_memory(&cfg, 0, 0).activation_bytes;
+        assert!(plan.activation_bytes > without + 4 * floats);
+        let nanogpt = Preset::by_name("nanogpt").unwrap();
+        let rows = (nanogpt.batch_size * nanogpt.block_size) as u32;
+        let fc = split_k(4 * 384, rows, 384);
+        assert_eq!(
+            fc,
+            SplitK {
+                small_tiles: false,
+                slices: 4
+            }
+        );
+        assert!(!split_k(384, rows, 384).small_tiles);
     }
 }

@@ -2,15 +2,16 @@
 
 use super::EngineError;
 use crate::gate::FastPaths;
-use crate::model::{GpuModel, StepLogRead, StepStats};
+use crate::model::{Decoder, GpuModel, StepLogRead, StepStats};
 use crate::ops::adamw::OptState;
 use crate::{GpuContext, PipelineRegistry};
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::ops::ControlFlow;
 use std::rc::Rc;
 use tinygpt_core::checkpoint::{AdamMoments, Checkpoint};
 use tinygpt_core::data::Batch;
-use tinygpt_core::sample::{SampleParams, Sampler};
+use tinygpt_core::sample::{SampleError, SampleParams, Sampler};
 use tinygpt_core::{ModelConfig, TrainConfig};
 
 /// A device and its pipelines, shared by every session on it.
@@ -48,6 +49,74 @@ impl Gpu {
         )
         .map_err(EngineError::TooBig)
     }
+}
+
+/// Tokens one greedy submission decodes at most: they cost one read-back
+/// of their ids, and the stream shows them together.
+pub const GREEDY_CHUNK: usize = 32;
+
+/// Greedy generation of up to `n` tokens after `prompt` with the picks made
+/// on the GPU: the same tokens as sampling greedily from each token's
+/// logits on the CPU, with one submission and one read-back per chunk of
+/// tokens instead of per token. The first chunk is one token (the first
+/// token comes as soon as before), each next one twice the last up to
+/// [`GREEDY_CHUNK`], and the next chunk is always queued behind the one
+/// being read, so the GPU does not wait for the host. Chunks end where the
+/// cache is full; the cache then restarts from the last half window.
+/// `on_token` sees each token as its chunk arrives and stops generation by
+/// returning `Break`; logits that are not finite are refused as the CPU
+/// sampler refuses them.
+pub async fn generate_greedy(
+    ctx: &GpuContext,
+    dec: &mut Decoder,
+    prompt: &[u32],
+    n: usize,
+    mut on_token: impl FnMut(u32) -> ControlFlow<()>,
+) -> Result<Vec<u32>, EngineError> {
+    let cap = dec.capacity();
+    let mut context: Vec<u32> = if prompt.is_empty() {
+        vec![0]
+    } else {
+        prompt.to_vec()
+    };
+    // Tokens the next submission appends before its picks.
+    let mut host = context[context.len().saturating_sub(cap)..].to_vec();
+    dec.reset();
+    let mut out = Vec::with_capacity(n);
+    let mut in_flight = VecDeque::new();
+    let (mut submitted, mut chunk) = (0, 1);
+    while out.len() < n {
+        while in_flight.len() < 2 && submitted < n {
+            // Host tokens only start a cache, so this never underflows.
+            let room = cap - dec.len - host.len().saturating_sub(1);
+            if room == 0 {
+                break;
+            }
+            let k = chunk.min(n - submitted).min(room);
+            in_flight.push_back(dec.submit_greedy(ctx, &host, k)?);
+            host.clear();
+            submitted += k;
+            chunk = (2 * chunk).min(GREEDY_CHUNK);
+        }
+        let Some(read) = in_flight.pop_front() else {
+            // The cache is full and every pick is out: the last half window,
+            // ending with the newest pick (not in the cache yet).
+            dec.reset();
+            host = context[context.len() - (cap / 2).max(1)..].to_vec();
+            continue;
+        };
+        for pick in read.finish(ctx).await? {
+            if let Some((index, value)) = pick.non_finite {
+                return Err(SampleError::NonFiniteLogit { index, value }.into());
+            }
+            out.push(pick.token);
+            context.push(pick.token);
+            if on_token(pick.token).is_break() || out.len() == n {
+                return Ok(out);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A model on the GPU with its device.
@@ -129,7 +198,10 @@ impl GpuTrainer {
     }
 
     /// KV-cached generation. Past the context window the cache restarts from
-    /// the last half window (amortised O(T) per token).
+    /// the last half window (amortised O(T) per token). Greedy decoding
+    /// picks on the GPU, many tokens per submission ([`generate_greedy`]);
+    /// other sampling reads each token's logits back for the seeded CPU
+    /// sampler.
     pub async fn generate(
         &mut self,
         prompt: &[u32],
@@ -144,6 +216,9 @@ impl GpuTrainer {
             let mut reg = gpu.registry.borrow_mut();
             self.model.decoder(&gpu.ctx, &mut reg)?
         };
+        if params.is_greedy() {
+            return generate_greedy(&gpu.ctx, dec, prompt, n, on_token).await;
+        }
         let cap = dec.capacity();
         let mut context: Vec<u32> = if prompt.is_empty() {
             vec![0]

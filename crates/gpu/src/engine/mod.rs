@@ -6,7 +6,7 @@ mod cpu;
 mod gpu;
 
 pub use cpu::CpuTrainer;
-pub use gpu::{Gpu, GpuTrainer};
+pub use gpu::{generate_greedy, Gpu, GpuTrainer, GREEDY_CHUNK};
 use std::rc::Rc;
 
 use crate::model::{StepLogRead, StepStats};
@@ -339,7 +339,7 @@ impl Session {
     /// which stops generation by returning `Break`. The CPU reference awaits
     /// `tick()` after every token (the worker yields to its event loop there,
     /// so a Stop message can arrive); the GPU path already awaits each
-    /// token's read-back.
+    /// read-back (per token, or per chunk of greedy tokens).
     pub async fn generate<F: Future<Output = ()>>(
         &mut self,
         prompt: &str,

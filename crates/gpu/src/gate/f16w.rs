@@ -5,12 +5,19 @@
 
 use super::Fault;
 use crate::kernel::{bind_group, BoundKernel};
-use crate::matmul::MatmulDesc;
+use crate::matmul::{MatmulDesc, RowFusion, GEMV_COLUMNS};
+use crate::ops::common::{bind_kernel, grid};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-const MATMUL_WGSL: &str = include_str!("../../../../shaders/matmul_f16w.wgsl");
+/// matmul_f16w.wgsl with what its GEMVs fold around the dot products
+/// (gemv_row.wgsl, erf.wgsl).
+const MATMUL_WGSL: &str = concat!(
+    include_str!("../../../../shaders/matmul_f16w.wgsl"),
+    include_str!("../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../shaders/erf.wgsl")
+);
 const PACK_WGSL: &str = include_str!("../../../../shaders/pack_f16.wgsl");
 
 const fn matmul(key: &'static str, entry: &'static str) -> KernelSource {
@@ -22,12 +29,46 @@ const fn matmul(key: &'static str, entry: &'static str) -> KernelSource {
 }
 
 pub const MATMUL_F16W: KernelSource = matmul("matmul_f16w_64x64_k16", "main");
-pub const GEMV_F16W: KernelSource = matmul("gemv_f16w_64", "gemv");
 const MATMUL_F16W_F16ACC: KernelSource = matmul("matmul_f16w_fault_f16acc", "main_fault_f16acc");
 const MATMUL_F16W_DROPTAIL: KernelSource =
     matmul("matmul_f16w_fault_droptail", "main_fault_droptail");
-const GEMV_F16W_F16ACC: KernelSource = matmul("gemv_f16w_fault_f16acc", "gemv_fault_f16acc");
-const GEMV_F16W_DROPTAIL: KernelSource = matmul("gemv_f16w_fault_droptail", "gemv_fault_droptail");
+
+/// The GEMV for rows and input aligned to four elements.
+pub const GEMV_F16W: KernelSource = matmul("gemv_f16w_8col", "gemv");
+/// The GEMV for any offset and K.
+pub const GEMV_F16W_ANY: KernelSource = matmul("gemv_f16w_8col_any", "gemv_any");
+
+/// Every GEMV entry point by `[any alignment][LayerNorm prologue][fault]`,
+/// the fault index being that of [`fault_index`].
+const GEMVS: [[[KernelSource; 3]; 2]; 2] = [
+    [
+        [
+            GEMV_F16W,
+            matmul("gemv_f16w_fault_f16acc", "gemv_fault_f16acc"),
+            matmul("gemv_f16w_fault_droptail", "gemv_fault_droptail"),
+        ],
+        [
+            matmul("gemv_f16w_8col_ln", "gemv_ln"),
+            matmul("gemv_f16w_ln_fault_f16acc", "gemv_ln_fault_f16acc"),
+            matmul("gemv_f16w_ln_fault_droptail", "gemv_ln_fault_droptail"),
+        ],
+    ],
+    [
+        [
+            GEMV_F16W_ANY,
+            matmul("gemv_f16w_any_fault_f16acc", "gemv_any_fault_f16acc"),
+            matmul("gemv_f16w_any_fault_droptail", "gemv_any_fault_droptail"),
+        ],
+        [
+            matmul("gemv_f16w_8col_any_ln", "gemv_any_ln"),
+            matmul("gemv_f16w_any_ln_fault_f16acc", "gemv_any_ln_fault_f16acc"),
+            matmul(
+                "gemv_f16w_any_ln_fault_droptail",
+                "gemv_any_ln_fault_droptail",
+            ),
+        ],
+    ],
+];
 
 pub const PACK_F16: KernelSource = KernelSource {
     key: "pack_f16",
@@ -41,6 +82,7 @@ const PACK_F16_TRUNC: KernelSource = KernelSource {
 };
 
 const HAS_BIAS: u32 = 4;
+const ACCUMULATE: u32 = 8;
 const W_ALIGNED: u32 = 16;
 const PACK_THREADS: u32 = 256;
 
@@ -49,20 +91,41 @@ pub fn packed_words(n: usize) -> usize {
     n.div_ceil(2)
 }
 
-fn kernel_for(fault: Option<Fault>, gemv: bool) -> &'static KernelSource {
-    match (fault, gemv) {
-        (Some(Fault::F16Accumulate), false) => &MATMUL_F16W_F16ACC,
-        (Some(Fault::F16Accumulate), true) => &GEMV_F16W_F16ACC,
-        (Some(Fault::DropKTail), false) => &MATMUL_F16W_DROPTAIL,
-        (Some(Fault::DropKTail), true) => &GEMV_F16W_DROPTAIL,
-        (_, false) => &MATMUL_F16W,
-        (_, true) => &GEMV_F16W,
+/// Which kernel runs a matmul: the tiled one, or for M = 1 the GEMV for
+/// aligned rows (`quads`) or the one for any.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    Tiled,
+    GemvQuads,
+    GemvAny,
+}
+
+/// 0 for the real kernels, 1 and 2 for the kernel faults (the other faults
+/// are not in the matmul).
+fn fault_index(fault: Option<Fault>) -> usize {
+    match fault {
+        Some(Fault::F16Accumulate) => 1,
+        Some(Fault::DropKTail) => 2,
+        _ => 0,
+    }
+}
+
+fn kernel_for(fault: Option<Fault>, kernel: Kernel, ln: bool) -> &'static KernelSource {
+    match kernel {
+        Kernel::Tiled => match fault_index(fault) {
+            1 => &MATMUL_F16W_F16ACC,
+            2 => &MATMUL_F16W_DROPTAIL,
+            _ => &MATMUL_F16W,
+        },
+        Kernel::GemvQuads | Kernel::GemvAny => {
+            &GEMVS[(kernel == Kernel::GemvAny) as usize][ln as usize][fault_index(fault)]
+        }
     }
 }
 
 /// Binds `C (M, N) = A (M, K) · Wᵀ [+ bias]` with `W (N, K)` read as halves
 /// from `w_packed` starting at half `w_off`. `desc` must be a linear layout
-/// (`trans_b`, no `trans_a`, no `accumulate`). M = 1 runs the GEMV kernel.
+/// (`trans_b`, no `trans_a`, no `accumulate`). M = 1 runs a GEMV kernel.
 #[allow(clippy::too_many_arguments)]
 pub fn bind_matmul_f16w<'a>(
     ctx: &GpuContext,
@@ -75,13 +138,79 @@ pub fn bind_matmul_f16w<'a>(
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    let (a, c) = (a.into(), c.into());
-    let shape = |detail: String| GpuError::Shape {
+    if desc.accumulate {
+        return Err(shape_error(format!(
+            "only the linear forward layout is supported, got {desc:?}"
+        )));
+    }
+    let weights = PackedW {
+        buffer: w_packed,
+        offset: w_off,
+        fault,
+    };
+    bind(
+        ctx,
+        registry,
+        desc,
+        a,
+        weights,
+        bias,
+        RowFusion::default(),
+        c,
+    )
+}
+
+/// Packed-half weights: `W (N, K)` from half `offset` of `buffer`, and the
+/// test-only kernel fault to run them with.
+#[derive(Clone, Copy)]
+pub struct PackedW<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub offset: u32,
+    pub fault: Option<Fault>,
+}
+
+/// Binds the f16-storage GEMV `c (N) = a (K) · Wᵀ [+ bias] [+ c]` (`desc`:
+/// M = 1, a linear layout, `accumulate` allowed) with `fusion` around it:
+/// the decoder's fused linears.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_gemv_f16w<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    w: PackedW<'a>,
+    bias: Option<View<'a>>,
+    fusion: RowFusion<'a>,
+    c: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    if desc.m != 1 {
+        return Err(shape_error(format!("a GEMV needs M = 1, got {desc:?}")));
+    }
+    bind(ctx, registry, desc, a, w, bias, fusion, c)
+}
+
+fn shape_error(detail: String) -> GpuError {
+    GpuError::Shape {
         op: "matmul_f16w",
         detail,
-    };
-    if desc.trans_a || !desc.trans_b || desc.accumulate || desc.bias != bias.is_some() {
-        return Err(shape(format!(
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bind<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    w: PackedW<'a>,
+    bias: Option<View<'a>>,
+    fusion: RowFusion<'a>,
+    c: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let (a, c) = (a.into(), c.into());
+    let (w_packed, w_off) = (w.buffer, w.offset);
+    if desc.trans_a || !desc.trans_b || desc.bias != bias.is_some() {
+        return Err(shape_error(format!(
             "only the linear forward layout is supported, got {desc:?} with bias {}",
             bias.is_some()
         )));
@@ -90,7 +219,7 @@ pub fn bind_matmul_f16w<'a>(
     c.need("matmul_f16w", "C", desc.m as u64 * desc.n as u64)?;
     let halves = w_off as u64 + desc.n as u64 * desc.k as u64;
     if w_packed.size() < halves.div_ceil(2) * 4 {
-        return Err(shape(format!(
+        return Err(shape_error(format!(
             "packed W holds {} bytes but halves [{w_off}, {halves}) need {}",
             w_packed.size(),
             halves.div_ceil(2) * 4
@@ -105,14 +234,28 @@ pub fn bind_matmul_f16w<'a>(
         .any(|r| r.buffer == c.buffer)
         || w_packed == c.buffer
     {
-        return Err(shape("C (written) shares a buffer with an operand".into()));
+        return Err(shape_error(
+            "C (written) shares a buffer with an operand".into(),
+        ));
     }
-    let gemv = desc.m == 1;
-    let src = kernel_for(fault, gemv);
-    let pipeline = registry.get(&ctx.device, src);
+    let (ln, ln_w, ln_b) = fusion.layernorm_binding("matmul_f16w", desc.k, a.buffer, c.buffer)?;
+    let kernel = if desc.m > 1 {
+        Kernel::Tiled
+    } else if [w_off, desc.k, a.offset]
+        .iter()
+        .all(|x| x.is_multiple_of(4))
+    {
+        Kernel::GemvQuads
+    } else {
+        Kernel::GemvAny
+    };
+    // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
     let aligned = w_off.is_multiple_of(2) && desc.k.is_multiple_of(2);
-    let flags = if desc.bias { HAS_BIAS } else { 0 } | if aligned { W_ALIGNED } else { 0 };
+    let flags = if desc.bias { HAS_BIAS } else { 0 }
+        | if desc.accumulate { ACCUMULATE } else { 0 }
+        | if aligned { W_ALIGNED } else { 0 }
+        | fusion.flags();
     let words = [
         desc.m,
         desc.k,
@@ -122,23 +265,35 @@ pub fn bind_matmul_f16w<'a>(
         w_off,
         bias.offset,
         c.offset,
+        ln_w,
+        ln_b,
+        0,
+        0,
     ];
     let uniform = ctx.uniform("matmul_f16w_params", bytemuck::cast_slice(&words));
-    let buffers = [&uniform, a.buffer, w_packed, bias.buffer, c.buffer];
-    let bind_group = bind_group(&ctx.device, &pipeline, src.key, &buffers);
-    let workgroups = if gemv {
-        crate::ops::common::grid(ctx, desc.n)
-    } else {
-        let tile = crate::matmul::MATMUL_TILE;
-        [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
+    // Each entry point binds exactly what it reads: the aligned GEMV reads
+    // W and A as vectors, and A as f32 only for a LayerNorm.
+    let ln_fused = fusion.layernorm.is_some();
+    let src = kernel_for(w.fault, kernel, ln_fused);
+    let mut buffers = vec![(3, bias.buffer), (4, c.buffer)];
+    match kernel {
+        Kernel::Tiled | Kernel::GemvAny => buffers.extend([(1, a.buffer), (2, w_packed)]),
+        Kernel::GemvQuads if ln_fused => buffers.extend([(1, a.buffer), (6, w_packed)]),
+        Kernel::GemvQuads => buffers.extend([(6, w_packed), (7, a.buffer)]),
+    }
+    if ln_fused {
+        buffers.push((5, ln));
+    }
+    let workgroups = match kernel {
+        Kernel::Tiled => {
+            let tile = crate::matmul::MATMUL_TILE;
+            [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
+        }
+        Kernel::GemvQuads | Kernel::GemvAny => grid(ctx, desc.n.div_ceil(GEMV_COLUMNS)),
     };
-    Ok(BoundKernel {
-        key: src.key,
-        pipeline,
-        bind_group,
-        workgroups,
-        _uniform: Some(uniform),
-    })
+    Ok(bind_kernel(
+        ctx, registry, src, &uniform, &buffers, workgroups,
+    ))
 }
 
 /// Binds the packing of `n` f32 elements of `src` (from its view offset)

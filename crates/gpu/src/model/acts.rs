@@ -62,11 +62,6 @@ pub struct Acts {
     pub dfch: wgpu::Buffer,
 }
 
-/// Bytes [`Acts::new`] allocates for `cfg` at `B × T` (with backward).
-pub fn acts_bytes(cfg: &ModelConfig, b: usize, t: usize) -> u64 {
-    tinygpt_protocol::training_memory(cfg, b, t).activation_bytes
-}
-
 impl Acts {
     pub fn new(ctx: &GpuContext, cfg: &ModelConfig, b: usize, t: usize) -> Result<Self, GpuError> {
         let (n, c, v) = (b * t, cfg.d_model, cfg.vocab_size);

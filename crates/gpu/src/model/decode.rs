@@ -1,35 +1,115 @@
 //! Sampling with a KV cache: one token costs work proportional to the
-//! context so far. Each layer appends the new token's keys and values to its
-//! cache and attends over positions `0..=p`; only the `V` logits come back.
+//! context so far, and only what the sampler needs comes back.
+//!
+//! A step (one token at one position) is five dispatches per layer: the
+//! QKV GEMV with the LayerNorm folded into its prologue, the attention
+//! (which appends the token's keys and values to the layer's cache), the
+//! projection GEMV adding into the residual row, the fc GEMV with the second
+//! LayerNorm before and GELU after, and the fc_proj GEMV adding into the
+//! residual row; plus the embedding, the head (final LayerNorm folded in)
+//! and, when decoding greedily, the pick of the next token on the GPU.
+//!
+//! Steps chain inside one submission: before each, a copy from a table
+//! sets the position uniform, and the input token is either copied from
+//! the host's list (a prompt) or left by the previous step's pick. Greedy
+//! decoding therefore submits many tokens at once and reads back only their
+//! ids; sampling with temperature reads the `V` logits of each token.
 
-use super::graph::{bind_linear, F16Weights, Flat};
-use crate::kernel::BoundKernel;
-use crate::matmul::{bind_matmul, MatmulDesc};
-use crate::ops::attention::{
-    bind_attention_decode, bind_kv_append, decode_position_buffer, set_decode_position, DecodeDesc,
-    KvCache,
-};
+use super::graph::{F16Weights, Flat};
+use crate::buffers::PendingRead;
+use crate::gate::f16w::{bind_gemv_f16w, PackedW};
+use crate::kernel::{record_pass, BoundKernel};
+use crate::matmul::{bind_gemv, MatmulDesc, RowFusion};
+use crate::ops::argmax::{bind_greedy_pick, Pick, PICK_BYTES};
+use crate::ops::attention::{bind_attention_decode, decode_position_buffer, DecodeDesc, KvCache};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
-use crate::ops::gelu::bind_gelu_forward;
-use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
-use crate::ops::residual::bind_residual_forward;
-use crate::ops::BoundOp;
 use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
 use crate::{GpuContext, GpuError, PipelineRegistry};
-use tinygpt_core::{ModelConfig, ParamKind::*};
+use tinygpt_core::{ModelConfig, ParamKind, ParamKind::*};
 
-/// The one-row buffers, caches and bound ops of batch-1 decoding.
+/// Bytes of one row of the position table (the position uniform's size).
+const POSITION_BYTES: u64 = 16;
+
+/// What a step records after the blocks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Out {
+    /// Nothing: a prompt token whose successor is known.
+    None,
+    /// The logits, for the host's sampler.
+    Logits,
+    /// The logits and the greedy pick.
+    Pick,
+}
+
+/// The one-row buffers, caches and bound kernels of batch-1 decoding.
 pub struct Decoder {
     desc: DecodeDesc,
+    /// The embedding's input token.
     token: wgpu::Buffer,
+    /// Tokens the host gives one submission, copied into `token` step by step.
+    host_tokens: wgpu::Buffer,
+    /// Row `p` holds position `p`, copied into `position` before each step.
+    positions: wgpu::Buffer,
     position: wgpu::Buffer,
     logits: wgpu::Buffer,
+    /// The greedy pick made at each position ([`PICK_BYTES`] each).
+    picks: wgpu::Buffer,
     vocab: usize,
-    ops: Vec<BoundOp>,
+    /// The embedding and the blocks.
+    body: Vec<BoundKernel>,
+    /// The final LayerNorm and the tied head, one GEMV.
+    head: BoundKernel,
+    pick: BoundKernel,
     _buffers: Vec<wgpu::Buffer>,
     _caches: Vec<KvCache>,
     /// Tokens in the cache.
     pub len: usize,
+}
+
+/// Greedy picks on their way back (see [`Decoder::submit_greedy`]).
+pub struct PendingPicks(PendingRead);
+
+impl PendingPicks {
+    /// Waits for the picks of their submission only.
+    pub async fn finish(self, ctx: &GpuContext) -> Result<Vec<Pick>, GpuError> {
+        Ok(Pick::parse(&self.0.finish(ctx).await?))
+    }
+}
+
+/// Binds one linear of layer `l` for a single row, `out (N) [+]= x'·Wᵀ + b`
+/// with `x'` the row `x (K)` after `fusion`'s LayerNorm, GELU applied after
+/// the bias, and `accumulate` adding into `out` (a residual add). The f16
+/// weights are read when given: the decoder's counterpart of
+/// `graph::bind_linear`, the only other place a fast path swaps a kernel.
+#[allow(clippy::too_many_arguments)]
+fn bind_row_linear<'a>(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    f16: Option<F16Weights<'a>>,
+    (k, n): (u32, u32),
+    x: &'a wgpu::Buffer,
+    params: &Flat<'a>,
+    (w, b, l): (ParamKind, ParamKind, usize),
+    fusion: RowFusion<'a>,
+    accumulate: bool,
+    out: &'a wgpu::Buffer,
+) -> Result<BoundKernel, GpuError> {
+    let desc = MatmulDesc {
+        accumulate,
+        ..MatmulDesc::linear(1, k, n)
+    };
+    let bias = Some(params.at(b, l));
+    match f16 {
+        Some(f) => {
+            let weights = PackedW {
+                buffer: f.buffer,
+                offset: params.at(w, l).offset,
+                fault: f.fault,
+            };
+            bind_gemv_f16w(ctx, reg, desc, x, weights, bias, fusion, out)
+        }
+        None => bind_gemv(ctx, reg, desc, x, params.at(w, l), bias, fusion, out),
+    }
 }
 
 impl Decoder {
@@ -46,34 +126,28 @@ impl Decoder {
             nh: cfg.n_head as u32,
             t_max: cfg.block_size as u32,
         };
+        let t_max = cfg.block_size;
         let position = decode_position_buffer(ctx);
+        let table: Vec<u32> = (0..desc.t_max).flat_map(|p| [p, 0, 0, 0]).collect();
+        let positions = ctx.upload_bytes("decode_positions", bytemuck::cast_slice(&table))?;
         let token = ctx.zeros("decode_token", 1)?;
+        let host_tokens = ctx.zeros("decode_host_tokens", t_max)?;
+        let picks = ctx.zeros("decode_picks", t_max * (PICK_BYTES as usize / 4))?;
         let row = |label: &str, len: u32| ctx.zeros(label, len as usize);
-        let xs: Vec<wgpu::Buffer> = (0..=cfg.n_layer)
-            .map(|_| row("decode_x", c))
-            .collect::<Result<_, _>>()?;
-        let (ln, qkv, atty, proj, res2) = (
-            row("decode_ln", c)?,
+        let (x, qkv, atty, fch, logits) = (
+            row("decode_x", c)?,
             row("decode_qkv", 3 * c)?,
             row("decode_atty", c)?,
-            row("decode_proj", c)?,
-            row("decode_res2", c)?,
-        );
-        let (fch, fch_gelu, logits) = (
             row("decode_fch", 4 * c)?,
-            row("decode_fch_gelu", 4 * c)?,
             row("decode_logits", v)?,
         );
-        let (mean, rstd) = (row("decode_mean", 1)?, row("decode_rstd", 1)?);
         let caches: Vec<KvCache> = (0..cfg.n_layer)
             .map(|_| KvCache::new(ctx, desc))
             .collect::<Result<_, _>>()?;
-        let ln1 = LayerNormDesc {
-            n: 1,
-            c,
-            accumulate: false,
+        let ln = |w: ParamKind, b: ParamKind, l: usize| RowFusion {
+            layernorm: Some((params.at(w, l), params.at(b, l))),
+            gelu: false,
         };
-        let mut ops: Vec<BoundOp> = Vec::new();
         let emb = EmbeddingDesc {
             n: 1,
             t: 1,
@@ -81,129 +155,103 @@ impl Decoder {
             v,
             t_max: desc.t_max,
         };
-        ops.push(
-            bind_embedding_forward(
-                ctx,
-                reg,
-                emb,
-                &token,
-                params.at(TokEmb, 0),
-                params.at(PosEmb, 0),
-                &xs[0],
-                Some(&position),
-            )?
-            .into(),
-        );
-        for l in 0..cfg.n_layer {
-            let x = &xs[l];
-            ops.push(
-                bind_layernorm_forward(
-                    ctx,
-                    reg,
-                    ln1,
-                    x,
-                    params.at(Ln1W, l),
-                    params.at(Ln1B, l),
-                    &ln,
-                    &mean,
-                    &rstd,
-                )?
-                .into(),
-            );
-            ops.push(bind_linear(
-                ctx,
-                reg,
-                f16,
-                MatmulDesc::linear(1, c, 3 * c),
-                &ln,
-                params,
-                (QkvW, QkvB, l),
-                &qkv,
+        let mut body = vec![bind_embedding_forward(
+            ctx,
+            reg,
+            emb,
+            &token,
+            params.at(TokEmb, 0),
+            params.at(PosEmb, 0),
+            &x,
+            Some(&position),
+        )?];
+        let plain = RowFusion::default();
+        for (l, cache) in caches.iter().enumerate() {
+            let qkv_op = (QkvW, QkvB, l);
+            let fusion = ln(Ln1W, Ln1B, l);
+            let dims = (c, 3 * c);
+            body.push(bind_row_linear(
+                ctx, reg, f16, dims, &x, params, qkv_op, fusion, false, &qkv,
             )?);
-            ops.push(bind_kv_append(ctx, reg, desc, &position, &qkv, &caches[l])?.into());
-            ops.push(
-                bind_attention_decode(ctx, reg, desc, &position, &qkv, &caches[l], &atty)?.into(),
-            );
-            ops.push(bind_linear(
+            body.push(bind_attention_decode(
+                ctx, reg, desc, &position, &qkv, cache, &atty,
+            )?);
+            let proj = (AttnProjW, AttnProjB, l);
+            body.push(bind_row_linear(
                 ctx,
                 reg,
                 f16,
-                MatmulDesc::linear(1, c, c),
+                (c, c),
                 &atty,
                 params,
-                (AttnProjW, AttnProjB, l),
-                &proj,
+                proj,
+                plain,
+                true,
+                &x,
             )?);
-            ops.push(bind_residual_forward(ctx, reg, c, x, &proj, &res2)?.into());
-            ops.push(
-                bind_layernorm_forward(
-                    ctx,
-                    reg,
-                    ln1,
-                    &res2,
-                    params.at(Ln2W, l),
-                    params.at(Ln2B, l),
-                    &ln,
-                    &mean,
-                    &rstd,
-                )?
-                .into(),
-            );
-            ops.push(bind_linear(
+            let fusion = RowFusion {
+                gelu: true,
+                ..ln(Ln2W, Ln2B, l)
+            };
+            let dims = (c, 4 * c);
+            body.push(bind_row_linear(
                 ctx,
                 reg,
                 f16,
-                MatmulDesc::linear(1, c, 4 * c),
-                &ln,
+                dims,
+                &x,
                 params,
                 (FcW, FcB, l),
+                fusion,
+                false,
                 &fch,
             )?);
-            ops.push(bind_gelu_forward(ctx, reg, 4 * c, &fch, &fch_gelu)?.into());
-            ops.push(bind_linear(
+            let fc_proj = (FcProjW, FcProjB, l);
+            body.push(bind_row_linear(
                 ctx,
                 reg,
                 f16,
-                MatmulDesc::linear(1, 4 * c, c),
-                &fch_gelu,
+                (4 * c, c),
+                &fch,
                 params,
-                (FcProjW, FcProjB, l),
-                &proj,
+                fc_proj,
+                plain,
+                true,
+                &x,
             )?);
-            ops.push(bind_residual_forward(ctx, reg, c, &res2, &proj, &xs[l + 1])?.into());
         }
-        ops.push(
-            bind_layernorm_forward(
-                ctx,
-                reg,
-                ln1,
-                &xs[cfg.n_layer],
-                params.at(LnfW, 0),
-                params.at(LnfB, 0),
-                &ln,
-                &mean,
-                &rstd,
-            )?
-            .into(),
-        );
-        let head = MatmulDesc {
+        let head_desc = MatmulDesc {
             m: 1,
             k: c,
             n: v,
             trans_b: true,
             ..Default::default()
         };
-        ops.push(bind_matmul(ctx, reg, head, &ln, params.at(TokEmb, 0), None, &logits)?.into());
-        let mut buffers = xs;
-        buffers.extend([ln, qkv, atty, proj, res2, fch, fch_gelu, mean, rstd]);
+        let tok_emb = params.at(TokEmb, 0);
+        let head = bind_gemv(
+            ctx,
+            reg,
+            head_desc,
+            &x,
+            tok_emb,
+            None,
+            ln(LnfW, LnfB, 0),
+            &logits,
+        )?;
+        let pick = bind_greedy_pick(ctx, reg, v, &logits, &position, &token, &picks)?;
         Ok(Self {
             desc,
             token,
+            host_tokens,
+            positions,
             position,
             logits,
+            picks,
             vocab: v as usize,
-            ops,
-            _buffers: buffers,
+            body,
+            head,
+            pick,
+            _buffers: vec![x, qkv, atty, fch],
             _caches: caches,
             len: 0,
         })
@@ -222,56 +270,133 @@ impl Decoder {
     /// Appends `token` at the next position and returns the logits (V) of
     /// the next token. Errors when the cache is full.
     pub async fn push(&mut self, ctx: &GpuContext, token: u32) -> Result<Vec<f32>, GpuError> {
-        self.feed(ctx, token)?;
+        self.submit(ctx, &[token], 1, Out::Logits)?;
         ctx.read_f32(&self.logits, self.vocab).await
     }
 
-    /// Appends `token` without reading the logits (prompt prefill).
+    /// Appends `token` without computing the logits (prompt prefill).
     pub fn feed(&mut self, ctx: &GpuContext, token: u32) -> Result<(), GpuError> {
-        let (enc, ()) = self.encode(ctx, token, |enc, kernels| {
-            crate::kernel::record_pass(enc, "decode", kernels);
-            Ok(())
-        })?;
-        ctx.queue.submit([enc.finish()]);
-        self.len += 1;
-        Ok(())
+        self.submit(ctx, &[token], 1, Out::None)
     }
 
-    /// Appends `token` as [`Self::feed`] does, but each dispatch in its own
-    /// timestamped pass; waits and returns the GPU time of every dispatch in
-    /// order. Needs `TIMESTAMP_QUERY`.
-    pub async fn profile_feed(
+    /// Greedy decoding of `picks` (≥ 1) tokens in one submission, without
+    /// waiting: appends the `host` tokens (a prompt; the successor of its
+    /// last token is the first pick) — or, when `host` is empty, the last
+    /// pick of the previous submission, still in the token buffer — then
+    /// each pick in turn. Returns the read of the picked ids, in order. A
+    /// next submission may follow before this read is awaited.
+    pub fn submit_greedy(
+        &mut self,
+        ctx: &GpuContext,
+        host: &[u32],
+        picks: usize,
+    ) -> Result<PendingPicks, GpuError> {
+        if picks == 0 {
+            return Err(self.shape("a greedy submission picks at least one token".into()));
+        }
+        let steps = host.len().max(1) + picks - 1;
+        let first = self.len + steps - picks;
+        self.submit(ctx, host, steps, Out::Pick)?;
+        let at = PICK_BYTES * first as u64;
+        Ok(PendingPicks(ctx.start_read(&[(
+            &self.picks,
+            at,
+            PICK_BYTES * picks as u64,
+        )])))
+    }
+
+    /// Decodes one greedy step after `token`, each dispatch in its own
+    /// timestamped pass; waits and returns the GPU time of every dispatch
+    /// in order. Needs `TIMESTAMP_QUERY`.
+    pub async fn profile_step(
         &mut self,
         ctx: &GpuContext,
         token: u32,
     ) -> Result<Vec<DispatchTime>, GpuError> {
         check_timestamps(ctx)?;
-        let (enc, timed) = self.encode(ctx, token, |enc, kernels| {
-            TimedDispatches::record(ctx, enc, kernels)
-        })?;
+        self.check_room(1)?;
+        ctx.queue
+            .write_buffer(&self.host_tokens, 0, bytemuck::bytes_of(&token));
+        let mut enc = encoder(ctx);
+        self.start_step(&mut enc, 0, 1);
+        let timed = TimedDispatches::record(ctx, &mut enc, &self.kernels(Out::Pick))?;
         ctx.queue.submit([enc.finish()]);
         self.len += 1;
         timed.read(ctx).await
     }
 
-    /// Writes the position and the token, then lets `record` put every
-    /// dispatch of one decode step into a new encoder.
-    fn encode<R>(
-        &self,
+    /// Submits `steps` steps at the next positions: the `host` tokens, then
+    /// (greedy) the tokens the picks leave. Every step records the blocks;
+    /// those from the last host token on also record `out`.
+    fn submit(
+        &mut self,
         ctx: &GpuContext,
-        token: u32,
-        record: impl FnOnce(&mut wgpu::CommandEncoder, &[&BoundKernel]) -> Result<R, GpuError>,
-    ) -> Result<(wgpu::CommandEncoder, R), GpuError> {
-        set_decode_position(ctx, &self.position, self.desc, self.len as u32)?;
-        ctx.queue
-            .write_buffer(&self.token, 0, bytemuck::bytes_of(&token));
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("decode"),
-            });
-        let kernels: Vec<&BoundKernel> = self.ops.iter().flat_map(|op| &op.kernels).collect();
-        let out = record(&mut enc, &kernels)?;
-        Ok((enc, out))
+        host: &[u32],
+        steps: usize,
+        out: Out,
+    ) -> Result<(), GpuError> {
+        self.check_room(steps)?;
+        if !host.is_empty() {
+            ctx.queue
+                .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(host));
+        }
+        let inner = self.kernels(Out::None);
+        let last = self.kernels(out);
+        let mut enc = encoder(ctx);
+        for i in 0..steps {
+            self.start_step(&mut enc, i, host.len());
+            let kernels = if i + 1 < host.len() { &inner } else { &last };
+            record_pass(&mut enc, "decode", kernels);
+        }
+        ctx.queue.submit([enc.finish()]);
+        self.len += steps;
+        Ok(())
     }
+
+    /// Records the copies that start step `i` of a submission: its position
+    /// (`len + i`), and host token `i` when there is one.
+    fn start_step(&self, enc: &mut wgpu::CommandEncoder, i: usize, host: usize) {
+        if i < host {
+            enc.copy_buffer_to_buffer(&self.host_tokens, 4 * i as u64, &self.token, 0, 4);
+        }
+        let at = POSITION_BYTES * (self.len + i) as u64;
+        enc.copy_buffer_to_buffer(&self.positions, at, &self.position, 0, POSITION_BYTES);
+    }
+
+    /// The dispatches of one step.
+    fn kernels(&self, out: Out) -> Vec<&BoundKernel> {
+        let mut k: Vec<&BoundKernel> = self.body.iter().collect();
+        if out != Out::None {
+            k.push(&self.head);
+        }
+        if out == Out::Pick {
+            k.push(&self.pick);
+        }
+        k
+    }
+
+    fn check_room(&self, steps: usize) -> Result<(), GpuError> {
+        if self.len + steps > self.capacity() {
+            return Err(self.shape(format!(
+                "{steps} more tokens do not fit: {} of {} positions are taken",
+                self.len,
+                self.capacity()
+            )));
+        }
+        Ok(())
+    }
+
+    fn shape(&self, detail: String) -> GpuError {
+        GpuError::Shape {
+            op: "decoder",
+            detail,
+        }
+    }
+}
+
+fn encoder(ctx: &GpuContext) -> wgpu::CommandEncoder {
+    ctx.device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("decode"),
+        })
 }

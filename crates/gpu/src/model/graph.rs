@@ -2,7 +2,7 @@
 //! backward into the flat gradient buffer. Bound once per batch shape;
 //! a step only records them.
 
-use super::acts::{acts_bytes, Acts};
+use super::acts::Acts;
 use crate::gate::f16w::bind_matmul_f16w;
 use crate::gate::Fault;
 use crate::matmul::{bind_matmul, bind_matmul_split_k, split_k_scratch_floats, MatmulDesc};
@@ -576,25 +576,13 @@ pub fn bind_backward(
 }
 
 /// The scratch every K-split weight gradient of the backward shares (they
-/// run one after another), capped at 1 % of the activations so that the
-/// memory plan stays exact within its stated tolerance.
+/// run one after another), of the size the memory plan counts for it.
 fn split_k_scratch(
     ctx: &GpuContext,
     cfg: &ModelConfig,
     a: &Acts,
 ) -> Result<Option<wgpu::Buffer>, GpuError> {
-    let (rows, c, v) = (u(a.b * a.t), u(cfg.d_model), u(cfg.vocab_size));
-    // (d_out, d_in) of the tied head and of each block's four linears.
-    let shapes = [(v, c), (3 * c, c), (c, c), (4 * c, c), (c, 4 * c)];
-    let descs = shapes.map(|(m, n)| MatmulDesc {
-        m,
-        k: rows,
-        n,
-        trans_a: true,
-        ..Default::default()
-    });
-    let cap = acts_bytes(cfg, a.b, a.t) / 100 / 4;
-    match split_k_scratch_floats(&descs, cap) {
+    match split_k_scratch_floats(cfg, a.b * a.t) {
         0 => Ok(None),
         floats => Ok(Some(ctx.zeros("matmul_split_k_scratch", floats as usize)?)),
     }

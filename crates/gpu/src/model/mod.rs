@@ -11,7 +11,7 @@ mod acts;
 mod decode;
 mod graph;
 
-pub use acts::{acts_bytes, Acts};
+pub use acts::Acts;
 pub use decode::Decoder;
 
 use crate::gate::f16w::{bind_pack_f16, pack_cpu, packed_words};

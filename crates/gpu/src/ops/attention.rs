@@ -36,12 +36,6 @@ pub const ATTENTION_BWD_DKV: KernelSource = KernelSource {
     entry: "main",
 };
 
-pub const ATTENTION_KV_APPEND: KernelSource = KernelSource {
-    key: "attention_kv_append",
-    wgsl: include_str!("../../../../shaders/attention_kv_append.wgsl"),
-    entry: "main",
-};
-
 pub const ATTENTION_DECODE: KernelSource = KernelSource {
     key: "attention_decode",
     wgsl: include_str!("../../../../shaders/attention_decode.wgsl"),
@@ -54,8 +48,6 @@ pub const MAX_HEAD_SIZE: u32 = 128;
 const HEAD_CHUNK: u32 = 32;
 /// Query (or key) rows per workgroup of the forward and backward kernels.
 const ROWS_PER_WORKGROUP: u32 = 16;
-/// Threads (and outputs) per workgroup of the KV append.
-const APPEND_WORKGROUP: u32 = 64;
 /// Bytes of the decode-position uniform: `vec4<u32>`, position in `x`.
 const POSITION_BYTES: u64 = 16;
 
@@ -329,9 +321,9 @@ impl DecodeDesc {
     fn validate(&self, ctx: &GpuContext) -> Result<u32, GpuError> {
         let hs = head_size(self.c, self.nh)?;
         let max = ctx.limits.max_compute_workgroups_per_dimension;
-        if self.t_max == 0 || self.nh > max || self.c.div_ceil(APPEND_WORKGROUP) > max {
+        if self.t_max == 0 || self.nh > max {
             return Err(shape_error(format!(
-                "{self:?}: T_max must be ≥ 1 and NH, C/{APPEND_WORKGROUP} at most {max}"
+                "{self:?}: T_max must be ≥ 1 and NH at most {max}"
             )));
         }
         Ok(hs)
@@ -411,37 +403,9 @@ pub fn set_decode_position(
     Ok(())
 }
 
-/// Binds the append of the K and V parts of `qkv` (one `(3C)` row: the
-/// first `3C` floats of the buffer) into `cache` at the current position.
-pub fn bind_kv_append(
-    ctx: &GpuContext,
-    registry: &mut PipelineRegistry,
-    desc: DecodeDesc,
-    position: &wgpu::Buffer,
-    qkv: &wgpu::Buffer,
-    cache: &KvCache,
-) -> Result<BoundKernel, GpuError> {
-    let hs = desc.check(ctx, position, qkv, cache)?;
-    let pipeline = registry.get(&ctx.device, &ATTENTION_KV_APPEND);
-    let uniform = ctx.uniform("attention_kv_append_params", &desc.uniform_bytes(hs));
-    let bind_group = bind_group(
-        &ctx.device,
-        &pipeline,
-        ATTENTION_KV_APPEND.key,
-        &[&uniform, position, qkv, &cache.k, &cache.v],
-    );
-    Ok(BoundKernel {
-        key: ATTENTION_KV_APPEND.key,
-        pipeline,
-        bind_group,
-        workgroups: [desc.c.div_ceil(APPEND_WORKGROUP), 1, 1],
-        _uniform: Some(uniform),
-    })
-}
-
 /// Binds the attention of the query in `qkv` (one `(3C)` row) over cache
-/// positions `0..=p`, writing the `(C)` output row to `out`. Record it after
-/// [`bind_kv_append`]'s kernel, which puts position `p` into the cache.
+/// positions `0..=p`, writing the `(C)` output row to `out`; the kernel
+/// first appends the row's keys and values to `cache` at position `p`.
 pub fn bind_attention_decode(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,

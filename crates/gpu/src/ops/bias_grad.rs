@@ -46,7 +46,10 @@ pub fn chunks(rows: u32) -> u32 {
 }
 
 /// One dispatch: `dst[chunk, :] (+)= Σ_{r in chunk} src[r, :]` for `src
-/// (rows, cols)` in chunks of `rows_per_chunk` rows (`dst (chunks, cols)`).
+/// (rows, cols)` in chunks of `rows_per_chunk` rows (`dst (chunks, cols)`),
+/// for each of `sums` — one `(src, dst)` pair, or two whose sources share a
+/// buffer and whose destinations share another (LayerNorm's dw and db: one
+/// dispatch instead of two).
 #[allow(clippy::too_many_arguments)]
 pub fn bind_column_sum<'a>(
     ctx: &GpuContext,
@@ -55,14 +58,30 @@ pub fn bind_column_sum<'a>(
     cols: u32,
     rows_per_chunk: u32,
     accumulate: bool,
-    src: impl Into<View<'a>>,
-    dst: impl Into<View<'a>>,
+    sums: &[(View<'a>, View<'a>)],
 ) -> Result<BoundKernel, GpuError> {
-    let (src, dst) = (src.into(), dst.into());
+    let (&(src, dst), rest) = sums
+        .split_first()
+        .ok_or_else(|| shape_error("column_sum", "no sums given".into()))?;
+    let (src1, dst1) = match rest {
+        [] => (src, dst),
+        [(s, d)] if s.buffer == src.buffer && d.buffer == dst.buffer => (*s, *d),
+        _ => {
+            return Err(shape_error(
+                "column_sum",
+                format!(
+                    "{} sums given; two must share their source and their destination buffers",
+                    sums.len()
+                ),
+            ))
+        }
+    };
     let rows_per_chunk = rows_per_chunk.max(1);
     let n_chunks = rows.div_ceil(rows_per_chunk).max(1);
-    src.need("column_sum", "src", rows as u64 * cols as u64)?;
-    dst.need("column_sum", "dst", n_chunks as u64 * cols as u64)?;
+    for (src, dst) in [(src, dst), (src1, dst1)] {
+        src.need("column_sum", "src", rows as u64 * cols as u64)?;
+        dst.need("column_sum", "dst", n_chunks as u64 * cols as u64)?;
+    }
     check_no_alias("column_sum", &[("dst", dst.buffer)], &[("src", src.buffer)])?;
     check_dim(ctx, "column_sum", "row chunks", n_chunks)?;
     let params = uniform(
@@ -75,6 +94,8 @@ pub fn bind_column_sum<'a>(
             accumulate as u32,
             src.offset,
             dst.offset,
+            src1.offset,
+            dst1.offset,
         ],
     );
     Ok(bind_kernel(
@@ -83,7 +104,11 @@ pub fn bind_column_sum<'a>(
         &COLUMN_SUM,
         &params,
         &[(1, src.buffer), (2, dst.buffer)],
-        [cols.div_ceil(COLUMNS_PER_WORKGROUP), n_chunks, 1],
+        [
+            cols.div_ceil(COLUMNS_PER_WORKGROUP),
+            n_chunks,
+            sums.len() as u32,
+        ],
     ))
 }
 
@@ -103,7 +128,15 @@ pub fn bind_bias_grad<'a>(
     let (rows, cols) = (desc.rows, desc.cols);
     let n_chunks = chunks(rows);
     if n_chunks <= 1 {
-        let k = bind_column_sum(ctx, registry, rows, cols, rows, desc.accumulate, dout, db)?;
+        let k = bind_column_sum(
+            ctx,
+            registry,
+            rows,
+            cols,
+            rows,
+            desc.accumulate,
+            &[(dout, db)],
+        )?;
         return Ok(k.into());
     }
     let partials = ctx.zeros("bias_grad_partials", (n_chunks * cols) as usize)?;
@@ -114,8 +147,7 @@ pub fn bind_bias_grad<'a>(
         cols,
         rows_per_chunk(rows),
         false,
-        dout,
-        &partials,
+        &[(dout, (&partials).into())],
     )?;
     let stage2 = bind_column_sum(
         ctx,
@@ -124,8 +156,7 @@ pub fn bind_bias_grad<'a>(
         cols,
         n_chunks,
         desc.accumulate,
-        &partials,
-        db,
+        &[((&partials).into(), db)],
     )?;
     Ok(BoundOp {
         kernels: vec![stage1, stage2],

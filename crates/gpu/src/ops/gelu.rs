@@ -6,15 +6,21 @@ use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
+/// gelu.wgsl with erf.wgsl (the erf and GELU it shares with the GEMV epilogue).
+const GELU_WGSL: &str = concat!(
+    include_str!("../../../../shaders/gelu.wgsl"),
+    include_str!("../../../../shaders/erf.wgsl")
+);
+
 pub const GELU_FORWARD: KernelSource = KernelSource {
     key: "gelu_forward",
-    wgsl: include_str!("../../../../shaders/gelu.wgsl"),
+    wgsl: GELU_WGSL,
     entry: "forward",
 };
 
 pub const GELU_BACKWARD: KernelSource = KernelSource {
     key: "gelu_backward",
-    wgsl: include_str!("../../../../shaders/gelu.wgsl"),
+    wgsl: GELU_WGSL,
     entry: "backward",
 };
 

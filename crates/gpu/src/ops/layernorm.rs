@@ -129,7 +129,8 @@ pub struct LayerNormGrads<'a> {
 /// Binds the backward: `dx (N, C)`, `dw (C)`, `db (C)`, each accumulated or
 /// overwritten as `desc.accumulate` says. Three kinds of dispatch: `dx` per
 /// row, then `dw`/`db` per column in two deterministic stages (partials of
-/// [`rows_per_chunk`] rows in a scratch buffer the op owns, then their sum).
+/// [`rows_per_chunk`] rows in a scratch buffer the op owns, then their sums,
+/// dw's and db's in one dispatch).
 pub fn bind_layernorm_backward(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
@@ -210,22 +211,20 @@ pub fn bind_layernorm_backward(
         &[shared[0], shared[1], shared[2], shared[3], (7, &partials)],
         [desc.c.div_ceil(32), n_chunks, 1],
     );
-    let sum = |registry: &mut PipelineRegistry, first: u32, dst: View<'_>| {
-        bind_column_sum(
-            ctx,
-            registry,
-            n_chunks,
-            desc.c,
-            n_chunks,
-            desc.accumulate,
-            View::at(&partials, first),
-            dst,
-        )
-    };
-    let dw = sum(registry, 0, g.dw)?;
-    let db = sum(registry, n_chunks * desc.c, g.db)?;
+    let sums = bind_column_sum(
+        ctx,
+        registry,
+        n_chunks,
+        desc.c,
+        n_chunks,
+        desc.accumulate,
+        &[
+            ((&partials).into(), g.dw),
+            (View::at(&partials, n_chunks * desc.c), g.db),
+        ],
+    )?;
     Ok(BoundOp {
-        kernels: vec![dx, stage1, dw, db],
+        kernels: vec![dx, stage1, sums],
         scratch: vec![partials],
     })
 }

@@ -1,0 +1,230 @@
+//! Greedy decoding with the picks on the GPU (`engine::generate_greedy`,
+//! chunks of tokens per submission) against decoding one token at a time
+//! with the logits read back for the CPU sampler — bit-identical, f32 and
+//! f16-storage, across context-window restarts and prompts longer than the
+//! window — and against the CPU reference's text; Stop mid-chunk;
+//! non-finite logits refused as the CPU sampler refuses them; and the
+//! dispatches of one decoded token.
+
+use std::ops::ControlFlow;
+use tinygpt_core::sample::{SampleError, SampleParams, Sampler};
+use tinygpt_core::{Gpt, ModelConfig, ParamKind, ParamLayout, TrainConfig};
+use tinygpt_gpu::engine::{generate_greedy, EngineError, GREEDY_CHUNK};
+use tinygpt_gpu::gate::{F16Storage, FastPaths};
+use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::model::{Decoder, GpuModel};
+use tinygpt_gpu::ops::adamw::OptState;
+use tinygpt_gpu::testing::TestGpu;
+use tinygpt_gpu::PipelineRegistry;
+
+fn config() -> ModelConfig {
+    ModelConfig {
+        vocab_size: 11,
+        block_size: 12,
+        n_layer: 2,
+        n_head: 2,
+        d_model: 20,
+    }
+}
+
+/// Weights larger than the init, so the logits are decisive.
+fn params(cfg: &ModelConfig) -> Vec<f32> {
+    let mut p = Gpt::new(*cfg, 9).unwrap().params;
+    p.iter_mut().for_each(|x| *x *= 8.0);
+    p
+}
+
+fn f16() -> FastPaths {
+    FastPaths {
+        f16_storage: Some(F16Storage {
+            pack_on_gpu: false,
+            fault: None,
+        }),
+    }
+}
+
+fn model(gpu: &TestGpu, reg: &mut PipelineRegistry, p: &[f32], fast: FastPaths) -> GpuModel {
+    let cfg = config();
+    let tc = TrainConfig::default();
+    let mut m = GpuModel::new(&gpu.ctx, cfg, p, None, tc, OptState::default()).unwrap();
+    m.set_fast_paths(&gpu.ctx, reg, fast).unwrap();
+    pollster::block_on(m.prepare_inference(&gpu.ctx)).unwrap();
+    m
+}
+
+/// The path greedy sampling took before the picks moved to the GPU: one
+/// submission and one read-back of V logits per token, the CPU sampler
+/// choosing, the cache restarting from the last half window when full.
+fn one_at_a_time(
+    gpu: &TestGpu,
+    dec: &mut Decoder,
+    prompt: &[u32],
+    n: usize,
+) -> Result<Vec<u32>, SampleError> {
+    let ctx = &gpu.ctx;
+    let mut sampler = Sampler::new(SampleParams::greedy()).unwrap();
+    let cap = dec.capacity();
+    let mut context = if prompt.is_empty() {
+        vec![0]
+    } else {
+        prompt.to_vec()
+    };
+    dec.reset();
+    let window = context[context.len().saturating_sub(cap)..].to_vec();
+    for &t in &window[..window.len() - 1] {
+        dec.feed(ctx, t).unwrap();
+    }
+    let mut logits = pollster::block_on(dec.push(ctx, window[window.len() - 1])).unwrap();
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let next = sampler.sample(&logits)?;
+        out.push(next);
+        context.push(next);
+        if out.len() == n {
+            break;
+        }
+        if dec.len == cap {
+            dec.reset();
+            for &t in &context[context.len() - cap / 2..context.len() - 1] {
+                dec.feed(ctx, t).unwrap();
+            }
+        }
+        logits = pollster::block_on(dec.push(ctx, next)).unwrap();
+    }
+    Ok(out)
+}
+
+fn greedy(
+    gpu: &TestGpu,
+    dec: &mut Decoder,
+    prompt: &[u32],
+    n: usize,
+) -> Result<Vec<u32>, EngineError> {
+    pollster::block_on(generate_greedy(&gpu.ctx, dec, prompt, n, |_| {
+        ControlFlow::Continue(())
+    }))
+}
+
+#[test]
+fn gpu_picks_equal_the_one_token_at_a_time_path_bit_for_bit() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let cfg = config();
+    let p = params(&cfg);
+    let long: Vec<u32> = (0..cfg.block_size as u32 + 5).map(|i| i * 7 % 11).collect();
+    for fast in [FastPaths::default(), f16()] {
+        let mut m = model(gpu, &mut reg, &p, fast);
+        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+        // Several window restarts (and chunks cut by them), a prompt longer
+        // than the window, an empty prompt, past one full chunk.
+        let cases: [(&[u32], usize); 3] = [
+            (&[1, 4, 2], 4 * cfg.block_size),
+            (&long, 10),
+            (&[], GREEDY_CHUNK + 3),
+        ];
+        for (prompt, n) in cases {
+            let want = one_at_a_time(gpu, dec, prompt, n).unwrap();
+            let got = greedy(gpu, dec, prompt, n).unwrap();
+            assert_eq!(got, want, "{fast:?}, prompt {prompt:?}");
+        }
+    }
+}
+
+#[test]
+fn gpu_picks_give_the_cpu_references_text() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let cfg = config();
+    let p = params(&cfg);
+    let mut cpu = Gpt::new(cfg, 9).unwrap();
+    cpu.params.clone_from(&p);
+    let prompt = [3u32, 1, 4];
+    // Within the window: the CPU recomputes the last block_size tokens, the
+    // cache restarts from half a window, so past it the two differ by design.
+    let n = cfg.block_size - prompt.len();
+    let want = cpu
+        .generate(&prompt, n, &SampleParams::greedy(), |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    for fast in [FastPaths::default(), f16()] {
+        let mut m = model(gpu, &mut reg, &p, fast);
+        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+        assert_eq!(greedy(gpu, dec, &prompt, n).unwrap(), want, "{fast:?}");
+    }
+}
+
+#[test]
+fn a_stop_mid_chunk_ends_generation_and_the_next_one_starts_clean() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let p = params(&config());
+    let mut m = model(gpu, &mut reg, &p, FastPaths::default());
+    let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+    let want = greedy(gpu, dec, &[2, 5], 30).unwrap();
+    let mut seen = Vec::new();
+    let got = pollster::block_on(generate_greedy(&gpu.ctx, dec, &[2, 5], 30, |t| {
+        seen.push(t);
+        // The 6th token sits inside the third chunk (1 + 2 + 4 tokens).
+        if seen.len() == 6 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }))
+    .unwrap();
+    assert_eq!(got, want[..6]);
+    assert_eq!(seen, got);
+    // Chunks still in flight do not disturb the next generation.
+    assert_eq!(greedy(gpu, dec, &[2, 5], 30).unwrap(), want);
+}
+
+#[test]
+fn non_finite_logits_are_refused_as_the_cpu_sampler_refuses_them() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let cfg = config();
+    let mut p = params(&cfg);
+    // An infinite weight in token 5's row of the tied head: logit 5 is ±inf
+    // (the prompt never embeds token 5).
+    let tok = ParamLayout::new(&cfg).get(ParamKind::TokEmb).offset;
+    p[tok + 5 * cfg.d_model + 3] = f32::INFINITY;
+    let mut m = model(gpu, &mut reg, &p, FastPaths::default());
+    let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+    let want = one_at_a_time(gpu, dec, &[1, 2], 4).unwrap_err();
+    let got = greedy(gpu, dec, &[1, 2], 4).unwrap_err();
+    match (got, want) {
+        (
+            EngineError::Sample(SampleError::NonFiniteLogit { index, value }),
+            SampleError::NonFiniteLogit { index: i, value: v },
+        ) => {
+            assert_eq!((index, value.to_bits()), (i, v.to_bits()));
+            assert_eq!(index, 5);
+        }
+        (got, want) => panic!("{got:?} vs {want:?}"),
+    }
+}
+
+#[test]
+fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
+    let gpu = gpu_or_skip!();
+    if !gpu.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        eprintln!("skipping: no timestamp queries on this adapter");
+        return;
+    }
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let cfg = config();
+    let p = params(&cfg);
+    for fast in [FastPaths::default(), f16()] {
+        let mut m = model(gpu, &mut reg, &p, fast);
+        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+        dec.reset();
+        let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
+        let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
+        // Embedding; per layer QKV (LayerNorm folded), attention (K/V
+        // append folded), projection (+ residual), fc (LayerNorm, GELU),
+        // fc_proj (+ residual); head (final LayerNorm folded); the pick.
+        assert_eq!(keys.len(), 5 * cfg.n_layer + 3, "{keys:?}");
+        assert_eq!(keys.last(), Some(&"greedy_pick"));
+    }
+}

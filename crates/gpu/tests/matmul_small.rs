@@ -1,0 +1,120 @@
+//! The small-output f32 matmul (32×32 tiles, K summed by four groups of
+//! threads) against the CPU reference and the 64×64 kernel in every layout,
+//! on odd shapes around its tile and 32-wide K step, with bias,
+//! accumulation and operands at offsets; and chosen by `bind_matmul` only
+//! for outputs of fewer than 128 tiles of 64×64.
+
+use tinygpt_core::numerics::assert_close;
+use tinygpt_core::Rng;
+use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::submit;
+use tinygpt_gpu::matmul::{
+    bind_matmul, bind_matmul_tiled, matmul_reference, MatmulDesc, TileKernel, MATMUL_F32,
+    MATMUL_F32_SMALL,
+};
+use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::TestGpu;
+
+fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
+    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
+}
+
+/// Runs `desc` on the small-output and the 64×64 kernel with every operand
+/// 5 floats into its buffer and C starting from random values; compares
+/// both with the reference (they sum in different orders, so they agree to
+/// rounding, not bit for bit).
+fn check(gpu: &TestGpu, desc: MatmulDesc, seed: u64) {
+    let ctx = &gpu.ctx;
+    let mut rng = Rng::new(seed);
+    let pad = |v: &[f32]| [&[3.0; 5][..], v].concat();
+    let a = random(&mut rng, desc.m * desc.k);
+    let b = random(&mut rng, desc.k * desc.n);
+    let bias = random(&mut rng, desc.n);
+    let c0 = random(&mut rng, desc.m * desc.n);
+    let a_buf = ctx.upload("a", &pad(&a)).unwrap();
+    let b_buf = ctx.upload("b", &pad(&b)).unwrap();
+    let bias_buf = ctx.upload("bias", &pad(&bias)).unwrap();
+    let (small, general) = (
+        ctx.upload("c_small", &pad(&c0)).unwrap(),
+        ctx.upload("c_general", &pad(&c0)).unwrap(),
+    );
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let (av, bv) = (View::at(&a_buf, 5), View::at(&b_buf, 5));
+    let biasv = desc.bias.then(|| View::at(&bias_buf, 5));
+    let bind = |reg: &mut _, kernel, c| {
+        bind_matmul_tiled(ctx, reg, kernel, desc, av, bv, biasv, View::at(c, 5)).unwrap()
+    };
+    let k_small = bind(&mut reg, TileKernel::Small, &small);
+    let k_general = bind(&mut reg, TileKernel::General, &general);
+    assert_eq!(k_small.key, MATMUL_F32_SMALL.key);
+    submit(ctx, "matmul_small", &[&k_small, &k_general]);
+    let len = 5 + (desc.m * desc.n) as usize;
+    let got = pollster::block_on(ctx.read_f32(&small, len)).unwrap();
+    let other = pollster::block_on(ctx.read_f32(&general, len)).unwrap();
+    assert_eq!(&got[..5], &[3.0; 5], "nothing before C's offset is written");
+    let mut want = matmul_reference(desc, &a, &b, desc.bias.then_some(&bias[..]));
+    if desc.accumulate {
+        want.iter_mut().zip(&c0).for_each(|(x, c)| *x += c);
+    }
+    let atol = 1e-5 * (desc.k as f64).sqrt() * 4.0;
+    assert_close(&format!("{desc:?}"), &got[5..], &want, atol, 1e-5);
+    assert_close(
+        &format!("{desc:?} (64×64)"),
+        &got[5..],
+        &other[5..],
+        atol,
+        1e-5,
+    );
+}
+
+#[test]
+fn small_tiles_match_the_reference_in_every_layout() {
+    let gpu = gpu_or_skip!();
+    // (M, K, N): below, at and past one tile, one 8-wide group step and
+    // one 32-wide K step; several steps with a partial last one.
+    let shapes = [
+        (1, 1, 1),
+        (3, 5, 7),
+        (32, 32, 32),
+        (33, 17, 31),
+        (31, 65, 33),
+        (70, 200, 45),
+    ];
+    let mut seed = 100;
+    for &(m, k, n) in &shapes {
+        for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
+            seed += 1;
+            let desc = MatmulDesc {
+                m,
+                k,
+                n,
+                trans_a,
+                trans_b,
+                bias: seed % 2 == 0,
+                accumulate: seed % 3 == 0,
+            };
+            check(gpu, desc, seed);
+        }
+    }
+}
+
+#[test]
+fn bind_matmul_uses_small_tiles_only_for_small_outputs() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    // The tiny preset's attention projection (2 × 32 tiles of 64) and its
+    // QKV projection (6 × 32).
+    let small = MatmulDesc::linear(2048, 16, 128);
+    let general = MatmulDesc::linear(2048, 16, 384);
+    assert_eq!(small.tile_kernel(), TileKernel::Small);
+    assert_eq!(general.tile_kernel(), TileKernel::General);
+    let a = ctx.zeros("a", 2048 * 16).unwrap();
+    let w = ctx.zeros("w", 384 * 16).unwrap();
+    let bias = ctx.zeros("bias", 384).unwrap();
+    let c = ctx.zeros("c", 2048 * 384).unwrap();
+    for (desc, key) in [(small, MATMUL_F32_SMALL.key), (general, MATMUL_F32.key)] {
+        let k = bind_matmul(ctx, &mut reg, desc, &a, &w, Some((&bias).into()), &c).unwrap();
+        assert_eq!(k.key, key, "{desc:?}");
+    }
+}

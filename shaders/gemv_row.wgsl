@@ -1,0 +1,133 @@
+// What the M = 1 kernels (gemv.wgsl, and matmul_f16w.wgsl's GEMVs) fold
+// around their dot products, so that a decoded token needs fewer dispatches:
+//   prologue  LayerNorm of the input row (the `*_ln` entry points): every
+//             workgroup recomputes the row's mean and 1/σ, then normalises
+//             the row 256 inputs at a time into workgroup memory, where the
+//             lanes read them
+//   epilogue  + bias, then GELU (flag GELU), then + C (ACCUMULATE: the
+//             residual add of the decoder), as separate kernels would, in
+//             that order.
+// The normalised inputs are computed exactly as layernorm.wgsl computes its
+// output (same strided sums over 128 threads, same tree, same expression),
+// and the `*_ln` loops add the products in the plain loops' order, so a
+// fused LayerNorm gives the bits of the LayerNorm kernel followed by the
+// GEMV. The barriers of the prologue are never inside a branch: CPU
+// implementations (SwiftShader, lavapipe) run a kernel many times slower
+// when one is, even untaken.
+//
+// Appended to the kernel's source (with erf.wgsl); the kernel declares
+// `p` (fields k, n, flags, a_off, bias_off, c_off, ln_w_off, ln_b_off),
+// `a` (f32 input row), `bias` and `c` at bindings 1, 3, 4, and runs 256
+// invocations per workgroup.
+
+const HAS_BIAS: u32 = 4u;
+const ACCUMULATE: u32 = 8u;
+const GELU: u32 = 64u;
+const LN_THREADS: u32 = 128u;
+const LN_EPS: f32 = 1e-5;
+
+// LayerNorm weight at ln_w_off and bias at ln_b_off (the flat parameters).
+@group(0) @binding(5) var<storage, read> lnp: array<f32>;
+
+// In turn: the LayerNorm's two sums (a region each), chunks of the
+// normalised row, the lanes' partial dot products.
+const LN_REGION: u32 = 136u;
+var<workgroup> red: array<f32, 272>;
+
+// layernorm.wgsl's tree over the 128 values from red[b]: the node at level
+// s of leaf j < s (pairs 64 apart are added first, then 32, … 1).
+fn ln_tree64(b: u32, j: u32) -> f32 {
+    return red[b + j] + red[b + j + 64u];
+}
+
+fn ln_tree32(b: u32, j: u32) -> f32 {
+    return ln_tree64(b, j) + ln_tree64(b, j + 32u);
+}
+
+fn ln_tree16(b: u32, j: u32) -> f32 {
+    return ln_tree32(b, j) + ln_tree32(b, j + 16u);
+}
+
+// Sum of `v` over the first LN_THREADS invocations, added exactly as
+// layernorm.wgsl's tree adds them but with two barriers instead of nine
+// (barriers are what CPU implementations pay for most): eight invocations
+// add the subtrees under the tree's eight nodes at level 8, then every
+// invocation adds those eight as the last three levels. The sums go to
+// red[b …] and the eight nodes after them, so that the mean (b = 0) and the
+// variance (b = LN_REGION) need no barrier between them.
+fn ln_sum(t: u32, v: f32, b: u32) -> f32 {
+    if (t < LN_THREADS) {
+        red[b + t] = v;
+    }
+    workgroupBarrier();
+    let n = b + LN_THREADS;
+    if (t < 8u) {
+        red[n + t] = ln_tree16(b, t) + ln_tree16(b, t + 8u);
+    }
+    workgroupBarrier();
+    return ((red[n] + red[n + 4u]) + (red[n + 2u] + red[n + 6u]))
+        + ((red[n + 1u] + red[n + 5u]) + (red[n + 3u] + red[n + 7u]));
+}
+
+// Mean and 1/σ of the K inputs. Every invocation calls it (barriers).
+fn ln_stats(t: u32) -> vec2<f32> {
+    var s = 0.0;
+    if (t < LN_THREADS) {
+        for (var i = t; i < p.k; i += LN_THREADS) {
+            s += a[p.a_off + i];
+        }
+    }
+    let mu = ln_sum(t, s, 0u) / f32(p.k);
+    var q = 0.0;
+    if (t < LN_THREADS) {
+        for (var i = t; i < p.k; i += LN_THREADS) {
+            let d = a[p.a_off + i] - mu;
+            q += d * d;
+        }
+    }
+    let variance = ln_sum(t, q, LN_REGION) / f32(p.k);
+    return vec2<f32>(mu, 1.0 / sqrt(variance + LN_EPS));
+}
+
+// Input k normalised with `st` = (mean, 1/σ).
+fn ln_x(k: u32, st: vec2<f32>) -> f32 {
+    return (a[p.a_off + k] - st.x) * st.y * lnp[p.ln_w_off + k] + lnp[p.ln_b_off + k];
+}
+
+// Stages inputs k0 … k0 + 255 (those below K) normalised with `st` in
+// `red`, once every invocation is done with what `red` held (the previous
+// chunk, or the sums). Every invocation calls it (barriers).
+fn stage_ln(t: u32, k0: u32, st: vec2<f32>) {
+    workgroupBarrier();
+    if (k0 + t < p.k) {
+        red[t] = ln_x(k0 + t, st);
+    }
+    workgroupBarrier();
+}
+
+// The lanes' tree over the 32 values from red[b], pairs 16 apart added
+// first, then 8, … 1, in one invocation: one barrier instead of six.
+fn lane_tree8(b: u32, j: u32) -> f32 {
+    return (red[b + j] + red[b + j + 16u]) + (red[b + j + 8u] + red[b + j + 24u]);
+}
+
+fn lane_tree(b: u32) -> f32 {
+    return ((lane_tree8(b, 0u) + lane_tree8(b, 4u)) + (lane_tree8(b, 2u) + lane_tree8(b, 6u)))
+        + ((lane_tree8(b, 1u) + lane_tree8(b, 5u)) + (lane_tree8(b, 3u) + lane_tree8(b, 7u)));
+}
+
+// Writes output column `col` from its dot product.
+fn finish_col(col: u32, dot: f32) {
+    var v = dot;
+    if ((p.flags & HAS_BIAS) != 0u) {
+        v += bias[p.bias_off + col];
+    }
+    if ((p.flags & GELU) != 0u) {
+        v = gelu_f32(v);
+    }
+    let o = p.c_off + col;
+    if ((p.flags & ACCUMULATE) != 0u) {
+        v += c[o];
+    }
+    c[o] = v;
+}

@@ -1,0 +1,201 @@
+// Tiled f32 matmul for small outputs: C (M, N) = op(A) · op(B) [+ bias (N)]
+// [+ C], in the layouts and with the Params of matmul.wgsl (see there for
+// the layouts and for split K, which this kernel runs the same way).
+//
+// An output of few 64×64 tiles leaves most of a large GPU idle, and each of
+// its workgroups then walks all of K one step at a time with nothing to
+// hide the memory latency of each step. Here a workgroup computes a 32×32
+// tile of C — four times as many workgroups — with four groups of 8×8
+// threads. K advances 32 per step; group g sums its 8 of them (k0 + 8·g +
+// 0..8) into its own 4×4 block per thread, so a thread's chain of steps is
+// a quarter as long, and the operands of the next step are loaded into
+// registers while the current one is computed. At the end the four groups'
+// blocks are added in the fixed order g = 0, 1, 2, 3: deterministic, but
+// not the 64×64 kernel's order, so results differ from it in the last bits.
+// Every sum is f32. (Measured on the H200 at the tiny preset's shapes: a
+// 64-wide K step, or operands loaded two or three steps ahead, were no
+// faster.)
+
+struct Params {
+    m: u32,
+    k: u32,
+    n: u32,
+    // bit 0: TRANS_A, bit 1: TRANS_B, bit 2: add bias, bit 3: accumulate into C
+    flags: u32,
+    a_off: u32,
+    b_off: u32,
+    bias_off: u32,
+    c_off: u32,
+    // K per workgroup z (a multiple of 32; ≥ K without split)
+    k_chunk: u32,
+    slices: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> c: array<f32>;
+
+const TILE: u32 = 32u;
+const KT: u32 = 32u;
+// K per group and step.
+const KG: u32 = 8u;
+const TRANS_A: u32 = 1u;
+const TRANS_B: u32 = 2u;
+const HAS_BIAS: u32 = 4u;
+const ACCUMULATE: u32 = 8u;
+
+// The A tile at [0, 256), the B tile at [256, 512): row kk of a tile holds
+// the 8 vec4 op(A)[row0 + 4·i4 + (0..4), k0 + kk] (or op(B)[k0 + kk, col0 +
+// 4·j4 + (0..4)]) at slot(kk, i4), XOR-swizzled so that the 8 threads
+// storing neighbouring kk of one i4 hit distinct banks. After the K loop
+// the whole array (16 KiB) holds the four groups' blocks.
+const B_TILE: u32 = 256u;
+var<workgroup> shm: array<vec4<f32>, 1024>;
+
+fn slot(kk: u32, i4: u32) -> u32 {
+    return kk * 8u + (i4 ^ (kk & 7u));
+}
+
+// op(A)[row, kk] and op(B)[kk, col], zero outside (an index select, not a
+// branch, so that a thread's loads are all in flight at once).
+fn op_a(row: u32, kk: u32) -> f32 {
+    let inside = (row < p.m) & (kk < p.k);
+    var i = p.a_off + row * p.k + kk;
+    if ((p.flags & TRANS_A) != 0u) {
+        i = p.a_off + kk * p.m + row;
+    }
+    return select(0.0, a[select(p.a_off, i, inside)], inside);
+}
+
+fn op_b(kk: u32, col: u32) -> f32 {
+    let inside = (kk < p.k) & (col < p.n);
+    var i = p.b_off + kk * p.n + col;
+    if ((p.flags & TRANS_B) != 0u) {
+        i = p.b_off + col * p.k + kk;
+    }
+    return select(0.0, b[select(p.b_off, i, inside)], inside);
+}
+
+// Vec4 `v` (0..256) of a tile: its row kk and its index i4 in the row, in
+// an order that follows the memory order of the source so that neighbouring
+// threads read neighbouring addresses.
+fn a_kk(v: u32) -> u32 {
+    if ((p.flags & TRANS_A) != 0u) {
+        return v / 8u;
+    }
+    return v % KT;
+}
+
+fn a_i4(v: u32) -> u32 {
+    if ((p.flags & TRANS_A) != 0u) {
+        return v % 8u;
+    }
+    return v / KT;
+}
+
+fn b_kk(v: u32) -> u32 {
+    if ((p.flags & TRANS_B) != 0u) {
+        return v % KT;
+    }
+    return v / 8u;
+}
+
+fn b_j4(v: u32) -> u32 {
+    if ((p.flags & TRANS_B) != 0u) {
+        return v / KT;
+    }
+    return v % 8u;
+}
+
+fn a_part(v: u32, row0: u32, k0: u32) -> vec4<f32> {
+    let kk = k0 + a_kk(v);
+    let row = row0 + 4u * a_i4(v);
+    return vec4<f32>(op_a(row, kk), op_a(row + 1u, kk), op_a(row + 2u, kk), op_a(row + 3u, kk));
+}
+
+fn b_part(v: u32, col0: u32, k0: u32) -> vec4<f32> {
+    let kk = k0 + b_kk(v);
+    let col = col0 + 4u * b_j4(v);
+    return vec4<f32>(op_b(kk, col), op_b(kk, col + 1u), op_b(kk, col + 2u), op_b(kk, col + 3u));
+}
+
+// Writes one row of four columns (bias, then C when accumulating, added in
+// matmul.wgsl's order).
+fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {
+    if (row >= p.m) {
+        return;
+    }
+    for (var j = 0u; j < 4u; j++) {
+        let col = col0 + j;
+        if (col >= p.n) {
+            return;
+        }
+        var v = acc[j];
+        if ((p.flags & HAS_BIAS) != 0u) {
+            v += bias[p.bias_off + col];
+        }
+        let o = c_base + row * p.n + col;
+        if ((p.flags & ACCUMULATE) != 0u) {
+            v += c[o];
+        }
+        c[o] = v;
+    }
+}
+
+@compute @workgroup_size(8, 8, 4)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let row0 = wg.y * TILE;
+    let col0 = wg.x * TILE;
+    let t64 = lid.y * 8u + lid.x;
+    let g = lid.z;
+    // The vec4 of each tile this thread fills per step.
+    let v = g * 64u + t64;
+    let sa = slot(a_kk(v), a_i4(v));
+    let sb = B_TILE + slot(b_kk(v), b_j4(v));
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
+    let k_begin = wg.z * p.k_chunk;
+    let k_end = min(p.k, k_begin + p.k_chunk);
+    var next_a = a_part(v, row0, k_begin);
+    var next_b = b_part(v, col0, k_begin);
+    for (var k0 = k_begin; k0 < k_end; k0 += KT) {
+        shm[sa] = next_a;
+        shm[sb] = next_b;
+        workgroupBarrier();
+        // The next step's loads are in flight while this one computes.
+        if (k0 + KT < k_end) {
+            next_a = a_part(v, row0, k0 + KT);
+            next_b = b_part(v, col0, k0 + KT);
+        }
+        for (var q = 0u; q < KG; q++) {
+            let kk = g * KG + q;
+            let av = shm[slot(kk, lid.y)];
+            let bv = shm[B_TILE + slot(kk, lid.x)];
+            acc0 = fma(vec4<f32>(av.x), bv, acc0);
+            acc1 = fma(vec4<f32>(av.y), bv, acc1);
+            acc2 = fma(vec4<f32>(av.z), bv, acc2);
+            acc3 = fma(vec4<f32>(av.w), bv, acc3);
+        }
+        workgroupBarrier();
+    }
+    // Every group's 4×4 blocks, then group g adds row g of the four blocks
+    // in order and writes it.
+    let o = (g * 64u + t64) * 4u;
+    shm[o] = acc0;
+    shm[o + 1u] = acc1;
+    shm[o + 2u] = acc2;
+    shm[o + 3u] = acc3;
+    workgroupBarrier();
+    var sum = shm[t64 * 4u + g];
+    for (var h = 1u; h < 4u; h++) {
+        sum += shm[(h * 64u + t64) * 4u + g];
+    }
+    let c_base = p.c_off + wg.z * p.m * p.n;
+    store_row(c_base, row0 + lid.y * 4u + g, col0 + lid.x * 4u, sum);
+}
