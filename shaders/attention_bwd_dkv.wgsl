@@ -70,26 +70,8 @@ fn pw(r: u32, j4: u32) -> u32 {
     return r * 8u + (j4 ^ (r & 7u));
 }
 
-// lowbias32, as tinygpt_core::model::dropout::mix32.
-fn mix32(v: u32) -> u32 {
-    var x = v;
-    x ^= x >> 16u;
-    x *= 0x7feb352du;
-    x ^= x >> 15u;
-    x *= 0x846ca68bu;
-    return x ^ (x >> 16u);
-}
-
-// The key of this step's mask (see Params).
-fn drop_key() -> u32 {
-    return mix32(mix32(mix32(p.seed_lo ^ mix32(p.seed_hi)) ^ state[0]) ^ p.site);
-}
-
-// The dropout factor of weight (query t, key s) of head h, sequence b.
-fn drop1(key: u32, b: u32, h: u32, t: u32, s: u32) -> f32 {
-    let i = ((b * p.nh + h) * p.t + t) * p.t + s;
-    return select(0.0, p.drop_scale, mix32(key ^ mix32(i)) >= p.threshold);
-}
+// mix32, drop_key, drop1 and drop4: dropout_mask.wgsl and attention_dropout.wgsl,
+// appended to this source.
 
 fn qkv_at(i: u32, ok: bool) -> f32 {
     if (ok) {

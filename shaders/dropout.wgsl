@@ -29,15 +29,7 @@ struct Params {
 const WG: u32 = 256u;
 const ADD_BASE: u32 = 1u;
 
-// lowbias32 (C. Wellons), as dropout::mix32.
-fn mix32(v: u32) -> u32 {
-    var x = v;
-    x ^= x >> 16u;
-    x *= 0x7feb352du;
-    x ^= x >> 15u;
-    x *= 0x846ca68bu;
-    return x ^ (x >> 16u);
-}
+// mix32 and drop_key: dropout_mask.wgsl, appended to this source.
 
 @compute @workgroup_size(256)
 fn main(
@@ -49,7 +41,7 @@ fn main(
     if (i >= p.n) {
         return;
     }
-    let key = mix32(mix32(mix32(p.seed_lo ^ mix32(p.seed_hi)) ^ state[0]) ^ p.site);
+    let key = drop_key();
     var v = 0.0;
     if (mix32(key ^ mix32(i)) >= p.threshold) {
         v = y[i] * bitcast<f32>(p.scale_bits);

@@ -18,21 +18,34 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
 
+/// A training kernel's source with the dropout-mask functions appended
+/// (`dropout_mask.wgsl`, `attention_dropout.wgsl`): the masks' bits live in
+/// one place for every kernel that drops.
+macro_rules! with_dropout {
+    ($path:literal) => {
+        concat!(
+            include_str!($path),
+            include_str!("../../../../shaders/dropout_mask.wgsl"),
+            include_str!("../../../../shaders/attention_dropout.wgsl")
+        )
+    };
+}
+
 pub const ATTENTION_FWD: KernelSource = KernelSource {
     key: "attention_fwd_flash",
-    wgsl: include_str!("../../../../shaders/attention_fwd.wgsl"),
+    wgsl: with_dropout!("../../../../shaders/attention_fwd.wgsl"),
     entry: "main",
 };
 
 pub const ATTENTION_BWD_DQ: KernelSource = KernelSource {
     key: "attention_bwd_dq",
-    wgsl: include_str!("../../../../shaders/attention_bwd_dq.wgsl"),
+    wgsl: with_dropout!("../../../../shaders/attention_bwd_dq.wgsl"),
     entry: "main",
 };
 
 pub const ATTENTION_BWD_DKV: KernelSource = KernelSource {
     key: "attention_bwd_dkv",
-    wgsl: include_str!("../../../../shaders/attention_bwd_dkv.wgsl"),
+    wgsl: with_dropout!("../../../../shaders/attention_bwd_dkv.wgsl"),
     entry: "main",
 };
 

@@ -11,7 +11,10 @@ use tinygpt_core::model::{Dropout, Site};
 
 pub const DROPOUT: KernelSource = KernelSource {
     key: "dropout",
-    wgsl: include_str!("../../../../shaders/dropout.wgsl"),
+    wgsl: concat!(
+        include_str!("../../../../shaders/dropout.wgsl"),
+        include_str!("../../../../shaders/dropout_mask.wgsl")
+    ),
     entry: "main",
 };
 
