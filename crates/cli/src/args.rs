@@ -60,27 +60,37 @@ pub struct TrainArgs {
     /// Optimiser steps to run (in total, counting a resumed checkpoint's).
     #[arg(long)]
     pub steps: Option<usize>,
+    /// Sequences per optimiser step.
     #[arg(long)]
     pub batch_size: Option<usize>,
+    /// Characters per training sequence (at most the context length).
     #[arg(long)]
     pub seq_len: Option<usize>,
+    /// Peak learning rate (AdamW), reached after the warm-up.
     #[arg(long)]
     pub lr: Option<f32>,
+    /// Learning rate at the end of the cosine decay.
     #[arg(long)]
     pub min_lr: Option<f32>,
+    /// Steps of linear warm-up from 0 to the peak learning rate.
     #[arg(long)]
     pub warmup_steps: Option<usize>,
+    /// AdamW's decoupled weight decay (on the embeddings and linear weights; not on biases or LayerNorm gains).
     #[arg(long)]
     pub weight_decay: Option<f32>,
+    /// Clip the global gradient norm to this (0: no clipping).
     #[arg(long)]
     pub grad_clip: Option<f32>,
     /// Dropout rate on the embedding and each residual branch (0: off).
     #[arg(long)]
     pub dropout: Option<f32>,
+    /// Report the validation loss every N steps (0: never).
     #[arg(long)]
     pub eval_interval: Option<usize>,
+    /// Validation batches averaged per report.
     #[arg(long)]
     pub eval_batches: Option<usize>,
+    /// Seed of the initial weights, the batches and the dropout masks.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Resume from this checkpoint (weights, AdamW moments, step).
@@ -104,8 +114,10 @@ pub struct TrainArgs {
 
 #[derive(Args, Debug)]
 pub struct SampleArgs {
+    /// A checkpoint written by `tinygpt train` (f32 or f16 safetensors).
     #[arg(long)]
     pub checkpoint: PathBuf,
+    /// Text the sample continues (characters of the model's vocabulary).
     #[arg(long, default_value = "\n")]
     pub prompt: String,
     /// Characters to generate.
@@ -114,10 +126,13 @@ pub struct SampleArgs {
     /// 0 is greedy.
     #[arg(long, default_value_t = 0.8)]
     pub temperature: f32,
+    /// Sample among the k most likely characters only.
     #[arg(long)]
     pub top_k: Option<usize>,
+    /// Sample among the most likely characters whose probabilities sum to p (nucleus).
     #[arg(long)]
     pub top_p: Option<f32>,
+    /// Seed of the sampler (the same seed gives the same text).
     #[arg(long, default_value_t = 1337)]
     pub seed: u64,
     #[command(flatten)]
@@ -126,10 +141,13 @@ pub struct SampleArgs {
 
 #[derive(Args, Debug)]
 pub struct EvalArgs {
+    /// A checkpoint written by `tinygpt train` (f32 or f16 safetensors).
     #[arg(long)]
     pub checkpoint: PathBuf,
+    /// Corpus (UTF-8 text) whose held-out tail is evaluated.
     #[arg(long, default_value = "web/corpus/shakespeare.txt")]
     pub corpus: PathBuf,
+    /// Share of the corpus (its tail) held out for validation.
     #[arg(long, default_value_t = 0.1)]
     pub val_fraction: f64,
     /// Validation batches to average.
