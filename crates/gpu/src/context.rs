@@ -21,6 +21,12 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     /// Bytes of storage buffers created through this context so far.
     pub allocated: std::sync::atomic::AtomicU64,
+    /// The adapter is a CPU implementation of the API (lavapipe, SwiftShader,
+    /// WARP): there a workgroup barrier costs far more than on a GPU, so
+    /// kernels that repeat work in every workgroup to save a dispatch lose
+    /// (see [`crate::model::DecoderLayerNorm`]). wgpu's device type natively;
+    /// on the web the worker sets it from `GPUAdapterInfo`.
+    pub cpu_device: bool,
 }
 
 impl GpuContext {
@@ -63,6 +69,7 @@ impl GpuContext {
             .await
             .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
         Ok(Self {
+            cpu_device: info.device_type == wgpu::DeviceType::Cpu,
             device,
             queue,
             info,

@@ -2,9 +2,11 @@
 //! chunks of tokens per submission) against decoding one token at a time
 //! with the logits read back for the CPU sampler — bit-identical, f32 and
 //! f16-storage, across context-window restarts and prompts longer than the
-//! window — and against the CPU reference's text; Stop mid-chunk;
-//! non-finite logits refused as the CPU sampler refuses them; and the
-//! dispatches of one decoded token.
+//! window — and against the CPU reference's text, with the LayerNorms
+//! folded into the GEMVs (GPUs) and as dispatches of their own (CPU
+//! implementations), which give the same logits bit for bit; Stop
+//! mid-chunk; non-finite logits refused as the CPU sampler refuses them;
+//! and the dispatches of one decoded token.
 
 use std::ops::ControlFlow;
 use tinygpt_core::sample::{SampleError, SampleParams, Sampler};
@@ -12,7 +14,7 @@ use tinygpt_core::{Gpt, ModelConfig, ParamKind, ParamLayout, TrainConfig};
 use tinygpt_gpu::engine::{generate_greedy, EngineError, GREEDY_CHUNK};
 use tinygpt_gpu::gate::{F16Storage, FastPaths};
 use tinygpt_gpu::gpu_or_skip;
-use tinygpt_gpu::model::{Decoder, GpuModel};
+use tinygpt_gpu::model::{Decoder, DecoderLayerNorm, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::testing::TestGpu;
 use tinygpt_gpu::PipelineRegistry;
@@ -43,11 +45,25 @@ fn f16() -> FastPaths {
     }
 }
 
+/// Both places of the decoder's LayerNorms, whatever the test adapter is.
+const LAYERNORMS: [DecoderLayerNorm; 2] = [DecoderLayerNorm::Fused, DecoderLayerNorm::Separate];
+
 fn model(gpu: &TestGpu, reg: &mut PipelineRegistry, p: &[f32], fast: FastPaths) -> GpuModel {
+    model_with(gpu, reg, p, fast, DecoderLayerNorm::for_device(&gpu.ctx))
+}
+
+fn model_with(
+    gpu: &TestGpu,
+    reg: &mut PipelineRegistry,
+    p: &[f32],
+    fast: FastPaths,
+    layernorm: DecoderLayerNorm,
+) -> GpuModel {
     let cfg = config();
     let tc = TrainConfig::default();
     let mut m = GpuModel::new(&gpu.ctx, cfg, p, None, tc, OptState::default()).unwrap();
     m.set_fast_paths(&gpu.ctx, reg, fast).unwrap();
+    m.set_decoder_layernorm(layernorm);
     pollster::block_on(m.prepare_inference(&gpu.ctx)).unwrap();
     m
 }
@@ -112,8 +128,11 @@ fn gpu_picks_equal_the_one_token_at_a_time_path_bit_for_bit() {
     let cfg = config();
     let p = params(&cfg);
     let long: Vec<u32> = (0..cfg.block_size as u32 + 5).map(|i| i * 7 % 11).collect();
-    for fast in [FastPaths::default(), f16()] {
-        let mut m = model(gpu, &mut reg, &p, fast);
+    for (fast, ln) in [FastPaths::default(), f16()]
+        .into_iter()
+        .flat_map(|f| LAYERNORMS.map(|ln| (f, ln)))
+    {
+        let mut m = model_with(gpu, &mut reg, &p, fast, ln);
         let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
         // Several window restarts (and chunks cut by them), a prompt longer
         // than the window, an empty prompt, past one full chunk.
@@ -125,8 +144,33 @@ fn gpu_picks_equal_the_one_token_at_a_time_path_bit_for_bit() {
         for (prompt, n) in cases {
             let want = one_at_a_time(gpu, dec, prompt, n).unwrap();
             let got = greedy(gpu, dec, prompt, n).unwrap();
-            assert_eq!(got, want, "{fast:?}, prompt {prompt:?}");
+            assert_eq!(got, want, "{fast:?}, {ln:?}, prompt {prompt:?}");
         }
+    }
+}
+
+#[test]
+fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let p = params(&config());
+    for fast in [FastPaths::default(), f16()] {
+        let logits = LAYERNORMS.map(|ln| {
+            let mut m = model_with(gpu, &mut reg, &p, fast, ln);
+            let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+            dec.reset();
+            [3u32, 1, 4, 1, 5]
+                .iter()
+                .map(|&t| pollster::block_on(dec.push(&gpu.ctx, t)).unwrap())
+                .collect::<Vec<_>>()
+        });
+        let bits =
+            |l: &Vec<Vec<f32>>| -> Vec<u32> { l.iter().flatten().map(|v| v.to_bits()).collect() };
+        assert_eq!(bits(&logits[0]), bits(&logits[1]), "{fast:?}");
+        assert!(
+            logits[0].iter().flatten().any(|&v| v != 0.0),
+            "logits were computed"
+        );
     }
 }
 
@@ -148,9 +192,15 @@ fn gpu_picks_give_the_cpu_references_text() {
         })
         .unwrap();
     for fast in [FastPaths::default(), f16()] {
-        let mut m = model(gpu, &mut reg, &p, fast);
-        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
-        assert_eq!(greedy(gpu, dec, &prompt, n).unwrap(), want, "{fast:?}");
+        for ln in LAYERNORMS {
+            let mut m = model_with(gpu, &mut reg, &p, fast, ln);
+            let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+            assert_eq!(
+                greedy(gpu, dec, &prompt, n).unwrap(),
+                want,
+                "{fast:?}, {ln:?}"
+            );
+        }
     }
 }
 
@@ -216,7 +266,7 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
     let cfg = config();
     let p = params(&cfg);
     for fast in [FastPaths::default(), f16()] {
-        let mut m = model(gpu, &mut reg, &p, fast);
+        let mut m = model_with(gpu, &mut reg, &p, fast, DecoderLayerNorm::Fused);
         let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
         dec.reset();
         let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
@@ -226,5 +276,15 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
         // fc_proj (+ residual); head (final LayerNorm folded); the pick.
         assert_eq!(keys.len(), 5 * cfg.n_layer + 3, "{keys:?}");
         assert_eq!(keys.last(), Some(&"greedy_pick"));
+        // With the LayerNorms on their own: two more per layer, one more
+        // before the head.
+        m.set_decoder_layernorm(DecoderLayerNorm::Separate);
+        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+        dec.reset();
+        let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
+        let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
+        assert_eq!(keys.len(), 7 * cfg.n_layer + 4, "{keys:?}");
+        let ln = keys.iter().filter(|k| k.starts_with("layernorm")).count();
+        assert_eq!(ln, 2 * cfg.n_layer + 1, "{keys:?}");
     }
 }

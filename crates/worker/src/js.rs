@@ -61,9 +61,11 @@ pub fn now_ms() -> f64 {
         .unwrap_or_else(js_sys::Date::now)
 }
 
-/// What the JS adapter says about itself: `GPUAdapterInfo` and whether it
-/// offers `subgroups`. `None` when no adapter is granted.
-pub async fn adapter_info() -> Result<Option<(AdapterDesc, bool)>, JsValue> {
+/// What the JS adapter says about itself: `GPUAdapterInfo`, and whether it
+/// offers `subgroups` and is a CPU implementation (`isFallbackAdapter`, or
+/// a name [`AdapterDesc::names_cpu_implementation`] knows). `None` when no
+/// adapter is granted.
+pub async fn adapter_info() -> Result<Option<JsAdapter>, JsValue> {
     let Some(gpu) = navigator().and_then(|n| get(&n, "gpu")) else {
         return Ok(None);
     };
@@ -95,7 +97,22 @@ pub async fn adapter_info() -> Result<Option<(AdapterDesc, bool)>, JsValue> {
                 .as_bool()
         })
         .unwrap_or(false);
-    Ok(Some((desc, subgroups)))
+    let fallback = get(&adapter, "info")
+        .and_then(|info| get(&info, "isFallbackAdapter"))
+        .and_then(|f| f.as_bool())
+        .unwrap_or(false);
+    Ok(Some(JsAdapter {
+        cpu_device: fallback || desc.names_cpu_implementation(),
+        desc,
+        subgroups,
+    }))
+}
+
+/// [`adapter_info`]'s answer.
+pub struct JsAdapter {
+    pub desc: AdapterDesc,
+    pub subgroups: bool,
+    pub cpu_device: bool,
 }
 
 /// Where the worker finds the product corpus (copied into `dist/` by Trunk).

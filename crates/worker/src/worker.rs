@@ -55,10 +55,11 @@ async fn start_gpu() -> (GpuCaps, Option<Engine>) {
         );
         return (caps, None);
     }
-    match js::adapter_info().await {
-        Ok(Some((desc, subgroups))) => {
-            caps.adapter = desc;
-            caps.features.subgroups = subgroups;
+    let cpu_device = match js::adapter_info().await {
+        Ok(Some(js)) => {
+            caps.adapter = js.desc;
+            caps.features.subgroups = js.subgroups;
+            js.cpu_device
         }
         Ok(None) => {
             caps.unavailable_reason = Some(
@@ -72,8 +73,8 @@ async fn start_gpu() -> (GpuCaps, Option<Engine>) {
             caps.unavailable_reason = Some(format!("requesting a WebGPU adapter failed: {e:?}"));
             return (caps, None);
         }
-    }
-    let ctx = match GpuContext::new().await {
+    };
+    let mut ctx = match GpuContext::new().await {
         Ok(ctx) => ctx,
         Err(e) => {
             caps.unavailable_reason = Some(e.to_string());
@@ -81,6 +82,13 @@ async fn start_gpu() -> (GpuCaps, Option<Engine>) {
         }
     };
     caps.webgpu = true;
+    if cpu_device {
+        ctx.cpu_device = true;
+        log(
+            LogLevel::Info,
+            "[ops] a CPU implementation of WebGPU: the decoder runs its LayerNorms as dispatches of their own".into(),
+        );
+    }
     let wgpu_features = ctx.detected_features();
     caps.features.shader_f16 = wgpu_features.shader_f16;
     caps.features.timestamp_query = wgpu_features.timestamp_query;

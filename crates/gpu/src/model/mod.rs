@@ -12,7 +12,7 @@ mod decode;
 mod graph;
 
 pub use acts::Acts;
-pub use decode::Decoder;
+pub use decode::{Decoder, DecoderLayerNorm};
 
 use crate::gate::f16w::{bind_pack_f16, pack_cpu, packed_words};
 use crate::gate::{F16Storage, FastPaths, Fault};
@@ -90,6 +90,7 @@ pub struct GpuModel {
     scalars: wgpu::Buffer,
     graph: Option<Graph>,
     decoder: Option<Decoder>,
+    decoder_layernorm: DecoderLayerNorm,
     fast: FastPaths,
     packed: Option<PackedWeights>,
     /// Ring of (loss, gradient norm) per train step, [`STEP_LOG_CAPACITY`]
@@ -176,6 +177,7 @@ impl GpuModel {
             train_cfg,
             graph: None,
             decoder: None,
+            decoder_layernorm: DecoderLayerNorm::for_device(ctx),
             fast: FastPaths::default(),
             packed: None,
             step_log: ctx.zeros("step_log", (2 * STEP_LOG_CAPACITY) as usize)?,
@@ -610,6 +612,15 @@ impl GpuModel {
         Ok((m, v, state))
     }
 
+    /// Where the decoder computes its LayerNorms (by default
+    /// [`DecoderLayerNorm::for_device`]); the decoder is rebound on next use.
+    pub fn set_decoder_layernorm(&mut self, layernorm: DecoderLayerNorm) {
+        if layernorm != self.decoder_layernorm {
+            self.decoder_layernorm = layernorm;
+            self.decoder = None;
+        }
+    }
+
     /// The KV-cache decoder, bound on first use. With f16 storage active
     /// the packed weights must be current: a GPU repack is submitted here;
     /// CPU packing needs [`Self::prepare_inference`] first.
@@ -638,6 +649,7 @@ impl GpuModel {
                     layout: &self.layout,
                 },
                 self.packed.as_ref().map(PackedWeights::weights),
+                self.decoder_layernorm,
             )?);
         }
         Ok(self.decoder.as_mut().expect("bound above"))
