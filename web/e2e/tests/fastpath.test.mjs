@@ -5,7 +5,7 @@
 // samples Shakespeare-like text.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { serve, launch, openReady, testid, fillFields, waitForAttr, unexpectedErrors } from "../lib.mjs";
+import { serve, launch, openReady, testid, fillFields, waitForAttr, unexpectedErrors, patience } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -19,7 +19,7 @@ test("the f16-storage gate passes in the worker, then its pill and status line a
   const browser = await launch({ webgpu: true });
   try {
     const { page, logs } = await openReady(browser, server.url);
-    await page.getByTestId("pill-f16-storage").waitFor({ timeout: 90_000 });
+    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
     const pillClass = await page.getByTestId("pill-f16-storage").getAttribute("class");
     assert.match(pillClass, /\bactive\b/, "an activation pill, not a detection pill");
     assert.match(await testid(page, "pill-f16-storage"), /\+f16 storage/);
@@ -28,7 +28,7 @@ test("the f16-storage gate passes in the worker, then its pill and status line a
         document.querySelector('[data-testid="status"]')?.innerText ?? "",
       ),
       null,
-      { timeout: 60_000 },
+      { timeout: patience(60_000) },
     );
     const line = logs.find((l) => l.source === "worker" && l.text.startsWith("[ops] f16-storage gate: mean|ref|="));
     assert.ok(line, "the worker logged the seed-format gate line");
@@ -50,13 +50,13 @@ test("the bundled Shakespeare model loads in one click and samples greedily", as
     await page.waitForFunction(
       () => /3,213,568|3\.21 ?M/.test(document.querySelector('[data-testid="model-info"]')?.innerText ?? ""),
       null,
-      { timeout: 60_000 },
+      { timeout: patience(60_000) },
     );
     assert.match(await testid(page, "model-info"), /bundled Shakespeare model/);
     await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 40, "sample-temperature": "0", "sample-seed": 1 });
     await page.getByTestId("generate").click();
     await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
-      timeout: 300_000,
+      timeout: patience(300_000),
     });
     const out = await page.getByTestId("sample-output").textContent();
     assert.equal([...out].length, 40, `40 characters generated, got ${JSON.stringify(out)}`);
@@ -74,12 +74,12 @@ test("loading a model re-runs the gate on its real weights and a 100-token greed
   const browser = await launch({ webgpu: true });
   try {
     const { page, logs } = await openReady(browser, server.url);
-    await page.getByTestId("pill-f16-storage").waitFor({ timeout: 90_000 });
+    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
     await page.getByTestId("load-bundled").click();
     await page.waitForFunction(
       () => /verified on this model in [\d.]+s/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
       null,
-      { timeout: 180_000 },
+      { timeout: patience(180_000) },
     );
     const worker = logs.filter((l) => l.source === "worker").map((l) => l.text);
     assert.ok(
@@ -101,7 +101,7 @@ test("a fault-injected f16 kernel (?fault=f16acc) fails the gate: no pill, f32 s
     await page.waitForFunction(
       () => /inference warmed up in [\d.]+s — ready to generate\./.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
       null,
-      { timeout: 90_000 },
+      { timeout: patience(90_000) },
     );
     assert.doesNotMatch(await testid(page, "status"), /f16/);
     assert.equal(await page.getByTestId("pill-f16-storage").count(), 0, "no +f16 storage pill");
@@ -111,12 +111,12 @@ test("a fault-injected f16 kernel (?fault=f16acc) fails the gate: no pill, f32 s
     // Still works, on f32: the bundled model samples.
     await page.getByTestId("load-bundled").click();
     await page.waitForFunction(() => /bundled/.test(document.querySelector('[data-testid="model-info"]')?.innerText ?? ""), null, {
-      timeout: 60_000,
+      timeout: patience(60_000),
     });
     await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 12, "sample-temperature": "0", "sample-seed": 1 });
     await page.getByTestId("generate").click();
     await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
-      timeout: 90_000,
+      timeout: patience(90_000),
     });
     assert.equal([...(await page.getByTestId("sample-output").textContent())].length, 12);
     assert.deepEqual(unexpectedErrors(logs), []);
@@ -131,16 +131,16 @@ test("Stop ends a long generation early and the worker stays responsive", async 
     const { page, logs } = await openReady(browser, server.url);
     await page.getByTestId("load-bundled").click();
     await page.waitForFunction(() => /bundled/.test(document.querySelector('[data-testid="model-info"]')?.innerText ?? ""), null, {
-      timeout: 60_000,
+      timeout: patience(60_000),
     });
     await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 5000, "sample-temperature": "0.8", "sample-seed": 3 });
     await page.getByTestId("generate").click();
     await page.waitForFunction(() => (document.querySelector('[data-testid="sample-output"]')?.textContent ?? "").length >= 5, null, {
-      timeout: 180_000,
+      timeout: patience(180_000),
     });
     await page.getByTestId("stop-sampling").click();
     await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
-      timeout: 30_000,
+      timeout: patience(30_000),
     });
     const n = [...(await page.getByTestId("sample-output").textContent())].length;
     assert.ok(n >= 5 && n < 5000, `stopped early after ${n} characters`);

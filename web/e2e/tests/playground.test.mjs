@@ -18,6 +18,7 @@ import {
   fillFields,
   trainQuick,
   unexpectedErrors,
+  patience,
 } from "../lib.mjs";
 
 let server;
@@ -78,7 +79,7 @@ test("training nano for 30 steps lowers the loss and fills the chart", async () 
     assert.equal(await estimate.getAttribute("data-params"), "66768");
     assert.match(await estimate.innerText(), /≈ .*iB/);
     const t0 = Date.now();
-    await trainQuick(page, { steps: 30, batch: 2, evalInterval: 10, warmup: 3, lr: "3e-3", timeout: 90_000 });
+    await trainQuick(page, { steps: 30, batch: 2, evalInterval: 10, warmup: 3, lr: "3e-3", timeout: patience(90_000) });
     console.log(`  trained 30 steps in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     assert.match(await testid(page, "progress-step"), /step 30 \/ 30/);
     const chart = page.getByTestId("loss-chart");
@@ -109,15 +110,15 @@ test("sampling after training streams text with its stats", async () => {
     await page.waitForFunction(
       () => /tok\/s/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""),
       null,
-      { timeout: 60_000 },
+      { timeout: patience(60_000) },
     );
     await page.waitForFunction(
       () => (document.querySelector('[data-testid="sample-output"]')?.textContent ?? "").length >= 20,
       null,
-      { timeout: 60_000 },
+      { timeout: patience(60_000) },
     );
     await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
-      timeout: 60_000,
+      timeout: patience(60_000),
     });
     const out = await page.getByTestId("sample-output").textContent();
     assert.equal([...out].length, 60, `60 characters generated, got ${JSON.stringify(out)}`);
@@ -150,7 +151,7 @@ test("pause, resume and stop change the run state and the step count", async () 
     await page.waitForFunction(
       (at) => Number(document.querySelector('[data-testid="progress"]').getAttribute("data-step")) > at,
       pausedAt,
-      { timeout: 30_000 },
+      { timeout: patience(30_000) },
     );
 
     await page.getByTestId("stop").click();
@@ -189,7 +190,7 @@ test("an uploaded corpus that is too short is refused and the model and chart st
     assert.match(await testid(page, "corpus-file-status"), /abc\.txt · 3 B/);
     assert.equal(await page.getByTestId("corpus-upload").isChecked(), true, "choosing a file selects it");
     await page.getByTestId("train").click();
-    await page.getByTestId("error").waitFor({ timeout: 30_000 });
+    await page.getByTestId("error").waitFor({ timeout: patience(30_000) });
     const banner = await testid(page, "error");
     assert.match(banner, /abc\.txt/, "names the file");
     assert.match(banner, /fewer than one context window/, "says what is wrong");
@@ -207,7 +208,7 @@ test("a negative learning rate is refused by the worker with the field named", a
   await withApp(async (page, logs) => {
     await fillFields(page, { "hp-steps": 10, "hp-batch": 1, "hp-warmup": 2, "hp-lr": "-1" });
     await page.getByTestId("train").click();
-    await page.getByTestId("error").waitFor({ timeout: 30_000 });
+    await page.getByTestId("error").waitFor({ timeout: patience(30_000) });
     const banner = await testid(page, "error");
     assert.match(banner, /hyper-parameters/);
     assert.match(banner, /\blr\b.*-1/);
@@ -245,10 +246,10 @@ test("a checkpoint downloads and loads back into the playground", async () => {
     await download.saveAs(path);
     await page.getByTestId("load-checkpoint").setInputFiles(path);
     await page.waitForFunction(() => /loaded/i.test(document.querySelector('[data-testid="checkpoint-note"]')?.innerText ?? ""), null, {
-      timeout: 30_000,
+      timeout: patience(30_000),
     });
     await page.waitForFunction(() => /tinygpt-step10/.test(document.querySelector('[data-testid="model-info"]')?.innerText ?? ""), null, {
-      timeout: 30_000,
+      timeout: patience(30_000),
     });
     assert.match(await testid(page, "model-info"), /step 10/);
     assert.equal(await numAttr(page, "loss-chart", "data-train-points"), 0, "a loaded model starts a fresh chart");
@@ -265,7 +266,7 @@ test("a corrupt checkpoint is refused and the current model stays", async () => 
     const path = join(dir, "broken.safetensors");
     await writeFile(path, Buffer.from("this is not a safetensors file"));
     await page.getByTestId("load-checkpoint").setInputFiles(path);
-    await page.getByTestId("error").waitFor({ timeout: 30_000 });
+    await page.getByTestId("error").waitFor({ timeout: patience(30_000) });
     assert.match(await testid(page, "error"), /broken\.safetensors.*unchanged/);
     assert.deepEqual(await modelAndChart(page), kept);
     const provoked = /loading broken\.safetensors/;

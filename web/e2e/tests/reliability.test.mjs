@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { writeFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { serve, launch, openReady, testid, numAttr, waitForAttr, waitForRunState, fillFields, unexpectedErrors } from "../lib.mjs";
+import { serve, launch, openReady, testid, numAttr, waitForAttr, waitForRunState, fillFields, unexpectedErrors, patience } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -43,7 +43,7 @@ async function startRun(page, { steps = 400, autosave = 4, name = "" } = {}) {
 }
 
 /** Waits until the last save of this session is at `step` or later; returns its step. */
-async function waitForSave(page, step, timeout = 120_000) {
+async function waitForSave(page, step, timeout = patience(120_000)) {
   await page.waitForFunction(
     (s) => {
       const m = /at step (\d+)/.exec(document.querySelector('[data-testid="last-save"]')?.innerText ?? "");
@@ -64,7 +64,7 @@ async function waitForPauseSave(page) {
       return m && m[1] === step;
     },
     null,
-    { timeout: 60_000 },
+    { timeout: patience(60_000) },
   );
   return Number(/at step (\d+)/.exec(await testid(page, "last-save"))[1]);
 }
@@ -103,14 +103,14 @@ test("autosave, refresh, resume: the run continues from its save and finishes", 
     await page.reload();
     await waitForAttr(page, "status", "data-worker-ready", "true");
     const offer = page.getByTestId("resume-offer");
-    await offer.waitFor({ timeout: 60_000 });
+    await offer.waitFor({ timeout: patience(60_000) });
     assert.match(await offer.innerText(), new RegExp(`step ${saved} of 60`));
     assert.equal(await offer.getAttribute("data-run-id"), runs[0].id);
     assert.match(await testid(page, "storage"), /used/);
 
     await page.getByTestId("resume-last").click();
     await waitForRunState(page, "running");
-    await waitForRunState(page, "finished", 300_000);
+    await waitForRunState(page, "finished", patience(300_000));
     assert.equal(await modelStep(page), 60);
     assert.equal(await page.getByTestId("model-info").getAttribute("data-run-id"), runs[0].id, "the same run");
     const chart = await numAttr(page, "loss-chart", "data-train-points");
@@ -136,19 +136,19 @@ test("a worker crash: the page notices, restarts the worker and restores the las
     const id = (await savedRuns(page))[0].id;
     await hook(page, "panic");
     await page.waitForFunction(() => /running the worker/.test(document.querySelector('[data-testid="error"]')?.innerText ?? ""), null, {
-      timeout: 30_000,
+      timeout: patience(30_000),
     });
     await page.waitForFunction(
       (id) => document.querySelector('[data-testid="model-info"]')?.getAttribute("data-run-id") === id,
       id,
-      { timeout: 120_000 },
+      { timeout: patience(120_000) },
     );
     assert.equal(await modelStep(page), saved, "restored at the saved step");
     assert.equal((await savedRuns(page))[0].step, saved, "the save is intact");
     // The restored model trains on.
     await fillFields(page, { "continue-steps": 3 });
     await page.getByTestId("continue").click();
-    await waitForRunState(page, "finished", 60_000);
+    await waitForRunState(page, "finished", patience(60_000));
     assert.equal(await modelStep(page), saved + 3);
     assert.deepEqual(unexpectedErrors(logs, [/test hook: worker panic/, /panicked at/, /unreachable/i, /RuntimeError/]), []);
   });
@@ -163,12 +163,12 @@ test("a crash halfway through an autosave leaves the previous save intact", asyn
     await hook(page, "crash_during_save");
     // The next autosave (at the next 4 steps, or the pause) crashes halfway through.
     await page.waitForFunction(() => /running the worker/.test(document.querySelector('[data-testid="error"]')?.innerText ?? ""), null, {
-      timeout: 120_000,
+      timeout: patience(120_000),
     });
     await page.waitForFunction(
       (id) => document.querySelector('[data-testid="model-info"]')?.getAttribute("data-run-id") === id,
       id,
-      { timeout: 120_000 },
+      { timeout: patience(120_000) },
     );
     const restored = await modelStep(page);
     assert.ok(restored >= first, `restored the last complete save (step ${restored})`);
@@ -179,7 +179,7 @@ test("a crash halfway through an autosave leaves the previous save intact", asyn
     await fillFields(page, { "sample-prompt": "\n", "sample-length": 8, "sample-temperature": "0" });
     await page.getByTestId("generate").click();
     await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
-      timeout: 60_000,
+      timeout: patience(60_000),
     });
     assert.deepEqual(unexpectedErrors(logs, [/crashed halfway/, /panicked at/, /unreachable/i, /RuntimeError/]), []);
   });
@@ -188,7 +188,7 @@ test("a crash halfway through an autosave leaves the previous save intact", asyn
 test("device lost: the worker recreates the device, re-runs the gates and reloads the last save", async () => {
   await withBrowser(async (browser) => {
     const { page, logs } = await openReady(browser, server.url + HOOKS);
-    await page.getByTestId("pill-f16-storage").waitFor({ timeout: 90_000 });
+    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
     await startRun(page);
     const saved = await waitForSave(page, 4);
     await page.getByTestId("pause").click();
@@ -200,7 +200,7 @@ test("device lost: the worker recreates the device, re-runs the gates and reload
         document.querySelector('[data-testid="status"]')?.innerText ?? "",
       ),
       null,
-      { timeout: 180_000 },
+      { timeout: patience(180_000) },
     );
     assert.equal(await modelStep(page), pausedSave, "the last save is back");
     assert.ok(logs.some((l) => l.source === "worker" && /\[ops\] f16-storage gate: .* — PASS/.test(l.text) && logs.indexOf(l) > 0));
@@ -208,7 +208,7 @@ test("device lost: the worker recreates the device, re-runs the gates and reload
     assert.ok(gateLines.length >= 2, "the gate ran again on the new device");
     await fillFields(page, { "continue-steps": 3 });
     await page.getByTestId("continue").click();
-    await waitForRunState(page, "finished", 60_000);
+    await waitForRunState(page, "finished", patience(60_000));
     assert.equal(await modelStep(page), pausedSave + 3, "training goes on without a page reload");
     assert.deepEqual(unexpectedErrors(logs, [/lost/i, /destroyed/i, /uncaptured WebGPU error/]), []);
   });
@@ -225,19 +225,19 @@ test("a NaN in the weights: the run stops, says so, and the last good state is r
     await hook(page, "poison_weights");
     await page.getByTestId("resume").click();
     await page.waitForFunction(() => /training diverged at step \d+/.test(document.querySelector('[data-testid="error"]')?.innerText ?? ""), null, {
-      timeout: 60_000,
+      timeout: patience(60_000),
     });
     await page.waitForFunction(
       () => /restored the last good state, the save at step \d+/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
       null,
-      { timeout: 60_000 },
+      { timeout: patience(60_000) },
     );
     assert.equal(await modelStep(page), good, "back to the last good save");
     assert.equal((await savedRuns(page))[0].step, good, "the NaN never reached the save");
     // The restored weights are finite: training goes on with finite losses.
     await fillFields(page, { "continue-steps": 3 });
     await page.getByTestId("continue").click();
-    await waitForRunState(page, "finished", 60_000);
+    await waitForRunState(page, "finished", patience(60_000));
     assert.match(await testid(page, "progress-train-loss"), /^\d+\.\d+/);
     assert.deepEqual(unexpectedErrors(logs, [/training diverged/, /wrote a NaN/]), []);
   });
@@ -251,7 +251,7 @@ test("a run too big for the GPU is refused before allocation, naming the limit",
     await fillFields(page, { "hp-batch": 1024, "hp-steps": 1000 });
     await page.getByTestId("train").click();
     await page.waitForFunction(() => /does not fit on this GPU/.test(document.querySelector('[data-testid="error"]')?.innerText ?? ""), null, {
-      timeout: 60_000,
+      timeout: patience(60_000),
     });
     const text = await testid(page, "error");
     assert.match(text, /GiB/);
@@ -269,12 +269,12 @@ test("bad inputs each get a clear error and nothing the user had is lost", async
     await page.getByTestId("preset").selectOption("nano");
     await fillFields(page, { "hp-steps": 4, "hp-batch": 1, "hp-warmup": 1, "hp-eval-interval": 0 });
     await page.getByTestId("train").click();
-    await waitForRunState(page, "finished", 60_000);
+    await waitForRunState(page, "finished", patience(60_000));
     const kept = await testid(page, "model-info");
     const dir = await mkdtemp(join(tmpdir(), "tinygpt-bad-"));
     const expectError = async (re) => {
       await page.waitForFunction((src) => new RegExp(src).test(document.querySelector('[data-testid="error"]')?.innerText ?? ""), re.source, {
-        timeout: 60_000,
+        timeout: patience(60_000),
       });
       assert.equal(await testid(page, "model-info"), kept, `the model stays after: ${re}`);
       await page.getByTestId("error-dismiss").click();
@@ -318,7 +318,7 @@ test("bad inputs each get a clear error and nothing the user had is lost", async
               (document.querySelector('[data-testid="error"]')?.innerText ?? ""),
           ),
           re.source,
-          { timeout: 30_000 },
+          { timeout: patience(30_000) },
         )
         .then(() => true);
       assert.ok(shown, `${field}=${value} is refused`);
@@ -390,7 +390,7 @@ test("tab hidden: training pauses when asked and resumes when shown; elapsed tim
     await waitForRunState(page, "running");
     const step = await numAttr(page, "progress", "data-step");
     await page.waitForFunction((s) => Number(document.querySelector('[data-testid="progress"]').getAttribute("data-step")) > s, step, {
-      timeout: 30_000,
+      timeout: patience(30_000),
     });
     const after = await testid(page, "progress-elapsed");
     const wall = (Date.now() - wall0) / 1000;

@@ -23,6 +23,7 @@ import {
   fillFields,
   waitForAttr,
   unexpectedErrors,
+  patience,
 } from "../lib.mjs";
 
 /** The policy of index.html's <meta>, directive by directive. */
@@ -92,7 +93,7 @@ async function openWatched(browser, url) {
   await page.waitForFunction(
     () => /ready to generate/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
     null,
-    { timeout: 90_000 },
+    { timeout: patience(90_000) },
   );
   return { page, logs, requests };
 }
@@ -103,7 +104,7 @@ async function loadBundled(page) {
   await page.waitForFunction(
     () => /bundled Shakespeare model/.test(document.querySelector('[data-testid="model-info"]')?.innerText ?? ""),
     null,
-    { timeout: 120_000 },
+    { timeout: patience(120_000) },
   );
 }
 
@@ -115,7 +116,7 @@ async function sampleFew(page) {
   await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 8, "sample-temperature": "0", "sample-seed": 1 });
   await page.getByTestId("generate").click();
   await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
-    timeout: 300_000,
+    timeout: patience(300_000),
   });
   const out = await page.getByTestId("sample-output").textContent();
   assert.equal([...out].length, 8, `8 characters generated, got ${JSON.stringify(out)}`);
@@ -188,7 +189,7 @@ test("a strict CSP in index.html: the app runs clean under it, only own-origin r
       document.head.append(foreign);
       document.body.setAttribute("style", "outline: 1px solid red");
     });
-    await page.waitForFunction(() => window.__cspViolations.length >= 4, null, { timeout: 10_000 });
+    await page.waitForFunction(() => window.__cspViolations.length >= 4, null, { timeout: patience(10_000) });
     assert.equal(await page.evaluate(() => window.__inlineRan), undefined, "the inline script did not run");
     const violations = await page.evaluate(() => window.__cspViolations);
     console.log(`  provoked violations: ${JSON.stringify(violations)}`);

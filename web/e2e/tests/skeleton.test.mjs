@@ -3,7 +3,7 @@
 // without WebGPU the page shows a clear fallback state instead of breaking.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { serve, launch, openApp, errorsIn, testid } from "../lib.mjs";
+import { serve, launch, openApp, errorsIn, testid, patience } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -17,7 +17,7 @@ test("with WebGPU: gpu_caps, pills, status line and a passing kernel check", asy
   const browser = await launch({ webgpu: true });
   try {
     const { page, logs } = await openApp(browser, server.url);
-    await page.waitForSelector('[data-testid="caps"][data-reported="true"]', { timeout: 60_000 });
+    await page.waitForSelector('[data-testid="caps"][data-reported="true"]', { timeout: patience(60_000) });
     assert.equal(await page.getByTestId("pill-webgpu").getAttribute("data-on"), "true");
     assert.match(await testid(page, "pill-webgpu"), /WebGPU ✓/);
     assert.match(await testid(page, "pill-adapter"), /^GPU: /);
@@ -31,7 +31,7 @@ test("with WebGPU: gpu_caps, pills, status line and a passing kernel check", asy
     await page.waitForFunction(
       () => /kernel check passed/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
       null,
-      { timeout: 60_000 },
+      { timeout: patience(60_000) },
     );
     const workerLine = logs.find((l) => l.source === "worker" && l.text.startsWith("[ops] kernel check"));
     assert.ok(workerLine, "the worker logged its kernel check to the console");
@@ -47,7 +47,7 @@ test("without WebGPU: a clear fallback state, no crash, no blank page", async ()
   const browser = await launch({ webgpu: false });
   try {
     const { page, logs } = await openApp(browser, server.url);
-    await page.waitForSelector('[data-testid="caps"][data-reported="true"]', { timeout: 60_000 });
+    await page.waitForSelector('[data-testid="caps"][data-reported="true"]', { timeout: patience(60_000) });
     assert.equal(await page.getByTestId("pill-webgpu").getAttribute("data-on"), "false");
     assert.match(await testid(page, "pill-webgpu"), /WebGPU —/);
     const status = await testid(page, "status");
