@@ -169,6 +169,14 @@ pub struct BenchArgs {
     /// queries).
     #[arg(long)]
     pub profile: bool,
+    /// Only this model shape (`tiny`, `small` or `nanogpt`): training and
+    /// sampling, or the profile, of that shape alone (matmuls skipped).
+    #[arg(long, value_parser = ["tiny", "small", "nanogpt"])]
+    pub shape: Option<String>,
+    /// With `--profile`: the decoded token only, no training step (a
+    /// training step of `small` takes minutes on a CPU implementation).
+    #[arg(long, requires = "profile")]
+    pub decode_only: bool,
 }
 
 #[derive(Args, Debug)]

@@ -179,7 +179,16 @@ fn bench_matmul(
     }))
 }
 
-pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
+/// Whether a run covers the shape `name`: the one asked for, else every
+/// shape (`tiny` alone with `quick`).
+pub fn wanted(name: &str, quick: bool, only: Option<&str>) -> bool {
+    match only {
+        Some(s) => name == s,
+        None => !quick || name == "tiny",
+    }
+}
+
+pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
     let mut reg = PipelineRegistry::default();
     // The fast paths are benchmarked only where their gate passes here.
     let opts = GateOptions {
@@ -196,7 +205,7 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
     let mut train = Vec::new();
     let mut sample = Vec::new();
     for (name, l, h, c, t, b) in SHAPES {
-        if quick && name != "tiny" {
+        if !wanted(name, quick, only) {
             continue;
         }
         eprintln!("bench: training {name}");
@@ -251,7 +260,13 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
         ),
         ("GEMV M=1 (4096→4096)", MatmulDesc::linear(1, big, big)),
     ];
-    for (label, mut desc) in shapes {
+    // A run of one shape is about that shape.
+    let shapes = if only.is_some() {
+        &shapes[..0]
+    } else {
+        &shapes[..]
+    };
+    for &(label, mut desc) in shapes {
         if quick {
             desc.m = desc.m.min(256);
         }

@@ -25,9 +25,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Bench(a) => {
             let ctx = GpuContext::new().await.context("opening the GPU")?;
             let report = if a.profile {
-                crate::profile::run(&ctx, a.quick)?
+                crate::profile::run(&ctx, a.quick, a.shape.as_deref(), a.decode_only)?
             } else {
-                crate::bench::run(&ctx, a.quick)?
+                crate::bench::run(&ctx, a.quick, a.shape.as_deref())?
             };
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())

@@ -3,7 +3,7 @@
 //! blocks, the head and the pick on the GPU), summed per kernel key
 //! (timestamp queries; see `tinygpt_gpu::profile`).
 
-use crate::bench::{config, SHAPES, VOCAB};
+use crate::bench::{config, wanted, SHAPES, VOCAB};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use tinygpt_core::data::BatchSampler;
@@ -38,16 +38,17 @@ fn report(config: &str, what: &str, extra: Value, times: &[DispatchTime]) -> Val
 }
 
 /// Profiles one training step and one decoded token (at the middle of the
-/// context) of each shape (`tiny` only with `quick`).
-pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
+/// context) of each shape (`tiny` only with `quick`; `only` alone if given;
+/// no training step with `decode_only`).
+pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool) -> Result<Value> {
     check_timestamps(ctx).context("`bench --profile` times dispatches with timestamp queries")?;
     let mut reg = PipelineRegistry::default();
     let mut runs = Vec::new();
     for (name, l, h, c, t, b) in SHAPES {
-        if quick && name != "tiny" {
+        if !wanted(name, quick, only) {
             continue;
         }
-        eprintln!("profile: training step {name}");
+        eprintln!("profile: {name}");
         let cfg = config(l, h, c, t);
         let tc = TrainConfig {
             batch_size: b,
@@ -60,13 +61,15 @@ pub fn run(ctx: &GpuContext, quick: bool) -> Result<Value> {
         let mut rng = Rng::new(1);
         let tokens: Vec<u32> = (0..100_000).map(|_| rng.below(VOCAB) as u32).collect();
         let mut sampler = BatchSampler::new(0);
-        for _ in 0..WARMUP_STEPS {
-            model.train_step(ctx, &mut reg, &sampler.next_batch(&tokens, b, t))?;
+        if !decode_only {
+            for _ in 0..WARMUP_STEPS {
+                model.train_step(ctx, &mut reg, &sampler.next_batch(&tokens, b, t))?;
+            }
+            let batch = sampler.next_batch(&tokens, b, t);
+            let times = pollster::block_on(model.profile_train_step(ctx, &mut reg, &batch))?;
+            let shape = json!({"params": cfg.num_params(), "batch": b, "block": t});
+            runs.push(report(name, "train_step", shape, &times));
         }
-        let batch = sampler.next_batch(&tokens, b, t);
-        let times = pollster::block_on(model.profile_train_step(ctx, &mut reg, &batch))?;
-        let shape = json!({"params": cfg.num_params(), "batch": b, "block": t});
-        runs.push(report(name, "train_step", shape, &times));
 
         eprintln!("profile: decode token {name}");
         let dec = model.decoder(ctx, &mut reg)?;

@@ -824,8 +824,10 @@ impl Runner {
                     LogLevel::Info,
                     format!("[save] saved {id} at step {step} ({why})"),
                 );
-                post(&WorkerOutput::RunSaved { id, step });
+                // The list first: once the page says "saved at step N",
+                // its list of saves already holds step N.
                 self.post_saved_runs().await;
+                post(&WorkerOutput::RunSaved { id, step });
             }
             Err(e) => error(
                 &format!("saving the run at {why} (training goes on; the previous save is intact)"),

@@ -118,9 +118,15 @@ test("autosave, refresh, resume: the run continues from its save and finishes", 
     await page.waitForFunction(() => /at step 60/.test(document.querySelector('[data-testid="last-save"]')?.innerText ?? ""));
     assert.equal((await savedRuns(page))[0].step, 60, "the end of the run was saved");
 
-    // Named runs: list, load, delete.
+    // Named runs: list, load, delete. The worker takes the delete once it
+    // has re-run the f16 gate on the trained weights (100 greedy tokens on
+    // f32 and f16: a minute or more on SwiftShader).
     await page.getByTestId("saved-delete").first().click();
-    await page.waitForFunction(() => document.querySelector('[data-testid="saved-runs"]')?.getAttribute("data-count") === "0");
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="saved-runs"]')?.getAttribute("data-count") === "0",
+      null,
+      { timeout: patience(300_000) },
+    );
     assert.match(await testid(page, "model-info"), /step 60/, "deleting a save keeps the model");
     assert.deepEqual(unexpectedErrors(logs), []);
   });
