@@ -9,6 +9,14 @@
 // with eight loads in flight, rounds of 256 inputs while whole ones fit,
 // then a fixed tree adds the 32 lanes (gemv_row.wgsl). Every product and
 // sum is f32.
+//
+// `main_cols` is the layout for CPU implementations of WebGPU (SwiftShader,
+// lavapipe, WARP): one invocation per output column summing its whole row
+// alone, four products at a time — no workgroup memory, no barrier, and 64
+// columns per workgroup. Those implementations pay per workgroup and per
+// barrier far more than per load: on SwiftShader it runs a decoded token's
+// GEMVs 24× faster than `main` (docs in BENCHMARKS.md); on a GPU its
+// strided reads would be slow.
 
 struct Params {
     m: u32,
@@ -148,4 +156,32 @@ fn main_ln(
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
     finish_lanes(lid, col, lane_dot_ln(row_of(col), t, lid.x, st));
+}
+
+// Columns per workgroup of `main_cols`.
+const COL_GROUP: u32 = 64u;
+
+@compute @workgroup_size(64)
+fn main_cols(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    let col = (wg.y * nwg.x + wg.x) * COL_GROUP + lid.x;
+    if (col >= p.n) {
+        return;
+    }
+    let row = p.b_off + col * p.k;
+    var acc = vec4<f32>(0.0);
+    var k = 0u;
+    for (; k + 4u <= p.k; k += 4u) {
+        let o = p.a_off + k;
+        let x = vec4<f32>(a[o], a[o + 1u], a[o + 2u], a[o + 3u]);
+        let v = vec4<f32>(b[row + k], b[row + k + 1u], b[row + k + 2u], b[row + k + 3u]);
+        acc = fma(x, v, acc);
+    }
+    for (; k < p.k; k += 1u) {
+        acc.x = fma(a[p.a_off + k], b[row + k], acc.x);
+    }
+    finish_col(col, (acc.x + acc.y) + (acc.z + acc.w));
 }

@@ -17,7 +17,10 @@
 // multiple of 4: a lane then reads four halves as one vec2<u32> and their
 // four inputs as one vec4<f32>. `gemv_any` takes any offset and K: each
 // lane reads the words under its pairs of halves, shifted into place when a
-// row starts at an odd half. The `*_fault_*` entry points are deliberately
+// row starts at an odd half. `gemv_cols` is gemv.wgsl's `main_cols` (one
+// invocation per output column, no workgroup memory, no barrier: CPU
+// implementations of WebGPU) for any offset and K, two pairs of halves per
+// step. The `*_fault_*` entry points are deliberately
 // wrong variants that exist only so tests can prove the gate catches them.
 
 struct Params {
@@ -572,4 +575,50 @@ fn gemv_any_ln_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_w
 @compute @workgroup_size(32, 8)
 fn gemv_any_ln_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     gemv_pairs_ln(wg, nwg, lid, FAULT_DROP_TAIL);
+}
+
+// Columns per workgroup of `gemv_cols`.
+const COL_GROUP: u32 = 64u;
+
+// `gemv_cols`: the whole dot product of the row starting at half `r`, two
+// pairs per step, then a last pair and the last half of an odd K.
+fn col_dot(r: u32, kmax: u32, fault: u32) -> f32 {
+    let pairs = kmax / 2u;
+    var acc = vec4<f32>(0.0);
+    var j = 0u;
+    for (; j + 2u <= pairs; j += 2u) {
+        let x = vec4<f32>(x_pair(j), x_pair(j + 1u));
+        acc = step4(acc, x, vec4<f32>(w_pair_at(r, j), w_pair_at(r, j + 1u)), fault);
+    }
+    if (j < pairs) {
+        acc = step4(acc, vec4<f32>(x_pair(j), 0.0, 0.0), vec4<f32>(w_pair_at(r, j), 0.0, 0.0), fault);
+    }
+    if ((kmax & 1u) == 1u) {
+        let k = kmax - 1u;
+        acc = step4(acc, vec4<f32>(0.0, 0.0, a[p.a_off + k], 0.0), vec4<f32>(0.0, 0.0, w_at(r + k), 0.0), fault);
+    }
+    return add_f(add_f(acc.x, acc.y, fault), add_f(acc.z, acc.w, fault), fault);
+}
+
+fn gemv_cols_body(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    let col = (wg.y * nwg.x + wg.x) * COL_GROUP + lid.x;
+    if (col >= p.n) {
+        return;
+    }
+    finish_col(col, col_dot(p.w_off + col * p.k, k_end(fault), fault));
+}
+
+@compute @workgroup_size(64)
+fn gemv_cols(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_cols_body(wg, nwg, lid, FAULT_NONE);
+}
+
+@compute @workgroup_size(64)
+fn gemv_cols_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_cols_body(wg, nwg, lid, FAULT_F16_ACC);
+}
+
+@compute @workgroup_size(64)
+fn gemv_cols_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    gemv_cols_body(wg, nwg, lid, FAULT_DROP_TAIL);
 }

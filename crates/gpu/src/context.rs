@@ -22,9 +22,9 @@ pub struct GpuContext {
     /// Bytes of storage buffers created through this context so far.
     pub allocated: std::sync::atomic::AtomicU64,
     /// The adapter is a CPU implementation of the API (lavapipe, SwiftShader,
-    /// WARP): there a workgroup barrier costs far more than on a GPU, so
-    /// kernels that repeat work in every workgroup to save a dispatch lose
-    /// (see [`crate::model::DecoderLayerNorm`]). wgpu's device type natively;
+    /// WARP): there a workgroup and a barrier cost far more than on a GPU,
+    /// so the decoder runs kernels without barriers or repeated work (see
+    /// [`crate::model::DecoderKernels`]). wgpu's device type natively;
     /// on the web the worker sets it from `GPUAdapterInfo`.
     pub cpu_device: bool,
 }

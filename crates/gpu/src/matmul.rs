@@ -48,6 +48,13 @@ pub const GEMV_F32_LN: KernelSource = KernelSource {
     entry: "main_ln",
 };
 
+/// The f32 GEMV in the column layout ([`RowFusion::columns`]).
+pub const GEMV_F32_COLS: KernelSource = KernelSource {
+    key: "gemv_f32_cols",
+    wgsl: GEMV_WGSL,
+    entry: "main_cols",
+};
+
 pub const MATMUL_REDUCE: KernelSource = KernelSource {
     key: "matmul_split_k_reduce",
     wgsl: include_str!("../../../shaders/matmul.wgsl"),
@@ -72,6 +79,8 @@ pub const MATMUL_TILE_LARGE: u32 = 128;
 const LARGE_MIN_TILES: u32 = 256;
 /// Output columns per workgroup of the GEMVs (f32 and f16-storage).
 pub(crate) const GEMV_COLUMNS: u32 = 8;
+/// Output columns per workgroup of the column-layout GEMVs.
+pub(crate) const GEMV_COLUMNS_CPU: u32 = 64;
 
 /// The f32 tile kernels, which all take [`MatmulDesc`]'s uniform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,12 +211,29 @@ pub struct RowFusion<'a> {
     pub layernorm: Option<(View<'a>, View<'a>)>,
     /// GELU of each output after its bias (before an accumulate).
     pub gelu: bool,
+    /// Run the column layout: one invocation per output column summing
+    /// its whole row, no workgroup memory, no barrier (the `*cols` entry
+    /// points) — what CPU implementations of WebGPU run fastest, a GPU
+    /// slowest. Not with `layernorm` (its prologue needs the lanes).
+    pub columns: bool,
 }
 
 impl<'a> RowFusion<'a> {
     /// The shader's flag bits (bit 6: GELU).
     pub(crate) fn flags(&self) -> u32 {
         (self.gelu as u32) << 6
+    }
+
+    /// Refuses the column layout with a LayerNorm prologue.
+    pub(crate) fn check_layout(&self, op: &'static str) -> Result<(), GpuError> {
+        if self.columns && self.layernorm.is_some() {
+            return Err(GpuError::Shape {
+                op,
+                detail: "the column layout has no LayerNorm prologue: run the LayerNorm first"
+                    .into(),
+            });
+        }
+        Ok(())
     }
 
     /// The buffer and element offsets of the LayerNorm weight and bias
@@ -319,6 +345,7 @@ pub fn bind_gemv<'a>(
         )));
     }
     check_operands(&desc, a, b, bias, c)?;
+    fusion.check_layout("gemv")?;
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("gemv", desc.k, a.buffer, c.buffer)?;
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
@@ -343,13 +370,15 @@ pub fn bind_gemv<'a>(
         (3, bias.buffer),
         (4, c.buffer),
     ];
-    let src = if fusion.layernorm.is_some() {
+    let (src, columns) = if fusion.layernorm.is_some() {
         buffers.push((5, ln));
-        &GEMV_F32_LN
+        (&GEMV_F32_LN, GEMV_COLUMNS)
+    } else if fusion.columns {
+        (&GEMV_F32_COLS, GEMV_COLUMNS_CPU)
     } else {
-        &GEMV_F32
+        (&GEMV_F32, GEMV_COLUMNS)
     };
-    let groups = grid(ctx, desc.n.div_ceil(GEMV_COLUMNS));
+    let groups = grid(ctx, desc.n.div_ceil(columns));
     Ok(bind_kernel(ctx, registry, src, &uniform, &buffers, groups))
 }
 

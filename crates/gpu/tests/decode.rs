@@ -9,12 +9,13 @@
 //! and the dispatches of one decoded token.
 
 use std::ops::ControlFlow;
+use tinygpt_core::numerics::assert_close;
 use tinygpt_core::sample::{SampleError, SampleParams, Sampler};
 use tinygpt_core::{Gpt, ModelConfig, ParamKind, ParamLayout, TrainConfig};
 use tinygpt_gpu::engine::{generate_greedy, EngineError, GREEDY_CHUNK};
 use tinygpt_gpu::gate::{F16Storage, FastPaths};
 use tinygpt_gpu::gpu_or_skip;
-use tinygpt_gpu::model::{Decoder, DecoderLayerNorm, GpuModel};
+use tinygpt_gpu::model::{Decoder, DecoderKernels, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::testing::TestGpu;
 use tinygpt_gpu::PipelineRegistry;
@@ -45,11 +46,15 @@ fn f16() -> FastPaths {
     }
 }
 
-/// Both places of the decoder's LayerNorms, whatever the test adapter is.
-const LAYERNORMS: [DecoderLayerNorm; 2] = [DecoderLayerNorm::Fused, DecoderLayerNorm::Separate];
+/// Every layout of the decoder's kernels, whatever the test adapter is.
+const KERNELS: [DecoderKernels; 3] = [
+    DecoderKernels::Fused,
+    DecoderKernels::Separate,
+    DecoderKernels::Columns,
+];
 
 fn model(gpu: &TestGpu, reg: &mut PipelineRegistry, p: &[f32], fast: FastPaths) -> GpuModel {
-    model_with(gpu, reg, p, fast, DecoderLayerNorm::for_device(&gpu.ctx))
+    model_with(gpu, reg, p, fast, DecoderKernels::for_device(&gpu.ctx))
 }
 
 fn model_with(
@@ -57,13 +62,13 @@ fn model_with(
     reg: &mut PipelineRegistry,
     p: &[f32],
     fast: FastPaths,
-    layernorm: DecoderLayerNorm,
+    kernels: DecoderKernels,
 ) -> GpuModel {
     let cfg = config();
     let tc = TrainConfig::default();
     let mut m = GpuModel::new(&gpu.ctx, cfg, p, None, tc, OptState::default()).unwrap();
     m.set_fast_paths(&gpu.ctx, reg, fast).unwrap();
-    m.set_decoder_layernorm(layernorm);
+    m.set_decoder_kernels(kernels);
     pollster::block_on(m.prepare_inference(&gpu.ctx)).unwrap();
     m
 }
@@ -130,7 +135,7 @@ fn gpu_picks_equal_the_one_token_at_a_time_path_bit_for_bit() {
     let long: Vec<u32> = (0..cfg.block_size as u32 + 5).map(|i| i * 7 % 11).collect();
     for (fast, ln) in [FastPaths::default(), f16()]
         .into_iter()
-        .flat_map(|f| LAYERNORMS.map(|ln| (f, ln)))
+        .flat_map(|f| KERNELS.map(|ln| (f, ln)))
     {
         let mut m = model_with(gpu, &mut reg, &p, fast, ln);
         let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
@@ -149,13 +154,15 @@ fn gpu_picks_equal_the_one_token_at_a_time_path_bit_for_bit() {
     }
 }
 
+/// The LayerNorm folded into the GEMV or on its own: the same bits. The
+/// column layout sums in another order: the same logits to f32 rounding.
 #[test]
 fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
     let gpu = gpu_or_skip!();
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let p = params(&config());
     for fast in [FastPaths::default(), f16()] {
-        let logits = LAYERNORMS.map(|ln| {
+        let logits = KERNELS.map(|ln| {
             let mut m = model_with(gpu, &mut reg, &p, fast, ln);
             let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
             dec.reset();
@@ -167,6 +174,14 @@ fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
         let bits =
             |l: &Vec<Vec<f32>>| -> Vec<u32> { l.iter().flatten().map(|v| v.to_bits()).collect() };
         assert_eq!(bits(&logits[0]), bits(&logits[1]), "{fast:?}");
+        let flat = |l: &Vec<Vec<f32>>| -> Vec<f32> { l.iter().flatten().copied().collect() };
+        assert_close(
+            &format!("{fast:?}: columns vs lanes"),
+            &flat(&logits[2]),
+            &flat(&logits[1]),
+            1e-5,
+            1e-5,
+        );
         assert!(
             logits[0].iter().flatten().any(|&v| v != 0.0),
             "logits were computed"
@@ -192,7 +207,7 @@ fn gpu_picks_give_the_cpu_references_text() {
         })
         .unwrap();
     for fast in [FastPaths::default(), f16()] {
-        for ln in LAYERNORMS {
+        for ln in KERNELS {
             let mut m = model_with(gpu, &mut reg, &p, fast, ln);
             let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
             assert_eq!(
@@ -266,7 +281,7 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
     let cfg = config();
     let p = params(&cfg);
     for fast in [FastPaths::default(), f16()] {
-        let mut m = model_with(gpu, &mut reg, &p, fast, DecoderLayerNorm::Fused);
+        let mut m = model_with(gpu, &mut reg, &p, fast, DecoderKernels::Fused);
         let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
         dec.reset();
         let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
@@ -278,13 +293,23 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
         assert_eq!(keys.last(), Some(&"greedy_pick"));
         // With the LayerNorms on their own: two more per layer, one more
         // before the head.
-        m.set_decoder_layernorm(DecoderLayerNorm::Separate);
-        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
-        dec.reset();
-        let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
-        let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
-        assert_eq!(keys.len(), 7 * cfg.n_layer + 4, "{keys:?}");
-        let ln = keys.iter().filter(|k| k.starts_with("layernorm")).count();
-        assert_eq!(ln, 2 * cfg.n_layer + 1, "{keys:?}");
+        for kernels in [DecoderKernels::Separate, DecoderKernels::Columns] {
+            m.set_decoder_kernels(kernels);
+            let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+            dec.reset();
+            let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
+            let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
+            assert_eq!(keys.len(), 7 * cfg.n_layer + 4, "{keys:?}");
+            let ln = keys.iter().filter(|k| k.starts_with("layernorm")).count();
+            assert_eq!(ln, 2 * cfg.n_layer + 1, "{keys:?}");
+            // Four GEMVs per layer and the head, in the layout asked for.
+            let cols = keys.iter().filter(|k| k.ends_with("_cols")).count();
+            let want = if kernels == DecoderKernels::Columns {
+                4 * cfg.n_layer + 1
+            } else {
+                0
+            };
+            assert_eq!(cols, want, "{kernels:?}: {keys:?}");
+        }
     }
 }

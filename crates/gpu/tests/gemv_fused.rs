@@ -166,12 +166,24 @@ impl Case {
     }
 
     fn fused_with(&self, gpu: &TestGpu, f16: Option<Option<Fault>>, folds: Folds) -> Vec<f32> {
+        self.fused_in(gpu, f16, folds, false)
+    }
+
+    /// [`Self::fused_with`] in the column layout when `columns`.
+    fn fused_in(
+        &self,
+        gpu: &TestGpu,
+        f16: Option<Option<Fault>>,
+        folds: Folds,
+        columns: bool,
+    ) -> Vec<f32> {
         let ctx = &gpu.ctx;
         let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
         let out = ctx.upload("out", &self.host.resid).unwrap();
         let fusion = RowFusion {
             layernorm: folds.ln.then(|| (self.ln_w(), self.ln_b())),
             gelu: folds.gelu,
+            columns,
         };
         let k = self.gemv_with(ctx, &mut reg, f16, &self.x, fusion, folds.residual, &out);
         submit(ctx, "fused", &[&k]);
@@ -313,6 +325,72 @@ fn fused_gemvs_match_the_separate_kernels_and_the_reference() {
     eprintln!("fused == unfused bit for bit on {identical} of {compared} outputs");
 }
 
+/// The column layout (one invocation per output column: CPU
+/// implementations) gives the lane layout's results to f32 rounding, and
+/// the f64 reference's, f32 and f16 weights at any alignment and K, with
+/// GELU and the residual add folded; its f16 fault variants carry their
+/// fault. It has no LayerNorm prologue (refused below).
+#[test]
+fn column_gemvs_match_the_lane_gemvs_and_the_reference() {
+    let gpu = gpu_or_skip!();
+    // (K, N, offset of the f16 weights): K a multiple of 4 or not, odd; an
+    // odd weight offset; N past the 64 columns of a workgroup.
+    let shapes = [
+        (48, 19, 0),
+        (50, 9, 4),
+        (48, 13, 7),
+        (1, 3, 0),
+        (7, 70, 1),
+        (517, 130, 3),
+        (1030, 4, 0),
+    ];
+    for (i, &(k, n, w_off)) in shapes.iter().enumerate() {
+        let case = Case::new(&gpu.ctx, k, n, w_off, 90 + i as u64);
+        for (gelu, residual) in [(false, false), (true, false), (false, true), (true, true)] {
+            let f = Folds {
+                ln: false,
+                gelu,
+                residual,
+            };
+            let want = case.reference(f);
+            for f16 in [false, true] {
+                let what = format!("K {k} N {n} w_off {w_off} {f:?} f16 {f16}");
+                let cols = case.fused_in(gpu, f16.then_some(None), f, true);
+                let lanes = case.fused(gpu, f16, f);
+                let atol = 2e-6 * (k as f64).sqrt();
+                assert_close(
+                    &format!("{what}: columns vs lanes"),
+                    &cols,
+                    &lanes,
+                    atol,
+                    1e-5,
+                );
+                assert_close(&format!("{what}: columns vs f64"), &cols, &want, atol, 1e-5);
+            }
+        }
+        let f = Folds {
+            ln: false,
+            gelu: false,
+            residual: false,
+        };
+        let real = case.fused_in(gpu, Some(None), f, true);
+        let what = format!("columns K {k} w_off {w_off}");
+        if k <= 64 {
+            // Short sums: f16 accumulation stays near the real result.
+            let acc16 = case.fused_in(gpu, Some(Some(Fault::F16Accumulate)), f, true);
+            assert_close(&format!("{what} f16acc"), &acc16, &real, 2e-2, 2e-2);
+            assert!(acc16 != real, "{what}: f16 accumulation rounds");
+        }
+        if k >= 16 && k % 16 != 0 {
+            let dropped = case.fused_in(gpu, Some(Some(Fault::DropKTail)), f, true);
+            assert!(
+                dropped.iter().zip(&real).any(|(d, r)| (d - r).abs() > 1e-3),
+                "{what}: the K tail was dropped"
+            );
+        }
+    }
+}
+
 /// The fault variants of every f16 GEMV (aligned or not, with or without
 /// the LayerNorm) are the real ones' loops with the fault: the dropped K
 /// tail changes the result, f16 accumulation stays near it on these inputs.
@@ -361,7 +439,7 @@ fn a_layernorm_that_is_not_k_wide_or_shares_c_is_refused() {
     for (w, b) in bad {
         let fusion = RowFusion {
             layernorm: Some((w, b)),
-            gelu: false,
+            ..RowFusion::default()
         };
         let bias = Some(case.bias());
         assert!(bind_gemv(ctx, &mut reg, desc, &case.x, &case.w, bias, fusion, &out).is_err());
@@ -373,4 +451,21 @@ fn a_layernorm_that_is_not_k_wide_or_shares_c_is_refused() {
         let got = bind_gemv_f16w(ctx, &mut reg, desc, &case.x, packed, bias, fusion, &out);
         assert!(got.is_err());
     }
+    // The column layout has no LayerNorm prologue.
+    let fusion = RowFusion {
+        layernorm: Some((case.ln_w(), case.ln_b())),
+        columns: true,
+        ..RowFusion::default()
+    };
+    let bias = Some(case.bias());
+    let Err(err) = bind_gemv(ctx, &mut reg, desc, &case.x, &case.w, bias, fusion, &out) else {
+        panic!("a LayerNorm with the column layout was bound");
+    };
+    assert!(err.to_string().contains("column layout"), "{err}");
+    let packed = PackedW {
+        buffer: &case.w16,
+        offset: 0,
+        fault: None,
+    };
+    assert!(bind_gemv_f16w(ctx, &mut reg, desc, &case.x, packed, bias, fusion, &out).is_err());
 }

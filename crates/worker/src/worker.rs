@@ -86,7 +86,7 @@ async fn start_gpu() -> (GpuCaps, Option<Engine>) {
         ctx.cpu_device = true;
         log(
             LogLevel::Info,
-            "[ops] a CPU implementation of WebGPU: the decoder runs its LayerNorms as dispatches of their own".into(),
+            "[ops] a CPU implementation of WebGPU: the decoder runs its LayerNorms on their own and one GEMV column per invocation (no barriers)".into(),
         );
     }
     let wgpu_features = ctx.detected_features();

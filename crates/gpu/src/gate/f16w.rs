@@ -5,7 +5,7 @@
 
 use super::Fault;
 use crate::kernel::{bind_group, BoundKernel};
-use crate::matmul::{MatmulDesc, RowFusion, GEMV_COLUMNS};
+use crate::matmul::{MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
 use crate::ops::common::{bind_kernel, grid};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
@@ -70,6 +70,13 @@ const GEMVS: [[[KernelSource; 3]; 2]; 2] = [
     ],
 ];
 
+/// The column-layout GEMV ([`RowFusion::columns`]) by fault index.
+const GEMV_COLS: [KernelSource; 3] = [
+    matmul("gemv_f16w_cols", "gemv_cols"),
+    matmul("gemv_f16w_cols_fault_f16acc", "gemv_cols_fault_f16acc"),
+    matmul("gemv_f16w_cols_fault_droptail", "gemv_cols_fault_droptail"),
+];
+
 pub const PACK_F16: KernelSource = KernelSource {
     key: "pack_f16",
     wgsl: PACK_WGSL,
@@ -92,12 +99,13 @@ pub fn packed_words(n: usize) -> usize {
 }
 
 /// Which kernel runs a matmul: the tiled one, or for M = 1 the GEMV for
-/// aligned rows (`quads`) or the one for any.
+/// aligned rows (`quads`), the one for any, or the column layout.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kernel {
     Tiled,
     GemvQuads,
     GemvAny,
+    GemvColumns,
 }
 
 /// 0 for the real kernels, 1 and 2 for the kernel faults (the other faults
@@ -120,12 +128,14 @@ fn kernel_for(fault: Option<Fault>, kernel: Kernel, ln: bool) -> &'static Kernel
         Kernel::GemvQuads | Kernel::GemvAny => {
             &GEMVS[(kernel == Kernel::GemvAny) as usize][ln as usize][fault_index(fault)]
         }
+        Kernel::GemvColumns => &GEMV_COLS[fault_index(fault)],
     }
 }
 
 /// Binds `C (M, N) = A (M, K) · Wᵀ [+ bias]` with `W (N, K)` read as halves
 /// from `w_packed` starting at half `w_off`. `desc` must be a linear layout
-/// (`trans_b`, no `trans_a`, no `accumulate`). M = 1 runs a GEMV kernel.
+/// (`trans_b`, no `trans_a`, no `accumulate`). M = 1 runs a GEMV kernel,
+/// in the column layout on a CPU implementation ([`GpuContext::cpu_device`]).
 #[allow(clippy::too_many_arguments)]
 pub fn bind_matmul_f16w<'a>(
     ctx: &GpuContext,
@@ -148,16 +158,13 @@ pub fn bind_matmul_f16w<'a>(
         offset: w_off,
         fault,
     };
-    bind(
-        ctx,
-        registry,
-        desc,
-        a,
-        weights,
-        bias,
-        RowFusion::default(),
-        c,
-    )
+    // For one row, the layout the decoder runs on this device (the gate's
+    // M = 1 case checks the kernel that will serve tokens).
+    let layout = RowFusion {
+        columns: desc.m == 1 && ctx.cpu_device,
+        ..RowFusion::default()
+    };
+    bind(ctx, registry, desc, a, weights, bias, layout, c)
 }
 
 /// Packed-half weights: `W (N, K)` from half `offset` of `buffer`, and the
@@ -238,9 +245,12 @@ fn bind<'a>(
             "C (written) shares a buffer with an operand".into(),
         ));
     }
+    fusion.check_layout("matmul_f16w")?;
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("matmul_f16w", desc.k, a.buffer, c.buffer)?;
     let kernel = if desc.m > 1 {
         Kernel::Tiled
+    } else if fusion.columns {
+        Kernel::GemvColumns
     } else if [w_off, desc.k, a.offset]
         .iter()
         .all(|x| x.is_multiple_of(4))
@@ -277,7 +287,9 @@ fn bind<'a>(
     let src = kernel_for(w.fault, kernel, ln_fused);
     let mut buffers = vec![(3, bias.buffer), (4, c.buffer)];
     match kernel {
-        Kernel::Tiled | Kernel::GemvAny => buffers.extend([(1, a.buffer), (2, w_packed)]),
+        Kernel::Tiled | Kernel::GemvAny | Kernel::GemvColumns => {
+            buffers.extend([(1, a.buffer), (2, w_packed)])
+        }
         Kernel::GemvQuads if ln_fused => buffers.extend([(1, a.buffer), (6, w_packed)]),
         Kernel::GemvQuads => buffers.extend([(6, w_packed), (7, a.buffer)]),
     }
@@ -290,6 +302,7 @@ fn bind<'a>(
             [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
         }
         Kernel::GemvQuads | Kernel::GemvAny => grid(ctx, desc.n.div_ceil(GEMV_COLUMNS)),
+        Kernel::GemvColumns => grid(ctx, desc.n.div_ceil(GEMV_COLUMNS_CPU)),
     };
     Ok(bind_kernel(
         ctx, registry, src, &uniform, &buffers, workgroups,

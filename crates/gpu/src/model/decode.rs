@@ -9,7 +9,8 @@
 //! residual row; plus the embedding, the head (final LayerNorm folded in)
 //! and, when decoding greedily, the pick of the next token on the GPU. On a
 //! CPU implementation the three LayerNorms run as dispatches of their own
-//! instead ([`DecoderLayerNorm`]): seven per layer and four more, same bits.
+//! and the GEMVs in a layout without barriers instead ([`DecoderKernels`]):
+//! seven per layer and four more.
 //!
 //! Steps chain inside one submission: before each, a copy from a table
 //! sets the position uniform, and the input token is either copied from
@@ -44,27 +45,33 @@ enum Out {
     Pick,
 }
 
-/// Where the decoder computes the LayerNorm of the residual row.
+/// How the decoder lays out a token's LayerNorms and GEMVs.
 ///
-/// `Fused`: in the prologue of the GEMV that reads it, every workgroup
-/// recomputing the row's mean and 1/σ — one dispatch fewer per LayerNorm,
-/// which a GPU's idle lanes pay for. `Separate`: the LayerNorm kernel on
-/// the one row, then the plain GEMV — on a CPU implementation, where each
-/// barrier of the prologue is paid once per workgroup, this is faster
-/// (lavapipe, the bundled model: 6.8 → 11.0 tokens/s). Both give the same
-/// bits (`gemv_row.wgsl` reproduces `layernorm.wgsl`'s sums).
+/// `Fused`: each LayerNorm in the prologue of the GEMV that reads it, every
+/// workgroup recomputing the row's mean and 1/σ — one dispatch fewer per
+/// LayerNorm, which a GPU's idle lanes pay for. `Separate`: the LayerNorm
+/// kernel on the one row, then the same GEMV (8 columns × 32 lanes per
+/// workgroup); both give the same bits (`gemv_row.wgsl` reproduces
+/// `layernorm.wgsl`'s sums). `Columns`: the LayerNorms on their own and the
+/// column-layout GEMVs ([`RowFusion::columns`]: one invocation per output
+/// column, no workgroup memory, no barrier) — on a CPU implementation of
+/// WebGPU, which pays per workgroup and per barrier, the fastest by far
+/// (SwiftShader, the `small` shape: 598 → 60 ms of GPU time per token;
+/// lavapipe, the bundled model: 11 → 17 tokens/s). Its sums run in
+/// another order, so its logits differ from the others' in the last bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DecoderLayerNorm {
+pub enum DecoderKernels {
     Fused,
     Separate,
+    Columns,
 }
 
-impl DecoderLayerNorm {
-    /// `Separate` on a CPU implementation ([`GpuContext::cpu_device`]),
+impl DecoderKernels {
+    /// `Columns` on a CPU implementation ([`GpuContext::cpu_device`]),
     /// `Fused` on a GPU.
     pub fn for_device(ctx: &GpuContext) -> Self {
         if ctx.cpu_device {
-            Self::Separate
+            Self::Columns
         } else {
             Self::Fused
         }
@@ -150,7 +157,7 @@ impl Decoder {
         cfg: &ModelConfig,
         params: &Flat<'_>,
         f16: Option<F16Weights<'_>>,
-        layernorm: DecoderLayerNorm,
+        kernels: DecoderKernels,
     ) -> Result<Self, GpuError> {
         let (c, v) = (cfg.d_model as u32, cfg.vocab_size as u32);
         let desc = DecodeDesc {
@@ -188,6 +195,12 @@ impl Decoder {
             c,
             accumulate: false,
         };
+        // What every GEMV runs with: the column layout, or nothing.
+        let kernels_of = kernels;
+        let plain = RowFusion {
+            columns: kernels == DecoderKernels::Columns,
+            ..RowFusion::default()
+        };
         // LayerNorm (w, b) of layer l before a GEMV: either folded into
         // the GEMV (its fusion), or a kernel pushed to `kernels` writing
         // `xn`, which the GEMV then reads. Returns the GEMV's input row
@@ -197,19 +210,19 @@ impl Decoder {
                   (w, b, l): (ParamKind, ParamKind, usize)|
          -> Result<(&wgpu::Buffer, RowFusion<'_>), GpuError> {
             let (w, b) = (params.at(w, l), params.at(b, l));
-            Ok(match layernorm {
-                DecoderLayerNorm::Fused => (
+            Ok(match kernels_of {
+                DecoderKernels::Fused => (
                     &x,
                     RowFusion {
                         layernorm: Some((w, b)),
-                        gelu: false,
+                        ..plain
                     },
                 ),
-                DecoderLayerNorm::Separate => {
+                DecoderKernels::Separate | DecoderKernels::Columns => {
                     kernels.push(bind_layernorm_forward(
                         ctx, reg, ln_desc, &x, w, b, &xn, &mean, &rstd,
                     )?);
-                    (&xn, RowFusion::default())
+                    (&xn, plain)
                 }
             })
         };
@@ -230,7 +243,6 @@ impl Decoder {
             &x,
             Some(&position),
         )?];
-        let plain = RowFusion::default();
         for (l, cache) in caches.iter().enumerate() {
             let qkv_op = (QkvW, QkvB, l);
             let (src, fusion) = ln(reg, &mut body, (Ln1W, Ln1B, l))?;

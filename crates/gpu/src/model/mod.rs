@@ -12,7 +12,7 @@ mod decode;
 mod graph;
 
 pub use acts::Acts;
-pub use decode::{Decoder, DecoderLayerNorm};
+pub use decode::{Decoder, DecoderKernels};
 
 use crate::gate::f16w::{bind_pack_f16, pack_cpu, packed_words};
 use crate::gate::{F16Storage, FastPaths, Fault};
@@ -90,7 +90,7 @@ pub struct GpuModel {
     scalars: wgpu::Buffer,
     graph: Option<Graph>,
     decoder: Option<Decoder>,
-    decoder_layernorm: DecoderLayerNorm,
+    decoder_kernels: DecoderKernels,
     fast: FastPaths,
     packed: Option<PackedWeights>,
     /// Ring of (loss, gradient norm) per train step, [`STEP_LOG_CAPACITY`]
@@ -177,7 +177,7 @@ impl GpuModel {
             train_cfg,
             graph: None,
             decoder: None,
-            decoder_layernorm: DecoderLayerNorm::for_device(ctx),
+            decoder_kernels: DecoderKernels::for_device(ctx),
             fast: FastPaths::default(),
             packed: None,
             step_log: ctx.zeros("step_log", (2 * STEP_LOG_CAPACITY) as usize)?,
@@ -612,11 +612,11 @@ impl GpuModel {
         Ok((m, v, state))
     }
 
-    /// Where the decoder computes its LayerNorms (by default
-    /// [`DecoderLayerNorm::for_device`]); the decoder is rebound on next use.
-    pub fn set_decoder_layernorm(&mut self, layernorm: DecoderLayerNorm) {
-        if layernorm != self.decoder_layernorm {
-            self.decoder_layernorm = layernorm;
+    /// How the decoder lays out its LayerNorms and GEMVs (by default
+    /// [`DecoderKernels::for_device`]); the decoder is rebound on next use.
+    pub fn set_decoder_kernels(&mut self, kernels: DecoderKernels) {
+        if kernels != self.decoder_kernels {
+            self.decoder_kernels = kernels;
             self.decoder = None;
         }
     }
@@ -649,7 +649,7 @@ impl GpuModel {
                     layout: &self.layout,
                 },
                 self.packed.as_ref().map(PackedWeights::weights),
-                self.decoder_layernorm,
+                self.decoder_kernels,
             )?);
         }
         Ok(self.decoder.as_mut().expect("bound above"))
