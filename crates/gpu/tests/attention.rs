@@ -191,7 +191,14 @@ fn check_backward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32], rt
 /// Feeds the tokens of `qkv (1,T,3C)` one at a time through the decode
 /// kernel (which appends each to the cache) and compares each position's
 /// output with the GPU and CPU full forwards.
+/// Both layouts of the decode kernel (256 invocations per head, and one).
 fn check_decode(gpu: &TestGpu, desc: DecodeDesc, qkv: &[f32], tol: f64) {
+    for serial in [false, true] {
+        check_decode_in(gpu, serial, desc, qkv, tol);
+    }
+}
+
+fn check_decode_in(gpu: &TestGpu, serial: bool, desc: DecodeDesc, qkv: &[f32], tol: f64) {
     let c = desc.c as usize;
     let full = shape(1, (qkv.len() / (3 * c)) as u32, desc.c, desc.nh);
     let (forward, _) = gpu_forward(gpu, full, qkv);
@@ -203,7 +210,8 @@ fn check_decode(gpu: &TestGpu, desc: DecodeDesc, qkv: &[f32], tol: f64) {
     let row = ctx.zeros("qkv_row", 3 * c).unwrap();
     let out = ctx.zeros("out_row", c).unwrap();
     let cache = KvCache::new(ctx, desc).unwrap();
-    let decode = bind_attention_decode(ctx, &mut reg, desc, &position, &row, &cache, &out).unwrap();
+    let decode =
+        bind_attention_decode(ctx, &mut reg, serial, desc, &position, &row, &cache, &out).unwrap();
     let mut got = Vec::new();
     for (p, token) in qkv.chunks_exact(3 * c).enumerate() {
         ctx.queue.write_buffer(&row, 0, bytemuck::cast_slice(token));
@@ -211,7 +219,7 @@ fn check_decode(gpu: &TestGpu, desc: DecodeDesc, qkv: &[f32], tol: f64) {
         submit(ctx, "decode_step", &[&decode]);
         got.extend(pollster::block_on(ctx.read_f32(&out, c)).unwrap());
     }
-    let what = format!("decode {desc:?} T {}", full.t);
+    let what = format!("decode {desc:?} T {} serial {serial}", full.t);
     assert_close(&format!("{what} vs GPU forward"), &got, &forward, tol, tol);
     assert_close(&format!("{what} vs CPU"), &got, &to_f32(&cpu), tol, tol);
 }
@@ -400,9 +408,15 @@ fn bad_shapes_are_errors_not_panics() {
         v: ctx.zeros("v", 8).unwrap(),
     };
     let out = ctx.zeros("out", 12).unwrap();
-    assert!(bind_attention_decode(ctx, &mut reg, desc, &position, &big, &cache, &out).is_ok());
-    assert!(bind_attention_decode(ctx, &mut reg, desc, &position, &big, &short, &out).is_err());
-    assert!(bind_attention_decode(ctx, &mut reg, desc, &position, &big, &cache, &small).is_err());
+    assert!(
+        bind_attention_decode(ctx, &mut reg, false, desc, &position, &big, &cache, &out).is_ok()
+    );
+    assert!(
+        bind_attention_decode(ctx, &mut reg, false, desc, &position, &big, &short, &out).is_err()
+    );
+    assert!(
+        bind_attention_decode(ctx, &mut reg, false, desc, &position, &big, &cache, &small).is_err()
+    );
     assert!(set_decode_position(ctx, &position, desc, 3).is_ok());
     assert!(
         set_decode_position(ctx, &position, desc, 4).is_err(),

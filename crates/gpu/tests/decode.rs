@@ -310,6 +310,16 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
                 0
             };
             assert_eq!(cols, want, "{kernels:?}: {keys:?}");
+            let serial = keys
+                .iter()
+                .filter(|k| **k == "attention_decode_serial")
+                .count();
+            let want = if kernels == DecoderKernels::Columns {
+                cfg.n_layer
+            } else {
+                0
+            };
+            assert_eq!(serial, want, "{kernels:?}: {keys:?}");
         }
     }
 }

@@ -52,13 +52,14 @@ enum Out {
 /// LayerNorm, which a GPU's idle lanes pay for. `Separate`: the LayerNorm
 /// kernel on the one row, then the same GEMV (8 columns × 32 lanes per
 /// workgroup); both give the same bits (`gemv_row.wgsl` reproduces
-/// `layernorm.wgsl`'s sums). `Columns`: the LayerNorms on their own and the
+/// `layernorm.wgsl`'s sums). `Columns`: the LayerNorms on their own, the
 /// column-layout GEMVs ([`RowFusion::columns`]: one invocation per output
-/// column, no workgroup memory, no barrier) — on a CPU implementation of
-/// WebGPU, which pays per workgroup and per barrier, the fastest by far
-/// (SwiftShader, the `small` shape: 598 → 60 ms of GPU time per token;
-/// lavapipe, the bundled model: 11 → 17 tokens/s). Its sums run in
-/// another order, so its logits differ from the others' in the last bits.
+/// column, no workgroup memory, no barrier) and the attention with one
+/// invocation per head (`attention_decode.wgsl`'s `main_serial`) — on a
+/// CPU implementation of WebGPU, which pays per workgroup and per barrier,
+/// the fastest by far (BENCHMARKS.md: SwiftShader, `small` at position 64,
+/// 598 → 25 ms of GPU time per token). Its sums run in another order, so
+/// its logits differ from the others' in the last bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
     Fused,
@@ -251,7 +252,14 @@ impl Decoder {
                 ctx, reg, f16, dims, src, params, qkv_op, fusion, false, &qkv,
             )?);
             body.push(bind_attention_decode(
-                ctx, reg, desc, &position, &qkv, cache, &atty,
+                ctx,
+                reg,
+                plain.columns,
+                desc,
+                &position,
+                &qkv,
+                cache,
+                &atty,
             )?);
             let proj = (AttnProjW, AttnProjB, l);
             body.push(bind_row_linear(

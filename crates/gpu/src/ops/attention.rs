@@ -55,6 +55,14 @@ pub const ATTENTION_DECODE: KernelSource = KernelSource {
     entry: "main",
 };
 
+/// [`ATTENTION_DECODE`] with one invocation per head and no barrier: for
+/// CPU implementations of WebGPU ([`bind_attention_decode`]'s `serial`).
+pub const ATTENTION_DECODE_SERIAL: KernelSource = KernelSource {
+    key: "attention_decode_serial",
+    wgsl: include_str!("../../../../shaders/attention_decode.wgsl"),
+    entry: "main_serial",
+};
+
 /// Largest head size the kernels hold: four chunks of [`HEAD_CHUNK`] dims.
 pub const MAX_HEAD_SIZE: u32 = 128;
 /// Head dims per chunk of the forward and backward kernels' tiles.
@@ -419,9 +427,13 @@ pub fn set_decode_position(
 /// Binds the attention of the query in `qkv` (one `(3C)` row) over cache
 /// positions `0..=p`, writing the `(C)` output row to `out`; the kernel
 /// first appends the row's keys and values to `cache` at position `p`.
+/// `serial` runs one invocation per head without barriers (CPU
+/// implementations), else 256 per head.
+#[allow(clippy::too_many_arguments)]
 pub fn bind_attention_decode(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
+    serial: bool,
     desc: DecodeDesc,
     position: &wgpu::Buffer,
     qkv: &wgpu::Buffer,
@@ -430,16 +442,21 @@ pub fn bind_attention_decode(
 ) -> Result<BoundKernel, GpuError> {
     let hs = desc.check(ctx, position, qkv, cache)?;
     need(out, desc.c as u64, "out row", &desc)?;
-    let pipeline = registry.get(&ctx.device, &ATTENTION_DECODE);
+    let src = if serial {
+        &ATTENTION_DECODE_SERIAL
+    } else {
+        &ATTENTION_DECODE
+    };
+    let pipeline = registry.get(&ctx.device, src);
     let uniform = ctx.uniform("attention_decode_params", &desc.uniform_bytes(hs));
     let bind_group = bind_group(
         &ctx.device,
         &pipeline,
-        ATTENTION_DECODE.key,
+        src.key,
         &[&uniform, position, qkv, &cache.k, &cache.v, out],
     );
     Ok(BoundKernel {
-        key: ATTENTION_DECODE.key,
+        key: src.key,
         pipeline,
         bind_group,
         workgroups: [desc.nh, 1, 1],
