@@ -8,9 +8,9 @@
 //! LayerNorm before and GELU after, and the fc_proj GEMV adding into the
 //! residual row; plus the embedding, the head (final LayerNorm folded in)
 //! and, when decoding greedily, the pick of the next token on the GPU. On a
-//! CPU implementation the three LayerNorms run as dispatches of their own
-//! and the GEMVs in a layout without barriers instead ([`DecoderKernels`]):
-//! seven per layer and four more.
+//! CPU implementation the three LayerNorms run as dispatches of their own,
+//! and the GEMVs and the attention without barriers, instead
+//! ([`DecoderKernels`]): seven per layer and four more.
 //!
 //! Steps chain inside one submission: before each, a copy from a table
 //! sets the position uniform, and the input token is either copied from
@@ -58,7 +58,7 @@ enum Out {
 /// invocation per head (`attention_decode.wgsl`'s `main_serial`) — on a
 /// CPU implementation of WebGPU, which pays per workgroup and per barrier,
 /// the fastest by far (BENCHMARKS.md: SwiftShader, `small` at position 64,
-/// 598 → 25 ms of GPU time per token). Its sums run in another order, so
+/// 598 → 32 ms of GPU time per token). Its sums run in another order, so
 /// its logits differ from the others' in the last bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
@@ -158,7 +158,7 @@ impl Decoder {
         cfg: &ModelConfig,
         params: &Flat<'_>,
         f16: Option<F16Weights<'_>>,
-        kernels: DecoderKernels,
+        layout: DecoderKernels,
     ) -> Result<Self, GpuError> {
         let (c, v) = (cfg.d_model as u32, cfg.vocab_size as u32);
         let desc = DecodeDesc {
@@ -197,9 +197,8 @@ impl Decoder {
             accumulate: false,
         };
         // What every GEMV runs with: the column layout, or nothing.
-        let kernels_of = kernels;
         let plain = RowFusion {
-            columns: kernels == DecoderKernels::Columns,
+            columns: layout == DecoderKernels::Columns,
             ..RowFusion::default()
         };
         // LayerNorm (w, b) of layer l before a GEMV: either folded into
@@ -211,7 +210,7 @@ impl Decoder {
                   (w, b, l): (ParamKind, ParamKind, usize)|
          -> Result<(&wgpu::Buffer, RowFusion<'_>), GpuError> {
             let (w, b) = (params.at(w, l), params.at(b, l));
-            Ok(match kernels_of {
+            Ok(match layout {
                 DecoderKernels::Fused => (
                     &x,
                     RowFusion {
