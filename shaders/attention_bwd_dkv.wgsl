@@ -259,3 +259,60 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         store4(v_base, 96u + kq * 4u, dv3);
     }
 }
+
+// The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation
+// per key row, workgroups (⌈T/64⌉, NH, B), queries t ≥ s in order, dk_s and
+// dv_s in private arrays; no workgroup memory, no barrier.
+@compute @workgroup_size(64)
+fn main_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let s = wg.x * 64u + lid;
+    if (s >= p.t) {
+        return;
+    }
+    let b = wg.z;
+    let h = wg.y;
+    let stride = 3u * p.c;
+    let head = h * p.hs;
+    let seq = b * p.t;
+    let k_base = (seq + s) * stride + p.c + head;
+    var k: array<f32, 128>;
+    var v: array<f32, 128>;
+    var dk: array<f32, 128>;
+    var dv: array<f32, 128>;
+    for (var d = 0u; d < p.hs; d++) {
+        k[d] = qkv[k_base + d];
+        v[d] = qkv[k_base + p.c + d];
+        dk[d] = 0.0;
+        dv[d] = 0.0;
+    }
+    var key = 0u;
+    if (p.threshold != 0u) {
+        key = drop_key();
+    }
+    for (var t = s; t < p.t; t++) {
+        let q_base = (seq + t) * stride + head;
+        let o_row = (seq + t) * p.c + head;
+        let row = (b * p.nh + h) * p.t + t;
+        var sc = 0.0;
+        var dp = 0.0;
+        for (var d = 0u; d < p.hs; d++) {
+            sc = fma(qkv[q_base + d] * p.scale, k[d], sc);
+            dp = fma(dout[o_row + d], v[d], dp);
+        }
+        var z = 1.0;
+        if (p.threshold != 0u) {
+            z = drop1(key, b, h, t, s);
+        }
+        let pr = exp(sc - lse[row]);
+        let ds = pr * (z * dp - delta[row]);
+        let pz = pr * z;
+        for (var d = 0u; d < p.hs; d++) {
+            dv[d] = fma(pz, dout[o_row + d], dv[d]);
+            dk[d] = fma(ds, qkv[q_base + d], dk[d]);
+        }
+    }
+    for (var d = 0u; d < p.hs; d++) {
+        dqkv[k_base + d] = dk[d] * p.scale;
+        dqkv[k_base + p.c + d] = dv[d];
+    }
+}

@@ -252,3 +252,57 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         store4(q_base, 96u + kq * 4u, dq3 * p.scale);
     }
 }
+
+// The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation
+// per query row, workgroups (⌈T/64⌉, NH, B), keys s ≤ t in order, dq_t in
+// a private array; no workgroup memory, no barrier.
+@compute @workgroup_size(64)
+fn main_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let t = wg.x * 64u + lid;
+    if (t >= p.t) {
+        return;
+    }
+    let b = wg.z;
+    let h = wg.y;
+    let stride = 3u * p.c;
+    let head = h * p.hs;
+    let seq = b * p.t;
+    let q_base = (seq + t) * stride + head;
+    let o_row = (seq + t) * p.c + head;
+    var q: array<f32, 128>;
+    var dy: array<f32, 128>;
+    var dq: array<f32, 128>;
+    var big_d = 0.0;
+    for (var d = 0u; d < p.hs; d++) {
+        q[d] = qkv[q_base + d] * p.scale;
+        dy[d] = dout[o_row + d];
+        dq[d] = 0.0;
+        big_d = fma(dy[d], out[o_row + d], big_d);
+    }
+    let row = (b * p.nh + h) * p.t + t;
+    delta[row] = big_d;
+    let row_lse = lse[row];
+    var key = 0u;
+    if (p.threshold != 0u) {
+        key = drop_key();
+    }
+    for (var s = 0u; s <= t; s++) {
+        let k_base = (seq + s) * stride + p.c + head;
+        var sc = 0.0;
+        var dp = 0.0;
+        for (var d = 0u; d < p.hs; d++) {
+            sc = fma(q[d], qkv[k_base + d], sc);
+            dp = fma(dy[d], qkv[k_base + p.c + d], dp);
+        }
+        if (p.threshold != 0u) {
+            dp *= drop1(key, b, h, t, s);
+        }
+        let ds = exp(sc - row_lse) * (dp - big_d);
+        for (var d = 0u; d < p.hs; d++) {
+            dq[d] = fma(ds, qkv[k_base + d], dq[d]);
+        }
+    }
+    for (var d = 0u; d < p.hs; d++) {
+        dqkv[q_base + d] = dq[d] * p.scale;
+    }
+}

@@ -71,3 +71,27 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         dst[o] = sum;
     }
 }
+
+// The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation
+// per column of a chunk, workgroups (⌈cols/64⌉, chunks, pairs), rows added
+// in order; no workgroup memory, no barrier.
+@compute @workgroup_size(64)
+fn main_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let col = wg.x * 64u + lid;
+    if (col >= p.cols) {
+        return;
+    }
+    let src_off = select(p.src_off, p.src_off1, wg.z == 1u);
+    let dst_off = select(p.dst_off, p.dst_off1, wg.z == 1u);
+    let r0 = wg.y * p.rows_per_chunk;
+    let r1 = min(r0 + p.rows_per_chunk, p.rows);
+    var sum = 0.0;
+    for (var r = r0; r < r1; r++) {
+        sum += at(src_off, r, col);
+    }
+    let o = dst_off + wg.y * p.cols + col;
+    if (p.accumulate != 0u) {
+        sum = dst[o] + sum;
+    }
+    dst[o] = sum;
+}

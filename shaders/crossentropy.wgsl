@@ -130,6 +130,61 @@ fn forward_backward(
     }
 }
 
+// The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation
+// per row, workgroups of 64 rows, the row's logits in order; no workgroup
+// memory, no barrier.
+fn row_stats_serial(row: u32) -> vec2<f32> {
+    let z0 = p.logits_off + row * p.v;
+    var m = LOWEST;
+    for (var i = 0u; i < p.v; i++) {
+        m = max(m, logits[z0 + i]);
+    }
+    var s = 0.0;
+    for (var i = 0u; i < p.v; i++) {
+        s += exp(logits[z0 + i] - m);
+    }
+    return vec2<f32>(m, s);
+}
+
+@compute @workgroup_size(64)
+fn forward_serial(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let row = (wg.y * nwg.x + wg.x) * 64u + lid;
+    if (row >= p.n) {
+        return;
+    }
+    losses[p.losses_off + row] = row_loss(row, row_stats_serial(row));
+}
+
+@compute @workgroup_size(64)
+fn forward_backward_serial(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let row = (wg.y * nwg.x + wg.x) * 64u + lid;
+    if (row >= p.n) {
+        return;
+    }
+    let stats = row_stats_serial(row);
+    losses[p.losses_off + row] = row_loss(row, stats);
+    let tgt = targets[p.targets_off + row];
+    let inv_sum = 1.0 / stats.y;
+    let z0 = p.logits_off + row * p.v;
+    let d0 = p.dlogits_off + row * p.v;
+    for (var i = 0u; i < p.v; i++) {
+        let prob = exp(logits[z0 + i] - stats.x) * inv_sum;
+        var d = (prob - select(0.0, 1.0, i == tgt)) * p.inv_n_total;
+        if (p.accumulate != 0u) {
+            d += dlogits[d0 + i];
+        }
+        dlogits[d0 + i] = d;
+    }
+}
+
 // One workgroup: mean_loss[0] = Σ losses / N, summed in a fixed order.
 // Each thread keeps four partial sums so that four loads are in flight.
 @compute @workgroup_size(128)

@@ -152,3 +152,24 @@ fn pos(
     }
     dpos_emb[o] = acc;
 }
+
+// `tok` in the kernel layout `Cpu` (CPU implementations of WebGPU): one
+// invocation per (token, channel), workgroups (⌈C/64⌉, V), scanning every
+// row in ascending order — the same sum in the same order, bit for bit;
+// no workgroup memory, no barrier.
+@compute @workgroup_size(64)
+fn tok_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let v = wg.y;
+    let ch = wg.x * 64u + lid;
+    if (ch >= p.c) {
+        return;
+    }
+    let o = p.dtok_off + v * p.c + ch;
+    var acc = dtok_emb[o];
+    for (var n = 0u; n < p.n; n++) {
+        if (inputs[p.inputs_off + n] == v) {
+            acc += dout_at(n, ch);
+        }
+    }
+    dtok_emb[o] = acc;
+}

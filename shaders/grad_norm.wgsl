@@ -1,6 +1,7 @@
 // Global L2 norm of a flat gradient buffer, in two deterministic stages:
 //   `partials`: workgroup g sums g_i² over i ≡ g·256 + lid (mod groups·256),
-//               strided so neighbouring threads read neighbouring floats;
+//               strided so neighbouring threads read neighbouring floats
+//               (`partials_serial`: invocation g over i ≡ g (mod groups));
 //   `finish`:   one workgroup sums the partials and writes √Σ to norm[0].
 // NaN or Inf anywhere in the gradients makes the norm non-finite, which the
 // optimiser's schedule kernel turns into a skipped step.
@@ -43,6 +44,23 @@ fn partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_inde
     if (lid == 0u) {
         partial_sums[wg.x] = total;
     }
+}
+
+// `partials` for CPU implementations of WebGPU (the kernel layout `Cpu`):
+// partial g is one invocation's sum over i ≡ g (mod groups), no workgroup
+// memory, no barrier.
+@compute @workgroup_size(64)
+fn partials_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let g = wg.x * 64u + lid;
+    if (g >= p.groups) {
+        return;
+    }
+    var s = 0.0;
+    for (var i = g; i < p.n; i += p.groups) {
+        let v = grads[p.grads_off + i];
+        s = fma(v, v, s);
+    }
+    partial_sums[g] = s;
 }
 
 @compute @workgroup_size(256)

@@ -75,3 +75,37 @@ fn forward(
         rstd[p.rstd_off + row] = rs;
     }
 }
+
+// The same per row for CPU implementations of WebGPU (the kernel layout
+// `Cpu`): one invocation per row summing its channels in order, no
+// workgroup memory, no barrier. Other sums' order than the tree's, so the
+// results differ from `forward`'s in the last bits.
+@compute @workgroup_size(64)
+fn forward_serial(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let row = (wg.y * nwg.x + wg.x) * 64u + lid;
+    if (row >= p.n) {
+        return;
+    }
+    let x0 = p.x_off + row * p.c;
+    var s = 0.0;
+    for (var i = 0u; i < p.c; i++) {
+        s += x[x0 + i];
+    }
+    let mu = s / f32(p.c);
+    var q = 0.0;
+    for (var i = 0u; i < p.c; i++) {
+        let d = x[x0 + i] - mu;
+        q += d * d;
+    }
+    let rs = 1.0 / sqrt(q / f32(p.c) + EPS);
+    let y0 = p.y_off + row * p.c;
+    for (var i = 0u; i < p.c; i++) {
+        y[y0 + i] = (x[x0 + i] - mu) * rs * w[p.w_off + i] + b[p.b_off + i];
+    }
+    mean[p.mean_off + row] = mu;
+    rstd[p.rstd_off + row] = rs;
+}

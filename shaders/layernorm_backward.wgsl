@@ -82,6 +82,42 @@ fn dx_rows(
     }
 }
 
+// `dx_rows` for CPU implementations of WebGPU (the kernel layout `Cpu`):
+// one invocation per row, its sums in channel order, no workgroup memory,
+// no barrier.
+@compute @workgroup_size(64)
+fn dx_serial(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let row = (wg.y * nwg.x + wg.x) * 64u + lid;
+    if (row >= p.n) {
+        return;
+    }
+    let mu = mean[p.mean_off + row];
+    let rs = rstd[p.rstd_off + row];
+    let d0 = p.dout_off + row * p.c;
+    let x0 = p.x_off + row * p.c;
+    var acc = vec2<f32>(0.0, 0.0);
+    for (var i = 0u; i < p.c; i++) {
+        let g = dout[d0 + i] * w[p.w_off + i];
+        let xhat = (x[x0 + i] - mu) * rs;
+        acc += vec2<f32>(g, g * xhat);
+    }
+    let means = acc / f32(p.c);
+    let o0 = p.dx_off + row * p.c;
+    for (var i = 0u; i < p.c; i++) {
+        let g = dout[d0 + i] * w[p.w_off + i];
+        let xhat = (x[x0 + i] - mu) * rs;
+        var d = rs * (g - means.x - xhat * means.y);
+        if (p.accumulate != 0u) {
+            d += dx[o0 + i];
+        }
+        dx[o0 + i] = d;
+    }
+}
+
 // Workgroup (x, y): columns [32x, 32x + 32) of row chunk y, as the column
 // sum (bias_grad.wgsl) tiles it: lane k of 8 takes rows r0 + k, r0 + k + 8, …
 // (a warp reads 32 neighbouring columns of one row), then a fixed tree adds
@@ -131,4 +167,25 @@ fn dwdb_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
         partials[chunk * p.c + col] = sums.x;
         partials[(chunks + chunk) * p.c + col] = sums.y;
     }
+}
+
+// `dwdb_partials` in the kernel layout `Cpu` (CPU implementations of
+// WebGPU): one invocation per column of a row chunk, workgroups (⌈C/64⌉,
+// chunks), rows in order; no workgroup memory, no barrier.
+@compute @workgroup_size(64)
+fn dwdb_partials_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let col = wg.x * 64u + lid;
+    if (col >= p.c) {
+        return;
+    }
+    let chunk = wg.y;
+    let chunks = (p.n + p.rows_per_chunk - 1u) / p.rows_per_chunk;
+    let r0 = chunk * p.rows_per_chunk;
+    let r1 = min(r0 + p.rows_per_chunk, p.n);
+    var sums = vec2<f32>(0.0);
+    for (var r = r0; r < r1; r++) {
+        sums += dwdb_term(r, col);
+    }
+    partials[chunk * p.c + col] = sums.x;
+    partials[(chunks + chunk) * p.c + col] = sums.y;
 }

@@ -3,6 +3,34 @@
 //! Bind groups and uniforms are created when an op is bound, never in the
 //! training loop; a step only records already-bound kernels into one pass.
 
+use crate::GpuContext;
+
+/// How a model's kernels lay out their work. A GPU runs many lanes that
+/// share workgroup memory behind barriers fastest; a CPU implementation of
+/// WebGPU (SwiftShader, lavapipe, WARP) runs a workgroup a few SIMD lanes
+/// at a time and switches between them at every barrier, so it wants one
+/// invocation per output cell or row with no workgroup memory and no
+/// barrier. Each layout sums in its own fixed order: results differ in the
+/// last bits, never run to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    #[default]
+    Gpu,
+    Cpu,
+}
+
+impl Layout {
+    /// `Cpu` on a CPU implementation ([`GpuContext::cpu_device`]), `Gpu`
+    /// on a GPU.
+    pub fn for_device(ctx: &GpuContext) -> Self {
+        if ctx.cpu_device {
+            Self::Cpu
+        } else {
+            Self::Gpu
+        }
+    }
+}
+
 /// One dispatch, ready to record.
 pub struct BoundKernel {
     /// Registry key of the pipeline, for traces and errors.

@@ -3,7 +3,7 @@
 //! output with a long K (weight gradients summed over B·T rows), and the
 //! GEMV that replaces it for one row times a linear weight (decoding).
 
-use crate::kernel::BoundKernel;
+use crate::kernel::{BoundKernel, Layout};
 use crate::ops::common::{bind_kernel, check_dim, grid};
 use crate::ops::{BoundOp, View};
 use crate::registry::{KernelSource, PipelineRegistry};
@@ -19,6 +19,13 @@ pub const MATMUL_F32_SMALL: KernelSource = KernelSource {
     key: "matmul_f32_32x32_k4x8",
     wgsl: include_str!("../../../shaders/matmul_small.wgsl"),
     entry: "main",
+};
+
+/// The cell layout of matmul_small.wgsl ([`TileKernel::Cells`]).
+pub const MATMUL_F32_CELLS: KernelSource = KernelSource {
+    key: "matmul_f32_cells",
+    wgsl: include_str!("../../../shaders/matmul_small.wgsl"),
+    entry: "main_cells",
 };
 
 pub const MATMUL_F32_128: KernelSource = KernelSource {
@@ -81,6 +88,52 @@ const LARGE_MIN_TILES: u32 = 256;
 pub(crate) const GEMV_COLUMNS: u32 = 8;
 /// Output columns per workgroup of the column-layout GEMVs.
 pub(crate) const GEMV_COLUMNS_CPU: u32 = 64;
+/// Invocations per workgroup of the cell kernel, each a 4×4 block of C.
+const CELL_GROUP: u32 = 64;
+
+/// The f32 matmul in a [`Layout`]: on a GPU the tile kernel of
+/// [`MatmulDesc::tile_kernel`] (the GEMV for one row times a linear
+/// weight), split along K where [`MatmulDesc::split_k`] says so; on a CPU
+/// implementation [`TileKernel::Cells`] for every shape, never split
+/// (splitting K only helps fill a GPU's cores).
+impl Layout {
+    /// [`bind_matmul`] in this layout.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind<'a>(
+        self,
+        ctx: &GpuContext,
+        registry: &mut PipelineRegistry,
+        desc: MatmulDesc,
+        a: impl Into<View<'a>>,
+        b: impl Into<View<'a>>,
+        bias: Option<View<'a>>,
+        c: impl Into<View<'a>>,
+    ) -> Result<BoundKernel, GpuError> {
+        match self {
+            Self::Gpu => bind_matmul(ctx, registry, desc, a, b, bias, c),
+            Self::Cpu => bind_matmul_tiled(ctx, registry, TileKernel::Cells, desc, a, b, bias, c),
+        }
+    }
+
+    /// [`bind_matmul_split_k`] in this layout.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind_split_k<'a>(
+        self,
+        ctx: &GpuContext,
+        registry: &mut PipelineRegistry,
+        desc: MatmulDesc,
+        a: impl Into<View<'a>>,
+        b: impl Into<View<'a>>,
+        bias: Option<View<'a>>,
+        c: impl Into<View<'a>>,
+        scratch: Option<&wgpu::Buffer>,
+    ) -> Result<BoundOp, GpuError> {
+        match self {
+            Self::Gpu => bind_matmul_split_k(ctx, registry, desc, a, b, bias, c, scratch),
+            Self::Cpu => Ok(self.bind(ctx, registry, desc, a, b, bias, c)?.into()),
+        }
+    }
+}
 
 /// The f32 tile kernels, which all take [`MatmulDesc`]'s uniform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +146,9 @@ pub enum TileKernel {
     General,
     /// 128×128 tiles: outputs that fill a GPU with them.
     Large,
+    /// No tiles: one invocation per 4×4 block of C summing all of K, no
+    /// workgroup memory, no barrier (the [`Layout::Cpu`] matmul).
+    Cells,
 }
 
 impl TileKernel {
@@ -102,17 +158,22 @@ impl TileKernel {
             Self::Small => &MATMUL_F32_SMALL,
             Self::General => &MATMUL_F32,
             Self::Large => &MATMUL_F32_128,
+            Self::Cells => &MATMUL_F32_CELLS,
         }
     }
 
-    /// Workgroups `[x, y]` covering `desc`'s output.
-    fn grid(self, desc: &MatmulDesc) -> [u32; 2] {
+    /// Workgroups covering `desc`'s output.
+    fn grid(self, ctx: &GpuContext, desc: &MatmulDesc) -> [u32; 3] {
         let tile = match self {
             Self::Small => MATMUL_TILE_SMALL,
             Self::General => MATMUL_TILE,
             Self::Large => MATMUL_TILE_LARGE,
+            Self::Cells => {
+                let blocks = desc.m.div_ceil(4) as u64 * desc.n.div_ceil(4) as u64;
+                return grid(ctx, blocks.div_ceil(CELL_GROUP as u64) as u32);
+            }
         };
-        [desc.n.div_ceil(tile), desc.m.div_ceil(tile)]
+        [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
     }
 }
 
@@ -163,7 +224,10 @@ impl MatmulDesc {
     /// Whether [`bind_matmul`] runs the 128×128-tile kernel: an output
     /// large enough to fill a GPU with its tiles.
     pub fn uses_large_tiles(&self) -> bool {
-        let [x, y] = TileKernel::Large.grid(self);
+        let (x, y) = (
+            self.n.div_ceil(MATMUL_TILE_LARGE),
+            self.m.div_ceil(MATMUL_TILE_LARGE),
+        );
         !(self.m == 1 && self.trans_b) && x * y >= LARGE_MIN_TILES
     }
 
@@ -396,18 +460,8 @@ pub fn bind_matmul_tiled<'a>(
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    let [x, y] = kernel.grid(&desc);
-    bind_with(
-        ctx,
-        registry,
-        kernel.source(),
-        [x, y, 1],
-        desc,
-        a,
-        b,
-        bias,
-        c,
-    )
+    let groups = kernel.grid(ctx, &desc);
+    bind_with(ctx, registry, kernel.source(), groups, desc, a, b, bias, c)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -483,7 +537,7 @@ pub fn bind_matmul_split_k<'a>(
     };
     let k_chunk = desc.k.div_ceil(wanted).next_multiple_of(k_step);
     let slices = desc.k.div_ceil(k_chunk);
-    let [x, y] = kernel.grid(&desc);
+    let [x, y, _] = kernel.grid(ctx, &desc);
     check_dim(ctx, "matmul", "K slices", slices)?;
     let partial = MatmulDesc {
         bias: false,
@@ -516,8 +570,22 @@ pub fn bind_matmul_split_k<'a>(
     })
 }
 
-/// Uploads, runs and reads back one matmul: for tests and start-up checks.
+/// Uploads, runs and reads back one matmul: for tests.
 pub async fn matmul_once(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    a: &[f32],
+    b: &[f32],
+    bias: Option<&[f32]>,
+) -> Result<Vec<f32>, GpuError> {
+    matmul_once_in(Layout::Gpu, ctx, registry, desc, a, b, bias).await
+}
+
+/// [`matmul_once`] in `layout`: the start-up kernel check runs the layout
+/// the device's models will.
+pub async fn matmul_once_in(
+    layout: Layout,
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
@@ -529,7 +597,7 @@ pub async fn matmul_once(
     let b_buf = ctx.upload("b", b)?;
     let bias_buf = bias.map(|v| ctx.upload("bias", v)).transpose()?;
     let c_buf = ctx.zeros("c", (desc.m * desc.n) as usize)?;
-    let k = bind_matmul(
+    let k = layout.bind(
         ctx,
         registry,
         desc,

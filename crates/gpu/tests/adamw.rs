@@ -5,7 +5,7 @@
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::{clip_grad_norm, lr_at, AdamW, ModelConfig, ParamLayout, Rng, TrainConfig};
 use tinygpt_gpu::gpu_or_skip;
-use tinygpt_gpu::kernel::BoundKernel;
+use tinygpt_gpu::kernel::{BoundKernel, Layout};
 use tinygpt_gpu::ops::adamw::{bind_adamw, decay_mask, AdamWBuffers, OptState, StepScalars};
 use tinygpt_gpu::ops::grad_norm::bind_grad_norm;
 use tinygpt_gpu::ops::BoundOp;
@@ -89,7 +89,8 @@ impl GpuOptimizer {
         let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
         for g in grads {
             let g_buf = ctx.upload("grads", g).unwrap();
-            let norm_op = bind_grad_norm(ctx, &mut reg, n as u32, &g_buf, &norm).unwrap();
+            let norm_op =
+                bind_grad_norm(ctx, &mut reg, Layout::Gpu, n as u32, &g_buf, &norm).unwrap();
             let buffers = AdamWBuffers {
                 params: &opt.params,
                 grads: &g_buf,

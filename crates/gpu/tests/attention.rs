@@ -12,6 +12,7 @@ use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
+use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::attention::{
     bind_attention_backward, bind_attention_decode, bind_attention_forward, decode_position_buffer,
     set_decode_position, AttentionBackwardBuffers, AttentionDesc, DecodeDesc, KvCache,
@@ -21,7 +22,18 @@ use tinygpt_gpu::testing::TestGpu;
 use tinygpt_gpu::PipelineRegistry;
 
 const fn shape(b: u32, t: u32, c: u32, nh: u32) -> AttentionDesc {
-    AttentionDesc { b, t, c, nh }
+    AttentionDesc {
+        b,
+        t,
+        c,
+        nh,
+        layout: Layout::Gpu,
+    }
+}
+
+/// `d` in each kernel layout (workgroup tiles, a row per invocation).
+fn layouts(d: AttentionDesc) -> [AttentionDesc; 2] {
+    [Layout::Gpu, Layout::Cpu].map(|layout| AttentionDesc { layout, ..d })
 }
 
 /// Odd T, HS not a multiple of 4, one and several row blocks, HS 64 and 128.
@@ -170,6 +182,12 @@ fn gpu_backward_dropout(
 }
 
 fn check_forward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], atol: f64, rtol: f64) {
+    for d in layouts(d) {
+        check_forward_in(gpu, d, qkv, atol, rtol);
+    }
+}
+
+fn check_forward_in(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], atol: f64, rtol: f64) {
     let (out, lse) = gpu_forward(gpu, d, qkv);
     let (want, _) = cpu_forward(d, qkv);
     assert_close(&format!("out {d:?}"), &out, &to_f32(&want), atol, rtol);
@@ -178,6 +196,12 @@ fn check_forward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], atol: f64, rtol: 
 }
 
 fn check_backward(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32], rtol: f64) {
+    for d in layouts(d) {
+        check_backward_in(gpu, d, qkv, dout, rtol);
+    }
+}
+
+fn check_backward_in(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32], rtol: f64) {
     let got = gpu_backward(gpu, d, qkv, dout);
     let (_, att) = cpu_forward(d, qkv);
     let mut want = vec![0.0; d.qkv_len() as usize];
@@ -276,17 +300,24 @@ fn dropout_on_the_weights_matches_the_masked_reference() {
         let mut want = vec![0.0; b * t * c];
         let mut att = vec![0.0; b * nh * t * t];
         attention_forward_masked(&mut want, &mut att, &to_f64(&qkv), b, t, c, nh, mask);
-        let (got, _) = gpu_forward_dropout(gpu, d, &qkv, Some(drop));
         let atol = 4e-6 * (d.t as f64).sqrt();
-        assert_close(&format!("out {d:?}"), &got, &to_f32(&want), atol, 1e-5);
-        let (plain, _) = gpu_forward(gpu, d, &qkv);
-        assert_ne!(got, plain, "{d:?}: the mask changed nothing");
-
-        let mut want = vec![0.0; d.qkv_len() as usize];
+        let mut want_dqkv = vec![0.0; d.qkv_len() as usize];
         let (dy, x) = (to_f64(&dout), to_f64(&qkv));
-        attention_backward_masked(&mut want, &dy, &x, &att, b, t, c, nh, mask);
-        let got = gpu_backward_dropout(gpu, d, &qkv, &dout, Some(drop));
-        assert_close(&format!("dqkv {d:?}"), &got, &to_f32(&want), atol, 1e-5);
+        attention_backward_masked(&mut want_dqkv, &dy, &x, &att, b, t, c, nh, mask);
+        for d in layouts(d) {
+            let (got, _) = gpu_forward_dropout(gpu, d, &qkv, Some(drop));
+            assert_close(&format!("out {d:?}"), &got, &to_f32(&want), atol, 1e-5);
+            let (plain, _) = gpu_forward(gpu, d, &qkv);
+            assert_ne!(got, plain, "{d:?}: the mask changed nothing");
+            let got = gpu_backward_dropout(gpu, d, &qkv, &dout, Some(drop));
+            assert_close(
+                &format!("dqkv {d:?}"),
+                &got,
+                &to_f32(&want_dqkv),
+                atol,
+                1e-5,
+            );
+        }
     }
 }
 

@@ -1,10 +1,12 @@
 //! The bias gradient (column sums of dout) against the CPU reference's
-//! `matmul_backward`, in one stage (≤ 64 rows) and two (more rows).
+//! `matmul_backward`, in one stage (≤ 64 rows) and two (more rows), in both
+//! kernel layouts.
 
 use tinygpt_core::model::layers::matmul_backward;
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::bias_grad::{bind_bias_grad, BiasGradDesc};
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::GpuContext;
@@ -35,7 +37,12 @@ fn column_sums_match_reference() {
     // chunks of more than 64 rows (√5000 rounded up to 96).
     let shapes = [(7u32, 13u32), (37, 96), (300, 13), (1000, 70), (5000, 5)];
     for (i, &(rows, cols)) in shapes.iter().enumerate() {
-        for accumulate in [true, false] {
+        for (accumulate, layout) in [
+            (true, Layout::Gpu),
+            (false, Layout::Gpu),
+            (true, Layout::Cpu),
+            (false, Layout::Cpu),
+        ] {
             let mut rng = Rng::new(800 + i as u64);
             let dout = random(&mut rng, (rows * cols) as usize);
             let db0 = if accumulate {
@@ -59,6 +66,7 @@ fn column_sums_match_reference() {
                 rows,
                 cols,
                 accumulate,
+                layout,
             };
             let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
             let op = bind_bias_grad(ctx, &mut reg, desc, &dout_buf, View::at(&grads, 2)).unwrap();

@@ -6,6 +6,7 @@ use tinygpt_core::model::layers::{crossentropy_backward, crossentropy_forward};
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::crossentropy::{bind_crossentropy, CrossEntropyDesc};
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::TestGpu;
@@ -82,29 +83,32 @@ fn losses_mean_and_dlogits_match_reference() {
         let mean = crossentropy_forward(&mut probs, &mut losses, &c.logits, &c.targets, vu);
         let mut dlogits = vec![0.0; nu * vu];
         crossentropy_backward(&mut dlogits, &probs, &c.targets, vu);
-        let desc = CrossEntropyDesc {
-            n,
-            v,
-            n_total: n,
-            accumulate: false,
-        };
-        // Overwrite mode must ignore what the buffer held.
-        let got = run(gpu, desc, &c, Some(&vec![3.0; nu * vu]));
-        let what = format!("{desc:?}");
-        // Losses ~ln V ≈ 2–6 from a log-sum-exp of V terms.
-        assert_close(&format!("losses {what}"), &got.losses, &losses, 1e-5, 1e-5);
-        assert_close(&format!("mean {what}"), &[got.mean], &[mean], 1e-6, 1e-5);
-        // Probabilities / N: an absolute scale of 1/N.
-        let atol = 1e-6 / n as f64;
-        let d = got.dlogits.unwrap();
-        assert_close(&format!("dlogits {what}"), &d, &dlogits, atol, 1e-5);
-        // Forward only: the same losses, no gradient kernel.
-        let fwd = run(gpu, desc, &c, None);
-        assert_eq!(
-            fwd.losses, got.losses,
-            "{what}: forward and forward_backward agree"
-        );
-        assert_eq!(fwd.mean, got.mean);
+        for layout in [Layout::Gpu, Layout::Cpu] {
+            let desc = CrossEntropyDesc {
+                n,
+                v,
+                n_total: n,
+                accumulate: false,
+                layout,
+            };
+            // Overwrite mode must ignore what the buffer held.
+            let got = run(gpu, desc, &c, Some(&vec![3.0; nu * vu]));
+            let what = format!("{desc:?}");
+            // Losses ~ln V ≈ 2–6 from a log-sum-exp of V terms.
+            assert_close(&format!("losses {what}"), &got.losses, &losses, 1e-5, 1e-5);
+            assert_close(&format!("mean {what}"), &[got.mean], &[mean], 1e-6, 1e-5);
+            // Probabilities / N: an absolute scale of 1/N.
+            let atol = 1e-6 / n as f64;
+            let d = got.dlogits.unwrap();
+            assert_close(&format!("dlogits {what}"), &d, &dlogits, atol, 1e-5);
+            // Forward only: the same losses, no gradient kernel.
+            let fwd = run(gpu, desc, &c, None);
+            assert_eq!(
+                fwd.losses, got.losses,
+                "{what}: forward and forward_backward agree"
+            );
+            assert_eq!(fwd.mean, got.mean);
+        }
     }
 }
 
@@ -123,14 +127,23 @@ fn dlogits_accumulate_and_scale_by_n_total() {
     let mut grad = vec![0.0; nu * vu];
     crossentropy_backward(&mut grad, &probs, &c.targets, vu);
     let want: Vec<f32> = start.iter().zip(&grad).map(|(s, g)| s + 0.5 * g).collect();
-    let desc = CrossEntropyDesc {
-        n,
-        v,
-        n_total: 2 * n,
-        accumulate: true,
-    };
-    let got = run(gpu, desc, &c, Some(&start)).dlogits.unwrap();
-    assert_close("accumulated dlogits", &got, &want, 1e-7, 1e-5);
+    for layout in [Layout::Gpu, Layout::Cpu] {
+        let desc = CrossEntropyDesc {
+            n,
+            v,
+            n_total: 2 * n,
+            accumulate: true,
+            layout,
+        };
+        let got = run(gpu, desc, &c, Some(&start)).dlogits.unwrap();
+        assert_close(
+            &format!("accumulated dlogits {layout:?}"),
+            &got,
+            &want,
+            1e-7,
+            1e-5,
+        );
+    }
 }
 
 #[test]
@@ -139,14 +152,17 @@ fn a_target_outside_the_vocabulary_makes_the_loss_nan() {
     let mut rng = Rng::new(960);
     let mut c = case(&mut rng, 7, 13);
     c.targets[4] = 13;
-    let desc = CrossEntropyDesc {
-        n: 7,
-        v: 13,
-        n_total: 7,
-        accumulate: false,
-    };
-    let got = run(gpu, desc, &c, None);
-    assert!(got.losses[4].is_nan(), "{:?}", got.losses);
-    assert!(got.losses[3].is_finite());
-    assert!(got.mean.is_nan(), "the mean shows it: {}", got.mean);
+    for layout in [Layout::Gpu, Layout::Cpu] {
+        let desc = CrossEntropyDesc {
+            n: 7,
+            v: 13,
+            n_total: 7,
+            accumulate: false,
+            layout,
+        };
+        let got = run(gpu, desc, &c, None);
+        assert!(got.losses[4].is_nan(), "{layout:?} {:?}", got.losses);
+        assert!(got.losses[3].is_finite());
+        assert!(got.mean.is_nan(), "the mean shows it: {}", got.mean);
+    }
 }

@@ -6,6 +6,7 @@ use tinygpt_core::model::layers::{encoder_backward, encoder_forward};
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::embedding::{bind_embedding_backward, bind_embedding_forward, EmbeddingDesc};
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::GpuContext;
@@ -174,32 +175,34 @@ fn backward_accumulates_into_both_tables() {
         let (mut dtok, mut dpos) = (dtok0.clone(), dpos0.clone());
         encoder_backward(&mut dtok, &mut dpos, &dout, &inputs, t as usize, c as usize);
         let desc = EmbeddingDesc { n, t, c, v, t_max };
-        let inp_buf = upload_u32(ctx, &inputs);
-        let dout_buf = ctx.upload("dout", &dout).unwrap();
-        let dtok_buf = ctx.upload("dtok", &dtok0).unwrap();
-        let dpos_buf = ctx.upload("dpos", &dpos0).unwrap();
-        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
-        let op = bind_embedding_backward(
-            ctx, &mut reg, desc, &inp_buf, &dout_buf, &dtok_buf, &dpos_buf,
-        )
-        .unwrap();
-        op.submit(ctx, "embedding_backward");
-        // Rows are added in the reference's order: the sums are bitwise equal.
-        let what = format!("{desc:?}");
-        assert_close(
-            &format!("dtok {what}"),
-            &read(ctx, &dtok_buf, dtok.len()),
-            &dtok,
-            EXACT,
-            0.0,
-        );
-        assert_close(
-            &format!("dpos {what}"),
-            &read(ctx, &dpos_buf, dpos.len()),
-            &dpos,
-            EXACT,
-            0.0,
-        );
+        for layout in [Layout::Gpu, Layout::Cpu] {
+            let inp_buf = upload_u32(ctx, &inputs);
+            let dout_buf = ctx.upload("dout", &dout).unwrap();
+            let dtok_buf = ctx.upload("dtok", &dtok0).unwrap();
+            let dpos_buf = ctx.upload("dpos", &dpos0).unwrap();
+            let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+            let op = bind_embedding_backward(
+                ctx, &mut reg, layout, desc, &inp_buf, &dout_buf, &dtok_buf, &dpos_buf,
+            )
+            .unwrap();
+            op.submit(ctx, "embedding_backward");
+            // Rows are added in the reference's order: the sums are bitwise equal.
+            let what = format!("{desc:?} {layout:?}");
+            assert_close(
+                &format!("dtok {what}"),
+                &read(ctx, &dtok_buf, dtok.len()),
+                &dtok,
+                EXACT,
+                0.0,
+            );
+            assert_close(
+                &format!("dpos {what}"),
+                &read(ctx, &dpos_buf, dpos.len()),
+                &dpos,
+                EXACT,
+                0.0,
+            );
+        }
     }
 }
 

@@ -201,10 +201,12 @@ impl Case {
         let mut kernels = Vec::new();
         let mut a = &self.x;
         if folds.ln {
+            // The workgroup tree: the fused prologue sums in its order.
             let desc = LayerNormDesc {
                 n: 1,
                 c: k,
                 accumulate: false,
+                layout: tinygpt_gpu::kernel::Layout::Gpu,
             };
             kernels.push(
                 bind_layernorm_forward(

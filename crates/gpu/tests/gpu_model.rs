@@ -1,6 +1,7 @@
-//! GpuModel against the CPU reference: step-0 loss and every gradient, a
-//! 20-step loss trajectory from the same weights and batches, evaluation,
-//! and greedy KV-cached sampling producing the CPU's text.
+//! GpuModel against the CPU reference: step-0 loss and every gradient (in
+//! both kernel layouts), a 20-step loss trajectory from the same weights and
+//! batches, evaluation, and greedy KV-cached sampling producing the CPU's
+//! text.
 
 use std::ops::ControlFlow;
 use tinygpt_core::data::BatchSampler;
@@ -10,6 +11,7 @@ use tinygpt_core::optim::{clip_grad_norm, lr_at, AdamW};
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{Gpt, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::matmul::MatmulDesc;
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
@@ -54,8 +56,24 @@ fn tokens(n: usize, v: u32) -> Vec<u32> {
 
 /// The loss and every gradient of one forward and backward of `cfg` on a
 /// `tc`-shaped batch, GPU against CPU, the optimiser at step `step` (the
-/// dropout masks' step). Returns the loss.
+/// dropout masks' step), with the GPU's and the CPU devices' kernel layout
+/// whatever the adapter is. Returns the loss.
 fn check_step(gpu: &TestGpu, cfg: ModelConfig, tc: TrainConfig, seed: u64, step: u32) -> f32 {
+    let mut loss = 0.0;
+    for layout in [Layout::Gpu, Layout::Cpu] {
+        loss = check_step_in(gpu, cfg, tc, seed, step, layout);
+    }
+    loss
+}
+
+fn check_step_in(
+    gpu: &TestGpu,
+    cfg: ModelConfig,
+    tc: TrainConfig,
+    seed: u64,
+    step: u32,
+    layout: Layout,
+) -> f32 {
     let cpu = Gpt::new(cfg, seed).unwrap();
     let data = tokens(
         500.max(2 * tc.batch_size * tc.seq_len),
@@ -74,18 +92,19 @@ fn check_step(gpu: &TestGpu, cfg: ModelConfig, tc: TrainConfig, seed: u64, step:
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let opt = OptState::resumed(step, step);
     let mut model = GpuModel::new(&gpu.ctx, cfg, &cpu.params, None, tc, opt).unwrap();
+    model.set_kernel_layout(layout);
     model.forward_backward(&gpu.ctx, &mut reg, &batch).unwrap();
     let gpu_loss = pollster::block_on(model.read_loss(&gpu.ctx)).unwrap();
     assert!(
         (gpu_loss - loss).abs() <= 1e-5 * loss.abs(),
-        "loss {gpu_loss} vs {loss}"
+        "{layout:?}: loss {gpu_loss} vs {loss}"
     );
     let gpu_grads = pollster::block_on(model.read_grads(&gpu.ctx)).unwrap();
     for spec in &cpu.layout.tensors {
         let r = spec.range();
         let scale = grads[r.clone()].iter().fold(0f32, |m, g| m.max(g.abs())) as f64;
         assert_close(
-            spec.kind.name(),
+            &format!("{} ({layout:?})", spec.kind.name()),
             &gpu_grads[r.clone()],
             &grads[r],
             1e-4 * scale.max(1e-6),

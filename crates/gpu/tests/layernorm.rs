@@ -1,11 +1,13 @@
 //! LayerNorm against `layernorm_forward` / `layernorm_backward` of the CPU
 //! reference: odd row and channel counts, more rows than one partial-sum
-//! chunk, both accumulate modes, and parameters read through views.
+//! chunk, both accumulate modes, parameters read through views, and both
+//! kernel layouts (a workgroup per row, a row per invocation).
 
 use tinygpt_core::model::layers::{layernorm_backward, layernorm_forward};
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::layernorm::{
     bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
 };
@@ -44,49 +46,52 @@ fn forward_matches_reference() {
     let gpu = gpu_or_skip!();
     let ctx = &gpu.ctx;
     for (i, &(n, c)) in SHAPES.iter().enumerate() {
-        let mut rng = Rng::new(300 + i as u64);
-        let Case { x, w, b } = case(&mut rng, n, c);
-        let (nu, cu) = (n as usize, c as usize);
-        let (mut y, mut mean, mut rstd) = (vec![0.0; nu * cu], vec![0.0; nu], vec![0.0; nu]);
-        layernorm_forward(&mut y, &mut mean, &mut rstd, &x, &w, &b);
-        // w and b as views into one "parameter" buffer, as in the model.
-        let params = ctx
-            .upload("params", &[vec![0.0; 5], w, b].concat())
+        for layout in [Layout::Gpu, Layout::Cpu] {
+            let mut rng = Rng::new(300 + i as u64);
+            let Case { x, w, b } = case(&mut rng, n, c);
+            let (nu, cu) = (n as usize, c as usize);
+            let (mut y, mut mean, mut rstd) = (vec![0.0; nu * cu], vec![0.0; nu], vec![0.0; nu]);
+            layernorm_forward(&mut y, &mut mean, &mut rstd, &x, &w, &b);
+            // w and b as views into one "parameter" buffer, as in the model.
+            let params = ctx
+                .upload("params", &[vec![0.0; 5], w, b].concat())
+                .unwrap();
+            let x_buf = ctx.upload("x", &x).unwrap();
+            let y_buf = ctx.zeros("y", nu * cu).unwrap();
+            let stats = ctx.zeros("stats", 2 * nu).unwrap();
+            let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+            let desc = LayerNormDesc {
+                n,
+                c,
+                accumulate: false,
+                layout,
+            };
+            let k = bind_layernorm_forward(
+                ctx,
+                &mut reg,
+                desc,
+                &x_buf,
+                View::at(&params, 5),
+                View::at(&params, 5 + c),
+                &y_buf,
+                View::at(&stats, 0),
+                View::at(&stats, n),
+            )
             .unwrap();
-        let x_buf = ctx.upload("x", &x).unwrap();
-        let y_buf = ctx.zeros("y", nu * cu).unwrap();
-        let stats = ctx.zeros("stats", 2 * nu).unwrap();
-        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
-        let desc = LayerNormDesc {
-            n,
-            c,
-            accumulate: false,
-        };
-        let k = bind_layernorm_forward(
-            ctx,
-            &mut reg,
-            desc,
-            &x_buf,
-            View::at(&params, 5),
-            View::at(&params, 5 + c),
-            &y_buf,
-            View::at(&stats, 0),
-            View::at(&stats, n),
-        )
-        .unwrap();
-        tinygpt_gpu::kernel::submit(ctx, "layernorm", &[&k]);
-        let what = format!("{desc:?}");
-        // Outputs are O(1); f32 sums of C terms in a different order.
-        assert_close(
-            &format!("y {what}"),
-            &read(ctx, &y_buf, nu * cu),
-            &y,
-            1e-5,
-            1e-5,
-        );
-        let got = read(ctx, &stats, 2 * nu);
-        assert_close(&format!("mean {what}"), &got[..nu], &mean, 1e-6, 1e-5);
-        assert_close(&format!("rstd {what}"), &got[nu..], &rstd, 1e-6, 1e-5);
+            tinygpt_gpu::kernel::submit(ctx, "layernorm", &[&k]);
+            let what = format!("{desc:?}");
+            // Outputs are O(1); f32 sums of C terms in a different order.
+            assert_close(
+                &format!("y {what}"),
+                &read(ctx, &y_buf, nu * cu),
+                &y,
+                1e-5,
+                1e-5,
+            );
+            let got = read(ctx, &stats, 2 * nu);
+            assert_close(&format!("mean {what}"), &got[..nu], &mean, 1e-6, 1e-5);
+            assert_close(&format!("rstd {what}"), &got[nu..], &rstd, 1e-6, 1e-5);
+        }
     }
 }
 
@@ -95,7 +100,12 @@ fn backward_matches_reference_accumulating_and_overwriting() {
     let gpu = gpu_or_skip!();
     let ctx = &gpu.ctx;
     for (i, &(n, c)) in SHAPES.iter().enumerate() {
-        for accumulate in [true, false] {
+        for (accumulate, layout) in [
+            (true, Layout::Gpu),
+            (false, Layout::Gpu),
+            (true, Layout::Cpu),
+            (false, Layout::Cpu),
+        ] {
             let mut rng = Rng::new(400 + i as u64);
             let Case { x, w, b } = case(&mut rng, n, c);
             let (nu, cu) = (n as usize, c as usize);
@@ -126,7 +136,12 @@ fn backward_matches_reference_accumulating_and_overwriting() {
             let dx_buf = up("dx", &fill(&dx0));
             // dw and db as views into one flat gradient buffer.
             let grads = up("grads", &[fill(&dw0), fill(&db0)].concat());
-            let desc = LayerNormDesc { n, c, accumulate };
+            let desc = LayerNormDesc {
+                n,
+                c,
+                accumulate,
+                layout,
+            };
             let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
             let op = bind_layernorm_backward(
                 ctx,
@@ -173,6 +188,7 @@ fn forward_output_may_not_alias_its_input() {
         n: 2,
         c: 4,
         accumulate: false,
+        layout: Layout::Gpu,
     };
     let err = bind_layernorm_forward(
         ctx,

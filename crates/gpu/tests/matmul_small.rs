@@ -1,16 +1,18 @@
 //! The small-output f32 matmul (32×32 tiles, K summed by four groups of
-//! threads) against the CPU reference and the 64×64 kernel in every layout,
-//! on odd shapes around its tile and 32-wide K step, with bias,
-//! accumulation and operands at offsets; and chosen by `bind_matmul` only
-//! for outputs of fewer than 128 tiles of 64×64.
+//! threads) and the cell kernel of CPU devices against the CPU reference and
+//! the 64×64 kernel in every layout, on odd shapes around its tile and
+//! 32-wide K step, with bias, accumulation and operands at offsets; the
+//! small tiles chosen by `bind_matmul` only for outputs of fewer than 128
+//! tiles of 64×64, the cells for every shape in the `Cpu` kernel layout.
 
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
+use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::matmul::{
     bind_matmul, bind_matmul_tiled, matmul_reference, MatmulDesc, TileKernel, MATMUL_F32,
-    MATMUL_F32_SMALL,
+    MATMUL_F32_CELLS, MATMUL_F32_SMALL,
 };
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::TestGpu;
@@ -19,11 +21,11 @@ fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
     (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
 }
 
-/// Runs `desc` on the small-output and the 64×64 kernel with every operand
-/// 5 floats into its buffer and C starting from random values; compares
-/// both with the reference (they sum in different orders, so they agree to
+/// Runs `desc` on `kernel` and the 64×64 kernel with every operand 5
+/// floats into its buffer and C starting from random values; compares both
+/// with the reference (they sum in different orders, so they agree to
 /// rounding, not bit for bit).
-fn check(gpu: &TestGpu, desc: MatmulDesc, seed: u64) {
+fn check(gpu: &TestGpu, kernel: TileKernel, desc: MatmulDesc, seed: u64) {
     let ctx = &gpu.ctx;
     let mut rng = Rng::new(seed);
     let pad = |v: &[f32]| [&[3.0; 5][..], v].concat();
@@ -44,9 +46,9 @@ fn check(gpu: &TestGpu, desc: MatmulDesc, seed: u64) {
     let bind = |reg: &mut _, kernel, c| {
         bind_matmul_tiled(ctx, reg, kernel, desc, av, bv, biasv, View::at(c, 5)).unwrap()
     };
-    let k_small = bind(&mut reg, TileKernel::Small, &small);
+    let k_small = bind(&mut reg, kernel, &small);
     let k_general = bind(&mut reg, TileKernel::General, &general);
-    assert_eq!(k_small.key, MATMUL_F32_SMALL.key);
+    assert_eq!(k_small.key, kernel.source().key);
     submit(ctx, "matmul_small", &[&k_small, &k_general]);
     let len = 5 + (desc.m * desc.n) as usize;
     let got = pollster::block_on(ctx.read_f32(&small, len)).unwrap();
@@ -93,7 +95,9 @@ fn small_tiles_match_the_reference_in_every_layout() {
                 bias: seed % 2 == 0,
                 accumulate: seed % 3 == 0,
             };
-            check(gpu, desc, seed);
+            for kernel in [TileKernel::Small, TileKernel::Cells] {
+                check(gpu, kernel, desc, seed);
+            }
         }
     }
 }
@@ -116,5 +120,49 @@ fn bind_matmul_uses_small_tiles_only_for_small_outputs() {
     for (desc, key) in [(small, MATMUL_F32_SMALL.key), (general, MATMUL_F32.key)] {
         let k = bind_matmul(ctx, &mut reg, desc, &a, &w, Some((&bias).into()), &c).unwrap();
         assert_eq!(k.key, key, "{desc:?}");
+    }
+}
+
+#[test]
+fn the_cpu_layout_runs_cells_for_every_shape_and_never_splits() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    // A GEMV shape, a small and a general output, and a weight gradient
+    // the GPU layout splits along K.
+    let dw = MatmulDesc {
+        m: 128,
+        k: 2048,
+        n: 128,
+        trans_a: true,
+        ..Default::default()
+    };
+    assert!(dw.split_k_slices() >= 2);
+    let shapes = [
+        MatmulDesc::linear(1, 16, 384),
+        MatmulDesc::linear(2048, 16, 128),
+        MatmulDesc::linear(2048, 16, 384),
+        dw,
+    ];
+    let a = ctx.zeros("a", 2048 * 128).unwrap();
+    let w = ctx.zeros("w", 2048 * 384).unwrap();
+    let bias = ctx.zeros("bias", 384).unwrap();
+    let c = ctx.zeros("c", 2048 * 384).unwrap();
+    let scratch = ctx.zeros("scratch", 8 * 128 * 128).unwrap();
+    for desc in shapes {
+        let bias = desc.bias.then(|| (&bias).into());
+        let k = Layout::Cpu
+            .bind(ctx, &mut reg, desc, &a, &w, bias, &c)
+            .unwrap();
+        assert_eq!(k.key, MATMUL_F32_CELLS.key, "{desc:?}");
+        let op = Layout::Cpu
+            .bind_split_k(ctx, &mut reg, desc, &a, &w, bias, &c, Some(&scratch))
+            .unwrap();
+        let keys: Vec<_> = op.kernels.iter().map(|k| k.key).collect();
+        assert_eq!(keys, [MATMUL_F32_CELLS.key], "{desc:?}");
+        let gpu_op = Layout::Gpu
+            .bind_split_k(ctx, &mut reg, desc, &a, &w, bias, &c, Some(&scratch))
+            .unwrap();
+        assert!(gpu_op.kernels.iter().all(|k| k.key != MATMUL_F32_CELLS.key));
     }
 }

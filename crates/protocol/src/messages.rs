@@ -325,6 +325,9 @@ pub enum TestHook {
     PoisonWeights,
     /// Crash halfway through writing the next autosave.
     CrashDuringSave,
+    /// Take one training step with every dispatch timed (timestamp
+    /// queries) and log the GPU time per kernel: the in-browser profile.
+    ProfileStep,
 }
 
 /// One saved run in the browser's private storage.

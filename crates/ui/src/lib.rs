@@ -482,7 +482,8 @@ fn watch_visibility(store: Store) {
 
 /// With `?test_hooks=1`, `window.tinygptTestHook(name)` sends a test-only
 /// fault to the worker (`panic`, `destroy_device`, `poison_weights`,
-/// `crash_during_save`); the worker honours it only with the same switch.
+/// `crash_during_save`) or asks it for a profiled step (`profile_step`);
+/// the worker honours it only with the same switch.
 fn expose_test_hooks(store: Store) {
     let Some(window) = web_sys::window() else {
         return;
@@ -501,6 +502,7 @@ fn expose_test_hooks(store: Store) {
             "destroy_device" => TestHook::DestroyDevice,
             "poison_weights" => TestHook::PoisonWeights,
             "crash_during_save" => TestHook::CrashDuringSave,
+            "profile_step" => TestHook::ProfileStep,
             other => {
                 return store.show_error("a test hook", format!("unknown hook {other:?}"));
             }

@@ -86,7 +86,7 @@ async fn start_gpu() -> (GpuCaps, Option<Engine>) {
         ctx.cpu_device = true;
         log(
             LogLevel::Info,
-            "[ops] a CPU implementation of WebGPU: the decoder runs its LayerNorms on their own and one GEMV column per invocation (no barriers)".into(),
+            "[ops] a CPU implementation of WebGPU: kernels run one invocation per output block, row or column, with no workgroup memory and no barriers (training: the Cpu kernel layout; decoding: LayerNorms on their own, one GEMV column and one attention head per invocation)".into(),
         );
     }
     let wgpu_features = ctx.detected_features();
@@ -421,5 +421,6 @@ async fn test_hook(runner: &mut Runner, hook: TestHook) {
         },
         TestHook::PoisonWeights => runner.poison_weights(),
         TestHook::CrashDuringSave => runner.crash_next_save = true,
+        TestHook::ProfileStep => runner.profile_step().await,
     }
 }

@@ -10,6 +10,7 @@ pub use gpu::{generate_greedy, Gpu, GpuTrainer, GREEDY_CHUNK};
 use std::rc::Rc;
 
 use crate::model::{StepLogRead, StepStats};
+use crate::profile::DispatchTime;
 use crate::GpuError;
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -194,6 +195,31 @@ impl Session {
                 &f32::NAN.to_le_bytes(),
             ),
         }
+    }
+
+    /// Takes one training step with every dispatch in its own timestamped
+    /// pass and returns the GPU time of each (the browser's profile hook;
+    /// `tinygpt bench --profile` natively). Needs `TIMESTAMP_QUERY`.
+    pub async fn profile_step(&mut self) -> Result<Vec<DispatchTime>, EngineError> {
+        let data = self.data.as_ref().ok_or(EngineError::NoData)?;
+        let Backend::Gpu(tr) = &mut self.backend else {
+            return Err(GpuError::Shape {
+                op: "profile_step",
+                detail: "the model trains on the CPU, not on a GPU".into(),
+            }
+            .into());
+        };
+        let (b, t) = (self.train.batch_size, self.train.seq_len);
+        let batch = self.sampler.try_next_batch(&data.train, b, t)?;
+        // Moved out for the await (a RefCell guard must not cross one).
+        let mut reg = std::mem::take(&mut *tr.gpu.registry.borrow_mut());
+        let times = tr
+            .model
+            .profile_train_step(&tr.gpu.ctx, &mut reg, &batch)
+            .await;
+        *tr.gpu.registry.borrow_mut() = reg;
+        self.step += 1;
+        Ok(times?)
     }
 
     pub fn has_data(&self) -> bool {

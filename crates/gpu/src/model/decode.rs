@@ -21,7 +21,7 @@
 use super::graph::{F16Weights, Flat};
 use crate::buffers::PendingRead;
 use crate::gate::f16w::{bind_gemv_f16w, PackedW};
-use crate::kernel::{record_pass, BoundKernel};
+use crate::kernel::{record_pass, BoundKernel, Layout};
 use crate::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use crate::ops::argmax::{bind_greedy_pick, Pick, PICK_BYTES};
 use crate::ops::attention::{bind_attention_decode, decode_position_buffer, DecodeDesc, KvCache};
@@ -195,6 +195,12 @@ impl Decoder {
             n: 1,
             c,
             accumulate: false,
+            // The column layout's LayerNorm: one invocation for the row.
+            layout: if layout == DecoderKernels::Columns {
+                Layout::Cpu
+            } else {
+                Layout::Gpu
+            },
         };
         // What every GEMV runs with: the column layout, or nothing.
         let plain = RowFusion {

@@ -5,7 +5,8 @@
 use super::acts::Acts;
 use crate::gate::f16w::bind_matmul_f16w;
 use crate::gate::Fault;
-use crate::matmul::{bind_matmul, bind_matmul_split_k, split_k_scratch_floats, MatmulDesc};
+use crate::kernel::Layout;
+use crate::matmul::{split_k_scratch_floats, MatmulDesc};
 use crate::ops::attention::{
     bind_attention_backward, bind_attention_forward, AttentionBackwardBuffers, AttentionDesc,
 };
@@ -63,6 +64,7 @@ pub struct F16Weights<'a> {
 pub fn bind_linear<'a>(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
+    mm: Layout,
     f16: Option<F16Weights<'a>>,
     desc: MatmulDesc,
     x: impl Into<View<'a>>,
@@ -76,7 +78,7 @@ pub fn bind_linear<'a>(
             let w_off = params.at(w, l).offset;
             bind_matmul_f16w(ctx, reg, f.fault, desc, x, f.buffer, w_off, bias, out)?
         }
-        None => bind_matmul(ctx, reg, desc, x, params.at(w, l), bias, out)?,
+        None => mm.bind(ctx, reg, desc, x, params.at(w, l), bias, out)?,
     }
     .into())
 }
@@ -94,6 +96,7 @@ pub fn bind_forward(
     params: &Flat<'_>,
     a: &Acts,
     with_loss_grad: bool,
+    mm: Layout,
     f16: Option<F16Weights<'_>>,
     dropout: Option<DropoutDesc<'_>>,
 ) -> Result<Vec<BoundOp>, GpuError> {
@@ -148,6 +151,7 @@ pub fn bind_forward(
         n: u(n),
         c: u(c),
         accumulate: false,
+        layout: mm,
     };
     for (l, blk) in a.blocks.iter().enumerate() {
         let x = &a.res[l];
@@ -168,6 +172,7 @@ pub fn bind_forward(
         ops.push(bind_linear(
             ctx,
             reg,
+            mm,
             f16,
             MatmulDesc::linear(u(n), u(c), u(3 * c)),
             &blk.ln1,
@@ -180,6 +185,7 @@ pub fn bind_forward(
             t: u(t),
             c: u(c),
             nh: u(cfg.n_head),
+            layout: mm,
         };
         let att_drop = dropout.map(|d| (d, Site::Attention(l)));
         ops.push(
@@ -188,6 +194,7 @@ pub fn bind_forward(
         ops.push(bind_linear(
             ctx,
             reg,
+            mm,
             f16,
             MatmulDesc::linear(u(n), u(c), u(c)),
             &blk.atty,
@@ -213,6 +220,7 @@ pub fn bind_forward(
         ops.push(bind_linear(
             ctx,
             reg,
+            mm,
             f16,
             MatmulDesc::linear(u(n), u(c), u(4 * c)),
             &blk.ln2,
@@ -224,6 +232,7 @@ pub fn bind_forward(
         ops.push(bind_linear(
             ctx,
             reg,
+            mm,
             f16,
             MatmulDesc::linear(u(n), u(4 * c), u(c)),
             &blk.fch_gelu,
@@ -263,7 +272,7 @@ pub fn bind_forward(
         ..Default::default()
     };
     ops.push(
-        bind_matmul(
+        mm.bind(
             ctx,
             reg,
             head,
@@ -279,6 +288,7 @@ pub fn bind_forward(
         v: u(v),
         n_total: u(n),
         accumulate: false,
+        layout: mm,
     };
     let dlogits = with_loss_grad.then(|| View::from(&a.dlogits));
     ops.push(bind_crossentropy(
@@ -290,6 +300,7 @@ pub fn bind_forward(
 /// Binds the backward pass from `dlogits` into `grads` (which the step
 /// zeroes first: every parameter gradient accumulates), through the masks of
 /// the forward's `dropout`.
+#[allow(clippy::too_many_arguments)]
 pub fn bind_backward(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
@@ -297,6 +308,7 @@ pub fn bind_backward(
     params: &Flat<'_>,
     grads: &Flat<'_>,
     a: &Acts,
+    mm: Layout,
     dropout: Option<DropoutDesc<'_>>,
 ) -> Result<Vec<BoundOp>, GpuError> {
     let (b, t, c, v) = (a.b, a.t, cfg.d_model, cfg.vocab_size);
@@ -304,7 +316,7 @@ pub fn bind_backward(
     let mut ops: Vec<BoundOp> = Vec::new();
     // Tied head: dlnf = dlogits · tok_emb; dtok_emb += dlogitsᵀ · lnf.
     ops.push(
-        bind_matmul(
+        mm.bind(
             ctx,
             reg,
             MatmulDesc {
@@ -332,7 +344,7 @@ pub fn bind_backward(
     // through one shared scratch when its few output tiles would idle a GPU.
     let scratch = split_k_scratch(ctx, cfg, a)?;
     let scratch = scratch.as_ref();
-    ops.push(bind_matmul_split_k(
+    ops.push(mm.bind_split_k(
         ctx,
         reg,
         dw_head,
@@ -347,6 +359,7 @@ pub fn bind_backward(
         n: u(n),
         c: u(c),
         accumulate: false,
+        layout: mm,
     };
     let ln_acc = LayerNormDesc {
         accumulate: true,
@@ -380,7 +393,7 @@ pub fn bind_backward(
                            d_out: usize|
      -> Result<(), GpuError> {
         ops.push(
-            bind_matmul(
+            mm.bind(
                 ctx,
                 reg,
                 MatmulDesc {
@@ -404,16 +417,7 @@ pub fn bind_backward(
             accumulate: true,
             ..Default::default()
         };
-        ops.push(bind_matmul_split_k(
-            ctx,
-            reg,
-            dw,
-            dy,
-            x,
-            None,
-            grads.at(w, l),
-            scratch,
-        )?);
+        ops.push(mm.bind_split_k(ctx, reg, dw, dy, x, None, grads.at(w, l), scratch)?);
         ops.push(bind_bias_grad(
             ctx,
             reg,
@@ -421,6 +425,7 @@ pub fn bind_backward(
                 rows: u(n),
                 cols: u(d_out),
                 accumulate: true,
+                layout: mm,
             },
             dy,
             grads.at(bias, l),
@@ -508,6 +513,7 @@ pub fn bind_backward(
             t: u(t),
             c: u(c),
             nh: u(cfg.n_head),
+            layout: mm,
         };
         let att_ops = bind_attention_backward(
             ctx,
@@ -566,6 +572,7 @@ pub fn bind_backward(
     ops.push(bind_embedding_backward(
         ctx,
         reg,
+        mm,
         emb,
         &a.inputs,
         dy,

@@ -17,6 +17,7 @@ pub use decode::{Decoder, DecoderKernels};
 use crate::gate::f16w::{bind_pack_f16, pack_cpu, packed_words};
 use crate::gate::{F16Storage, FastPaths, Fault};
 use crate::kernel::BoundKernel;
+use crate::kernel::Layout;
 use crate::ops::adamw::{bind_adamw, decay_mask, AdamWBuffers, OptState, StepScalars};
 use crate::ops::dropout::DropoutDesc;
 use crate::ops::grad_norm::bind_grad_norm;
@@ -91,6 +92,8 @@ pub struct GpuModel {
     graph: Option<Graph>,
     decoder: Option<Decoder>,
     decoder_kernels: DecoderKernels,
+    /// The training graph's kernel layout.
+    kernel_layout: Layout,
     fast: FastPaths,
     packed: Option<PackedWeights>,
     /// Ring of (loss, gradient norm) per train step, [`STEP_LOG_CAPACITY`]
@@ -178,6 +181,7 @@ impl GpuModel {
             graph: None,
             decoder: None,
             decoder_kernels: DecoderKernels::for_device(ctx),
+            kernel_layout: Layout::for_device(ctx),
             fast: FastPaths::default(),
             packed: None,
             step_log: ctx.zeros("step_log", (2 * STEP_LOG_CAPACITY) as usize)?,
@@ -316,9 +320,12 @@ impl GpuModel {
                 state: &self.opt_state,
             });
             let (cfg, a) = (&self.cfg, &acts);
-            let mut train = bind_forward(ctx, reg, cfg, &params, a, true, f16, dropout)?;
-            train.extend(bind_backward(ctx, reg, cfg, &params, &grads, a, dropout)?);
-            let eval = bind_forward(ctx, reg, cfg, &params, a, false, f16, None)?;
+            let mm = self.kernel_layout;
+            let mut train = bind_forward(ctx, reg, cfg, &params, a, true, mm, f16, dropout)?;
+            train.extend(bind_backward(
+                ctx, reg, cfg, &params, &grads, a, mm, dropout,
+            )?);
+            let eval = bind_forward(ctx, reg, cfg, &params, a, false, mm, f16, None)?;
             let optimizer = self.bind_optimizer(ctx, reg)?;
             self.graph = Some(Graph {
                 acts,
@@ -336,7 +343,7 @@ impl GpuModel {
         reg: &mut PipelineRegistry,
     ) -> Result<Vec<BoundOp>, GpuError> {
         let n = self.layout.total as u32;
-        let norm = bind_grad_norm(ctx, reg, n, &self.grads, &self.norm)?;
+        let norm = bind_grad_norm(ctx, reg, self.kernel_layout, n, &self.grads, &self.norm)?;
         let adam = bind_adamw(
             ctx,
             reg,
@@ -610,6 +617,15 @@ impl GpuModel {
                 .await?,
         );
         Ok((m, v, state))
+    }
+
+    /// How the training graph's kernels lay out their work (by default
+    /// [`Layout::for_device`]); the graph is rebound on next use.
+    pub fn set_kernel_layout(&mut self, layout: Layout) {
+        if layout != self.kernel_layout {
+            self.kernel_layout = layout;
+            self.graph = None;
+        }
     }
 
     /// How the decoder lays out its LayerNorms and GEMVs (by default

@@ -13,7 +13,7 @@
 //! ([`MAX_HEAD_SIZE`]); all sums run in f32, in a fixed order, without atomics.
 
 use super::dropout::DropoutDesc;
-use crate::kernel::{bind_group, BoundKernel};
+use crate::kernel::{bind_group, BoundKernel, Layout};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
@@ -49,6 +49,26 @@ pub const ATTENTION_BWD_DKV: KernelSource = KernelSource {
     entry: "main",
 };
 
+/// [`ATTENTION_FWD`], [`ATTENTION_BWD_DQ`] and [`ATTENTION_BWD_DKV`] in the
+/// [`Layout::Cpu`] layout: one invocation per query (or key) row.
+pub const ATTENTION_FWD_SERIAL: KernelSource = KernelSource {
+    key: "attention_fwd_serial",
+    wgsl: ATTENTION_FWD.wgsl,
+    entry: "main_serial",
+};
+
+pub const ATTENTION_BWD_DQ_SERIAL: KernelSource = KernelSource {
+    key: "attention_bwd_dq_serial",
+    wgsl: ATTENTION_BWD_DQ.wgsl,
+    entry: "main_serial",
+};
+
+pub const ATTENTION_BWD_DKV_SERIAL: KernelSource = KernelSource {
+    key: "attention_bwd_dkv_serial",
+    wgsl: ATTENTION_BWD_DKV.wgsl,
+    entry: "main_serial",
+};
+
 pub const ATTENTION_DECODE: KernelSource = KernelSource {
     key: "attention_decode",
     wgsl: include_str!("../../../../shaders/attention_decode.wgsl"),
@@ -69,6 +89,8 @@ pub const MAX_HEAD_SIZE: u32 = 128;
 const HEAD_CHUNK: u32 = 32;
 /// Query (or key) rows per workgroup of the forward and backward kernels.
 const ROWS_PER_WORKGROUP: u32 = 16;
+/// The same in the [`Layout::Cpu`] kernels (a row per invocation).
+const ROWS_PER_WORKGROUP_SERIAL: u32 = 64;
 /// Bytes of the decode-position uniform: `vec4<u32>`, position in `x`.
 const POSITION_BYTES: u64 = 16;
 
@@ -125,6 +147,9 @@ pub struct AttentionDesc {
     pub t: u32,
     pub c: u32,
     pub nh: u32,
+    /// Workgroups of 16 rows with tiles in workgroup memory (`Gpu`), or a
+    /// row per invocation (`Cpu`).
+    pub layout: Layout,
 }
 
 impl AttentionDesc {
@@ -143,7 +168,23 @@ impl AttentionDesc {
 
     /// `(row blocks of T, NH, B)`.
     fn workgroups(&self) -> [u32; 3] {
-        [self.t.div_ceil(ROWS_PER_WORKGROUP), self.nh, self.b]
+        let rows = match self.layout {
+            Layout::Gpu => ROWS_PER_WORKGROUP,
+            Layout::Cpu => ROWS_PER_WORKGROUP_SERIAL,
+        };
+        [self.t.div_ceil(rows), self.nh, self.b]
+    }
+
+    /// `gpu`, or `serial` in the [`Layout::Cpu`] layout.
+    fn kernel(
+        &self,
+        gpu: &'static KernelSource,
+        serial: &'static KernelSource,
+    ) -> &'static KernelSource {
+        match self.layout {
+            Layout::Gpu => gpu,
+            Layout::Cpu => serial,
+        }
     }
 
     /// The kernels' uniform; with `dropout`, the mask of `site` on the
@@ -213,18 +254,19 @@ pub fn bind_attention_forward(
     need(qkv, desc.qkv_len(), "qkv", &desc)?;
     need(out, desc.out_len(), "out", &desc)?;
     need(lse, desc.lse_len(), "lse", &desc)?;
-    let pipeline = registry.get(&ctx.device, &ATTENTION_FWD);
+    let src = desc.kernel(&ATTENTION_FWD, &ATTENTION_FWD_SERIAL);
+    let pipeline = registry.get(&ctx.device, src);
     let uniform = ctx.uniform("attention_fwd_params", &desc.uniform_bytes(hs, dropout));
     // Without dropout the step counter is never read: any read-only buffer.
     let state = dropout.map_or(qkv, |(d, _)| d.state);
     let bind_group = bind_group(
         &ctx.device,
         &pipeline,
-        ATTENTION_FWD.key,
+        src.key,
         &[&uniform, qkv, out, lse, state],
     );
     Ok(BoundKernel {
-        key: ATTENTION_FWD.key,
+        key: src.key,
         pipeline,
         bind_group,
         workgroups: desc.workgroups(),
@@ -272,12 +314,13 @@ pub fn bind_attention_backward(
     let bytes = desc.uniform_bytes(hs, dropout);
     let state = dropout.map_or(bufs.qkv, |(d, _)| d.state);
 
-    let dq_pipeline = registry.get(&ctx.device, &ATTENTION_BWD_DQ);
+    let dq_src = desc.kernel(&ATTENTION_BWD_DQ, &ATTENTION_BWD_DQ_SERIAL);
+    let dq_pipeline = registry.get(&ctx.device, dq_src);
     let dq_uniform = ctx.uniform("attention_bwd_dq_params", &bytes);
     let dq_group = bind_group(
         &ctx.device,
         &dq_pipeline,
-        ATTENTION_BWD_DQ.key,
+        dq_src.key,
         &[
             &dq_uniform,
             bufs.qkv,
@@ -290,12 +333,13 @@ pub fn bind_attention_backward(
         ],
     );
 
-    let dkv_pipeline = registry.get(&ctx.device, &ATTENTION_BWD_DKV);
+    let dkv_src = desc.kernel(&ATTENTION_BWD_DKV, &ATTENTION_BWD_DKV_SERIAL);
+    let dkv_pipeline = registry.get(&ctx.device, dkv_src);
     let dkv_uniform = ctx.uniform("attention_bwd_dkv_params", &bytes);
     let dkv_group = bind_group(
         &ctx.device,
         &dkv_pipeline,
-        ATTENTION_BWD_DKV.key,
+        dkv_src.key,
         &[
             &dkv_uniform,
             bufs.qkv,
@@ -309,14 +353,14 @@ pub fn bind_attention_backward(
 
     Ok(vec![
         BoundKernel {
-            key: ATTENTION_BWD_DQ.key,
+            key: dq_src.key,
             pipeline: dq_pipeline,
             bind_group: dq_group,
             workgroups: desc.workgroups(),
             _uniform: Some(dq_uniform),
         },
         BoundKernel {
-            key: ATTENTION_BWD_DKV.key,
+            key: dkv_src.key,
             pipeline: dkv_pipeline,
             bind_group: dkv_group,
             workgroups: desc.workgroups(),

@@ -5,7 +5,7 @@
 //! backward.
 
 use super::common::{bind_kernel, check_dim, check_no_alias, shape_error, uniform, BoundOp, View};
-use crate::kernel::BoundKernel;
+use crate::kernel::{BoundKernel, Layout};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
@@ -13,6 +13,13 @@ pub const COLUMN_SUM: KernelSource = KernelSource {
     key: "column_sum_chunked",
     wgsl: include_str!("../../../../shaders/bias_grad.wgsl"),
     entry: "main",
+};
+
+/// [`COLUMN_SUM`] in the [`Layout::Cpu`] layout: a column per invocation.
+pub const COLUMN_SUM_SERIAL: KernelSource = KernelSource {
+    key: "column_sum_serial",
+    wgsl: include_str!("../../../../shaders/bias_grad.wgsl"),
+    entry: "main_serial",
 };
 
 /// Columns per workgroup of the column-sum kernel.
@@ -38,6 +45,8 @@ pub struct BiasGradDesc {
     pub cols: u32,
     /// Add into `db` (the CPU convention) instead of overwriting it.
     pub accumulate: bool,
+    /// Lanes and a tree per column (`Gpu`) or a column per invocation.
+    pub layout: Layout,
 }
 
 /// Number of row chunks, hence partial rows, for `rows` rows.
@@ -49,11 +58,13 @@ pub fn chunks(rows: u32) -> u32 {
 /// (rows, cols)` in chunks of `rows_per_chunk` rows (`dst (chunks, cols)`),
 /// for each of `sums` — one `(src, dst)` pair, or two whose sources share a
 /// buffer and whose destinations share another (LayerNorm's dw and db: one
-/// dispatch instead of two).
+/// dispatch instead of two). `layout` picks 8 lanes per column and a tree,
+/// or one invocation per column.
 #[allow(clippy::too_many_arguments)]
 pub fn bind_column_sum<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
+    layout: Layout,
     rows: u32,
     cols: u32,
     rows_per_chunk: u32,
@@ -98,17 +109,18 @@ pub fn bind_column_sum<'a>(
             dst1.offset,
         ],
     );
+    let src_buf = src.buffer;
+    let (src, per_group) = match layout {
+        Layout::Gpu => (&COLUMN_SUM, COLUMNS_PER_WORKGROUP),
+        Layout::Cpu => (&COLUMN_SUM_SERIAL, 64),
+    };
     Ok(bind_kernel(
         ctx,
         registry,
-        &COLUMN_SUM,
+        src,
         &params,
-        &[(1, src.buffer), (2, dst.buffer)],
-        [
-            cols.div_ceil(COLUMNS_PER_WORKGROUP),
-            n_chunks,
-            sums.len() as u32,
-        ],
+        &[(1, src_buf), (2, dst.buffer)],
+        [cols.div_ceil(per_group), n_chunks, sums.len() as u32],
     ))
 }
 
@@ -131,6 +143,7 @@ pub fn bind_bias_grad<'a>(
         let k = bind_column_sum(
             ctx,
             registry,
+            desc.layout,
             rows,
             cols,
             rows,
@@ -143,6 +156,7 @@ pub fn bind_bias_grad<'a>(
     let stage1 = bind_column_sum(
         ctx,
         registry,
+        desc.layout,
         rows,
         cols,
         rows_per_chunk(rows),
@@ -152,6 +166,7 @@ pub fn bind_bias_grad<'a>(
     let stage2 = bind_column_sum(
         ctx,
         registry,
+        desc.layout,
         n_chunks,
         cols,
         n_chunks,

@@ -6,6 +6,7 @@
 //! each row's max and sum to write `dlogits = (softmax − onehot) / N_total`.
 
 use super::common::{bind_kernel, check_no_alias, grid, shape_error, uniform, BoundOp, View};
+use crate::kernel::Layout;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
@@ -19,6 +20,20 @@ pub const CROSSENTROPY_FORWARD_BACKWARD: KernelSource = KernelSource {
     key: "crossentropy_forward_backward",
     wgsl: include_str!("../../../../shaders/crossentropy.wgsl"),
     entry: "forward_backward",
+};
+
+/// [`CROSSENTROPY_FORWARD`] and [`CROSSENTROPY_FORWARD_BACKWARD`] in the
+/// [`Layout::Cpu`] layout: a row per invocation.
+pub const CROSSENTROPY_FORWARD_SERIAL: KernelSource = KernelSource {
+    key: "crossentropy_forward_serial",
+    wgsl: CROSSENTROPY_FORWARD.wgsl,
+    entry: "forward_serial",
+};
+
+pub const CROSSENTROPY_FORWARD_BACKWARD_SERIAL: KernelSource = KernelSource {
+    key: "crossentropy_forward_backward_serial",
+    wgsl: CROSSENTROPY_FORWARD.wgsl,
+    entry: "forward_backward_serial",
 };
 
 pub const CROSSENTROPY_MEAN: KernelSource = KernelSource {
@@ -37,6 +52,8 @@ pub struct CrossEntropyDesc {
     pub n_total: u32,
     /// Add into `dlogits` (the CPU convention) instead of overwriting it.
     pub accumulate: bool,
+    /// A workgroup per row (`Gpu`) or a row per invocation (`Cpu`).
+    pub layout: Layout,
 }
 
 /// Binds the loss: `losses (N)` from `logits (N, V)` and `targets (N)` u32,
@@ -92,11 +109,18 @@ pub fn bind_crossentropy<'a>(
             d.need(op, "dlogits", n * v)?;
             check_no_alias(op, &[("dlogits", d.buffer)], &read)?;
             entries.push((4, d.buffer));
-            &CROSSENTROPY_FORWARD_BACKWARD
+            [
+                &CROSSENTROPY_FORWARD_BACKWARD,
+                &CROSSENTROPY_FORWARD_BACKWARD_SERIAL,
+            ]
         }
-        None => &CROSSENTROPY_FORWARD,
+        None => [&CROSSENTROPY_FORWARD, &CROSSENTROPY_FORWARD_SERIAL],
     };
-    let rows = bind_kernel(ctx, registry, src, &params, &entries, grid(ctx, desc.n));
+    let (src, groups) = match desc.layout {
+        Layout::Gpu => (src[0], grid(ctx, desc.n)),
+        Layout::Cpu => (src[1], grid(ctx, desc.n.div_ceil(64))),
+    };
+    let rows = bind_kernel(ctx, registry, src, &params, &entries, groups);
     let mean = bind_kernel(
         ctx,
         registry,

@@ -8,7 +8,7 @@
 use super::common::{
     bind_kernel, check_dim, check_no_alias, grid, shape_error, uniform, BoundOp, View,
 };
-use crate::kernel::BoundKernel;
+use crate::kernel::{BoundKernel, Layout};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
@@ -28,6 +28,13 @@ pub const EMBEDDING_BACKWARD_TOK: KernelSource = KernelSource {
     key: "embedding_backward_tok",
     wgsl: include_str!("../../../../shaders/embedding_backward.wgsl"),
     entry: "tok",
+};
+
+/// [`EMBEDDING_BACKWARD_TOK`] in the [`Layout::Cpu`] layout.
+pub const EMBEDDING_BACKWARD_TOK_SERIAL: KernelSource = KernelSource {
+    key: "embedding_backward_tok_serial",
+    wgsl: include_str!("../../../../shaders/embedding_backward.wgsl"),
+    entry: "tok_serial",
 };
 
 pub const EMBEDDING_BACKWARD_POS: KernelSource = KernelSource {
@@ -145,11 +152,13 @@ pub fn bind_embedding_forward<'a>(
 
 /// Binds the backward: `dtok_emb (V, C) += scatter of dout (N, C) by token`
 /// and `dpos_emb (T_max, C)[0..T] += Σ over the batch`. Both are always
-/// accumulated, in the CPU reference's order (see the shader).
+/// accumulated, in the CPU reference's order (see the shader); `layout`
+/// picks a workgroup per token or an invocation per (token, channel).
 #[allow(clippy::too_many_arguments)]
 pub fn bind_embedding_backward<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
+    layout: Layout,
     desc: EmbeddingDesc,
     inputs: impl Into<View<'a>>,
     dout: impl Into<View<'a>>,
@@ -194,13 +203,17 @@ pub fn bind_embedding_backward<'a>(
         (3, dtok_emb.buffer),
         (4, dpos_emb.buffer),
     ];
+    let (tok_src, channels) = match layout {
+        Layout::Gpu => (&EMBEDDING_BACKWARD_TOK, TOK_CHANNELS),
+        Layout::Cpu => (&EMBEDDING_BACKWARD_TOK_SERIAL, 64),
+    };
     let tok = bind_kernel(
         ctx,
         registry,
-        &EMBEDDING_BACKWARD_TOK,
+        tok_src,
         &params,
         &[entries[0], entries[1], entries[2]],
-        [desc.c.div_ceil(TOK_CHANNELS), desc.v, 1],
+        [desc.c.div_ceil(channels), desc.v, 1],
     );
     let pos = bind_kernel(
         ctx,

@@ -4,6 +4,7 @@
 //! place: no CPU round-trip per step.
 
 use super::common::{bind_kernel, check_no_alias, uniform, BoundOp, View};
+use crate::kernel::Layout;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
@@ -11,6 +12,13 @@ pub const GRAD_NORM_PARTIALS: KernelSource = KernelSource {
     key: "grad_norm_partials",
     wgsl: include_str!("../../../../shaders/grad_norm.wgsl"),
     entry: "partials",
+};
+
+/// [`GRAD_NORM_PARTIALS`] in the [`Layout::Cpu`] layout.
+pub const GRAD_NORM_PARTIALS_SERIAL: KernelSource = KernelSource {
+    key: "grad_norm_partials_serial",
+    wgsl: include_str!("../../../../shaders/grad_norm.wgsl"),
+    entry: "partials_serial",
 };
 
 pub const GRAD_NORM_FINISH: KernelSource = KernelSource {
@@ -30,10 +38,12 @@ pub fn partials_len(n: u32) -> u32 {
 }
 
 /// Binds `norm[0] = √Σ grads[i]²` over `n` elements (overwritten). The
-/// partial sums live in a scratch buffer the op owns.
+/// partial sums live in a scratch buffer the op owns; `layout` picks a
+/// workgroup per partial or an invocation per partial.
 pub fn bind_grad_norm<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
+    layout: Layout,
     n: u32,
     grads: impl Into<View<'a>>,
     norm: &wgpu::Buffer,
@@ -45,13 +55,17 @@ pub fn bind_grad_norm<'a>(
     let groups = partials_len(n);
     let partials = ctx.zeros("grad_norm_partials", groups as usize)?;
     let params = uniform(ctx, "grad_norm_params", &[n, grads.offset, groups]);
+    let (src, workgroups) = match layout {
+        Layout::Gpu => (&GRAD_NORM_PARTIALS, groups),
+        Layout::Cpu => (&GRAD_NORM_PARTIALS_SERIAL, groups.div_ceil(64)),
+    };
     let stage1 = bind_kernel(
         ctx,
         registry,
-        &GRAD_NORM_PARTIALS,
+        src,
         &params,
         &[(1, grads.buffer), (2, &partials)],
-        [groups, 1, 1],
+        [workgroups, 1, 1],
     );
     let stage2 = bind_kernel(
         ctx,

@@ -7,7 +7,7 @@ use super::bias_grad::{bind_column_sum, chunks, rows_per_chunk};
 use super::common::{
     bind_kernel, check_dim, check_no_alias, grid, shape_error, uniform, BoundOp, View,
 };
-use crate::kernel::BoundKernel;
+use crate::kernel::{BoundKernel, Layout};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
@@ -15,6 +15,27 @@ pub const LAYERNORM_FORWARD: KernelSource = KernelSource {
     key: "layernorm_forward",
     wgsl: include_str!("../../../../shaders/layernorm.wgsl"),
     entry: "forward",
+};
+
+/// [`LAYERNORM_FORWARD`] in the [`Layout::Cpu`] layout: a row per invocation.
+pub const LAYERNORM_FORWARD_SERIAL: KernelSource = KernelSource {
+    key: "layernorm_forward_serial",
+    wgsl: include_str!("../../../../shaders/layernorm.wgsl"),
+    entry: "forward_serial",
+};
+
+/// [`LAYERNORM_BACKWARD_DX`] in the [`Layout::Cpu`] layout.
+pub const LAYERNORM_BACKWARD_DX_SERIAL: KernelSource = KernelSource {
+    key: "layernorm_backward_dx_serial",
+    wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
+    entry: "dx_serial",
+};
+
+/// [`LAYERNORM_BACKWARD_DWDB`] in the [`Layout::Cpu`] layout.
+pub const LAYERNORM_BACKWARD_DWDB_SERIAL: KernelSource = KernelSource {
+    key: "layernorm_backward_dwdb_partials_serial",
+    wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
+    entry: "dwdb_partials_serial",
 };
 
 pub const LAYERNORM_BACKWARD_DX: KernelSource = KernelSource {
@@ -37,9 +58,25 @@ pub struct LayerNormDesc {
     /// Backward only: add into `dx`, `dw`, `db` (the CPU convention) instead
     /// of overwriting them.
     pub accumulate: bool,
+    /// A workgroup of 128 threads per row (`Gpu`) or a row per invocation
+    /// (`Cpu`) for the forward and `dx`.
+    pub layout: Layout,
 }
 
 impl LayerNormDesc {
+    /// The row kernel of `gpu` or its serial form, and its workgroups.
+    fn rows(
+        &self,
+        ctx: &GpuContext,
+        gpu: &'static KernelSource,
+        serial: &'static KernelSource,
+    ) -> (&'static KernelSource, [u32; 3]) {
+        match self.layout {
+            Layout::Gpu => (gpu, grid(ctx, self.n)),
+            Layout::Cpu => (serial, grid(ctx, self.n.div_ceil(64))),
+        }
+    }
+
     fn check(&self, op: &'static str) -> Result<(u64, u64), GpuError> {
         if self.c == 0 {
             return Err(shape_error(op, format!("{self:?} has no channels")));
@@ -94,10 +131,11 @@ pub fn bind_layernorm_forward<'a>(
             rstd.offset,
         ],
     );
+    let (src, groups) = desc.rows(ctx, &LAYERNORM_FORWARD, &LAYERNORM_FORWARD_SERIAL);
     Ok(bind_kernel(
         ctx,
         registry,
-        &LAYERNORM_FORWARD,
+        src,
         &params,
         &[
             (1, x.buffer),
@@ -107,7 +145,7 @@ pub fn bind_layernorm_forward<'a>(
             (5, mean.buffer),
             (6, rstd.buffer),
         ],
-        grid(ctx, desc.n),
+        groups,
     ))
 }
 
@@ -186,10 +224,11 @@ pub fn bind_layernorm_backward(
         (3, g.mean.buffer),
         (4, g.rstd.buffer),
     ];
+    let (src, groups) = desc.rows(ctx, &LAYERNORM_BACKWARD_DX, &LAYERNORM_BACKWARD_DX_SERIAL);
     let dx = bind_kernel(
         ctx,
         registry,
-        &LAYERNORM_BACKWARD_DX,
+        src,
         &params,
         &[
             shared[0],
@@ -199,21 +238,26 @@ pub fn bind_layernorm_backward(
             (5, g.w.buffer),
             (6, g.dx.buffer),
         ],
-        grid(ctx, desc.n),
+        groups,
     );
     // dw's partials (chunks, C), then db's.
     let partials = ctx.zeros("layernorm_dwdb_partials", (2 * n_chunks * desc.c) as usize)?;
+    let (src, columns) = match desc.layout {
+        Layout::Gpu => (&LAYERNORM_BACKWARD_DWDB, 32),
+        Layout::Cpu => (&LAYERNORM_BACKWARD_DWDB_SERIAL, 64),
+    };
     let stage1 = bind_kernel(
         ctx,
         registry,
-        &LAYERNORM_BACKWARD_DWDB,
+        src,
         &params,
         &[shared[0], shared[1], shared[2], shared[3], (7, &partials)],
-        [desc.c.div_ceil(32), n_chunks, 1],
+        [desc.c.div_ceil(columns), n_chunks, 1],
     );
     let sums = bind_column_sum(
         ctx,
         registry,
+        desc.layout,
         n_chunks,
         desc.c,
         n_chunks,
