@@ -8,12 +8,12 @@ use std::time::Instant;
 use tinygpt_core::data::BatchSampler;
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::engine::generate_greedy;
-use tinygpt_gpu::gate::f16w::{bind_matmul_f16w, packed_words};
 use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions};
 use tinygpt_gpu::kernel::submit;
-use tinygpt_gpu::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
+use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words};
+use tinygpt_gpu::ops::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
 
 /// Milliseconds since the first call (the gate framework's clock).

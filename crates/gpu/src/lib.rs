@@ -9,7 +9,6 @@ pub mod context;
 pub mod engine;
 pub mod error;
 pub mod kernel;
-pub mod matmul;
 pub mod model;
 pub mod profile;
 pub mod registry;

@@ -2,7 +2,7 @@
 //! loop, run by the worker before it reports `gpu_caps`.
 
 use crate::kernel::Layout;
-use crate::matmul::{matmul_once_in, matmul_reference, MatmulDesc, TileKernel};
+use crate::ops::matmul::{matmul_once_in, matmul_reference, MatmulDesc, TileKernel};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::numerics::worst_mismatch;
 use tinygpt_core::Rng;

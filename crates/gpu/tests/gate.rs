@@ -4,10 +4,10 @@
 
 use tinygpt_core::Rng;
 use tinygpt_gpu::gate::f16_storage::{check_gpu_packing, compare_case, gate, Packer};
-use tinygpt_gpu::gate::f16w::{half_bits, pack_cpu};
 use tinygpt_gpu::gate::{run_gates, Fault, GateOptions, DEFAULT_VOCAB};
 use tinygpt_gpu::gpu_or_skip;
-use tinygpt_gpu::matmul::{matmul_reference, MatmulDesc};
+use tinygpt_gpu::ops::matmul::f16w::{half_bits, pack_cpu};
+use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
 
 fn now_ms() -> f64 {
     use std::time::{SystemTime, UNIX_EPOCH};

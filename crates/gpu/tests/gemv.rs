@@ -6,7 +6,7 @@ use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
-use tinygpt_gpu::matmul::{bind_matmul, matmul_reference, MatmulDesc, GEMV_F32};
+use tinygpt_gpu::ops::matmul::{bind_matmul, matmul_reference, MatmulDesc, GEMV_F32};
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::TestGpu;
 

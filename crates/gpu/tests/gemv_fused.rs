@@ -9,13 +9,13 @@
 use tinygpt_core::model::layers::{gelu_forward, layernorm_forward};
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
-use tinygpt_gpu::gate::f16w::{bind_gemv_f16w, pack_cpu, PackedW};
 use tinygpt_gpu::gate::Fault;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
-use tinygpt_gpu::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use tinygpt_gpu::ops::gelu::bind_gelu_forward;
 use tinygpt_gpu::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
+use tinygpt_gpu::ops::matmul::f16w::{bind_gemv_f16w, pack_cpu, PackedW};
+use tinygpt_gpu::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use tinygpt_gpu::ops::residual::bind_residual_forward;
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::TestGpu;

@@ -12,9 +12,9 @@ use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{Gpt, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::Layout;
-use tinygpt_gpu::matmul::MatmulDesc;
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
+use tinygpt_gpu::ops::matmul::MatmulDesc;
 use tinygpt_gpu::testing::TestGpu;
 
 fn config() -> ModelConfig {

@@ -4,7 +4,7 @@
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
-use tinygpt_gpu::matmul::{bind_matmul, matmul_once, matmul_reference, MatmulDesc};
+use tinygpt_gpu::ops::matmul::{bind_matmul, matmul_once, matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
 
 fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
@@ -102,8 +102,9 @@ fn accumulate_adds_into_c() {
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let (a_buf, b_buf) = (ctx.upload("a", &a).unwrap(), ctx.upload("b", &b).unwrap());
     let c_buf = ctx.zeros("c", 45).unwrap();
-    let k = tinygpt_gpu::matmul::bind_matmul(ctx, &mut reg, desc, &a_buf, &b_buf, None, &c_buf)
-        .unwrap();
+    let k =
+        tinygpt_gpu::ops::matmul::bind_matmul(ctx, &mut reg, desc, &a_buf, &b_buf, None, &c_buf)
+            .unwrap();
     // Recording the same bound kernel twice in one pass accumulates twice.
     tinygpt_gpu::kernel::submit(ctx, "twice", &[&k, &k]);
     let got = pollster::block_on(ctx.read_f32(&c_buf, 45)).unwrap();

@@ -6,10 +6,12 @@
 
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
-use tinygpt_gpu::gate::f16w::{bind_matmul_f16w, pack_cpu, GEMV_F16W, GEMV_F16W_ANY, MATMUL_F16W};
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
-use tinygpt_gpu::matmul::{matmul_reference, MatmulDesc};
+use tinygpt_gpu::ops::matmul::f16w::{
+    bind_matmul_f16w, pack_cpu, GEMV_F16W, GEMV_F16W_ANY, MATMUL_F16W,
+};
+use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::TestGpu;
 

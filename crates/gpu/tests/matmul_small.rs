@@ -10,7 +10,7 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::kernel::Layout;
-use tinygpt_gpu::matmul::{
+use tinygpt_gpu::ops::matmul::{
     bind_matmul, bind_matmul_tiled, matmul_reference, MatmulDesc, TileKernel, MATMUL_F32,
     MATMUL_F32_CELLS, MATMUL_F32_SMALL,
 };

@@ -9,7 +9,7 @@ use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
-use tinygpt_gpu::matmul::{
+use tinygpt_gpu::ops::matmul::{
     bind_matmul_split_k, matmul_reference, MatmulDesc, TileKernel, MATMUL_REDUCE, SPLIT_MIN_K,
 };
 use tinygpt_gpu::testing::TestGpu;

@@ -133,3 +133,22 @@ fn a_checkpoint_with_sampler_state_resumes_exactly() {
         .collect();
     assert_eq!(got, expected, "resumed run continues bit-identically");
 }
+
+/// More steps in one submission than the GPU's loss log keeps are refused
+/// before anything runs or a batch is drawn: no loss is ever lost or
+/// attributed to the wrong step.
+#[test]
+fn more_steps_than_the_loss_log_keeps_are_refused_and_change_nothing() {
+    let Some(gpu) = engine_gpu() else { return };
+    let mut s = session(&gpu);
+    let sampler = s.sampler_state();
+    let n = tinygpt_gpu::model::STEP_LOG_CAPACITY as usize + 1;
+    let err = s.submit_steps(n).err().expect("refused");
+    assert!(err.to_string().contains("at most 4096"), "{err}");
+    assert_eq!(s.step, 0);
+    assert_eq!(s.sampler_state(), sampler, "no batch was drawn");
+    // The session still trains.
+    let steps = s.submit_steps(2).unwrap();
+    let stats = pollster::block_on(s.finish_steps(steps)).unwrap();
+    assert_eq!(stats.len(), 2);
+}

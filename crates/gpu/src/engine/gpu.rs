@@ -1,8 +1,8 @@
 //! The GPU backend of a session: a [`GpuModel`] on a shared device.
 
 use super::EngineError;
-use crate::gate::FastPaths;
-use crate::model::{Decoder, GpuModel, StepLogRead, StepStats};
+use crate::model::FastPaths;
+use crate::model::{Decoder, GpuModel, StepLogRead, StepStats, STEP_LOG_CAPACITY};
 use crate::ops::adamw::OptState;
 use crate::{GpuContext, PipelineRegistry};
 use std::cell::{Cell, RefCell};
@@ -162,13 +162,31 @@ impl GpuTrainer {
     }
 
     /// Submits one step per batch and starts reading their losses; nothing
-    /// waits, so the caller can submit more steps before awaiting these.
+    /// waits, so the caller can submit more steps before awaiting these. At
+    /// most [`STEP_LOG_CAPACITY`] steps: the GPU's log of losses keeps no
+    /// more, and none may be lost.
     pub fn submit_steps(&mut self, batches: &[Batch]) -> Result<StepLogRead, EngineError> {
+        Self::check_step_count(batches.len())?;
         let mut reg = self.gpu.registry.borrow_mut();
         for batch in batches {
             self.model.train_step(&self.gpu.ctx, &mut reg, batch)?;
         }
         Ok(self.model.start_step_log_read(&self.gpu.ctx))
+    }
+
+    /// Refuses more steps in one [`Self::submit_steps`] than the GPU's log
+    /// of losses keeps.
+    pub fn check_step_count(n: usize) -> Result<(), EngineError> {
+        if n as u64 > STEP_LOG_CAPACITY {
+            return Err(crate::GpuError::Shape {
+                op: "submit_steps",
+                detail: format!(
+                    "{n} steps in one submission; at most {STEP_LOG_CAPACITY} are read back at once"
+                ),
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// Waits for the step logs of one [`Self::submit_steps`].

@@ -218,8 +218,9 @@ impl Session {
             .profile_train_step(&tr.gpu.ctx, &mut reg, &batch)
             .await;
         *tr.gpu.registry.borrow_mut() = reg;
+        let times = times?;
         self.step += 1;
-        Ok(times?)
+        Ok(times)
     }
 
     pub fn has_data(&self) -> bool {
@@ -295,6 +296,8 @@ impl Session {
                 InFlight::Done(stats)
             }
             Backend::Gpu(tr) => {
+                // Refused before a batch is drawn: the batch stream is untouched.
+                GpuTrainer::check_step_count(n)?;
                 let batches = (0..n)
                     .map(|_| self.sampler.try_next_batch(&data.train, b, t))
                     .collect::<Result<Vec<_>, _>>()?;
@@ -330,9 +333,17 @@ impl Session {
 
     /// Runs `n` optimiser steps and returns the training loss of the last.
     pub async fn train_steps(&mut self, n: usize) -> Result<f32, EngineError> {
-        let steps = self.submit_steps(n)?;
-        let stats = self.finish_steps(steps).await?;
-        Ok(stats.last().map_or(f32::NAN, |s| s.loss))
+        let mut last = f32::NAN;
+        let mut left = n;
+        // In groups the GPU's loss log holds, so that every loss is read.
+        while left > 0 {
+            let k = left.min(crate::model::STEP_LOG_CAPACITY as usize);
+            let steps = self.submit_steps(k)?;
+            let stats = self.finish_steps(steps).await?;
+            last = stats.last().map_or(f32::NAN, |s| s.loss);
+            left -= k;
+        }
+        Ok(last)
     }
 
     /// Mean loss over `train.eval_batches` fixed validation windows.

@@ -9,64 +9,16 @@
 //! one linear-binding function.
 
 pub mod f16_storage;
-pub mod f16w;
 pub mod model_gate;
 pub mod stats;
+
+pub use crate::model::FastPaths;
+pub use crate::ops::matmul::f16w::{F16Storage, Fault};
 
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use std::future::Future;
 use std::pin::Pin;
 use tinygpt_protocol::{GateReport, GateStats};
-
-/// A deliberately wrong variant, selectable only to prove a gate catches it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
-    /// Accumulate (and multiply) in f16 registers.
-    F16Accumulate,
-    /// Skip the last partial K tile.
-    DropKTail,
-    /// Pack weights by truncation instead of round-to-nearest-even.
-    TruncatePack,
-    /// Never invalidate the packed-weight cache after a train step.
-    StaleCache,
-}
-
-impl Fault {
-    /// Parses the test switch's name (`?fault=f16acc`, `--fault droptail`).
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "f16acc" => Some(Self::F16Accumulate),
-            "droptail" => Some(Self::DropKTail),
-            "trunc" => Some(Self::TruncatePack),
-            "stale" => Some(Self::StaleCache),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::F16Accumulate => "f16acc",
-            Self::DropKTail => "droptail",
-            Self::TruncatePack => "trunc",
-            Self::StaleCache => "stale",
-        }
-    }
-}
-
-/// The f16-storage path as the model uses it once its gate passed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct F16Storage {
-    /// Pack on the GPU (its conversion matched RNE bit for bit), else on the CPU.
-    pub pack_on_gpu: bool,
-    /// Test-only fault carried into the model's kernels.
-    pub fault: Option<Fault>,
-}
-
-/// Which fast paths are active: what the model binds its kernels from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FastPaths {
-    pub f16_storage: Option<F16Storage>,
-}
 
 /// What every gate run is given.
 #[derive(Clone, Copy, Debug)]

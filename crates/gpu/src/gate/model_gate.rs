@@ -6,7 +6,7 @@
 use super::f16_storage::{case_line, compare_case, Packer, PATH};
 use super::{F16Storage, FastPaths};
 use crate::engine::{EngineError, GpuTrainer};
-use crate::matmul::MatmulDesc;
+use crate::ops::matmul::MatmulDesc;
 use std::ops::ControlFlow;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::ParamKind::{self, *};

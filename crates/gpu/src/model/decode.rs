@@ -20,19 +20,18 @@
 
 use super::graph::{F16Weights, Flat};
 use crate::buffers::PendingRead;
-use crate::gate::f16w::{bind_gemv_f16w, PackedW};
 use crate::kernel::{record_pass, BoundKernel, Layout};
-use crate::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use crate::ops::argmax::{bind_greedy_pick, Pick, PICK_BYTES};
-use crate::ops::attention::{bind_attention_decode, decode_position_buffer, DecodeDesc, KvCache};
+use crate::ops::attention::{
+    bind_attention_decode, decode_position_buffer, DecodeDesc, KvCache, POSITION_BYTES,
+};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
+use crate::ops::matmul::f16w::{bind_gemv_f16w, PackedW};
+use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::{ModelConfig, ParamKind, ParamKind::*};
-
-/// Bytes of one row of the position table (the position uniform's size).
-const POSITION_BYTES: u64 = 16;
 
 /// What a step records after the blocks.
 #[derive(Clone, Copy, PartialEq, Eq)]

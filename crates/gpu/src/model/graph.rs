@@ -3,10 +3,7 @@
 //! a step only records them.
 
 use super::acts::Acts;
-use crate::gate::f16w::bind_matmul_f16w;
-use crate::gate::Fault;
 use crate::kernel::Layout;
-use crate::matmul::{split_k_scratch_floats, MatmulDesc};
 use crate::ops::attention::{
     bind_attention_backward, bind_attention_forward, AttentionBackwardBuffers, AttentionDesc,
 };
@@ -18,6 +15,9 @@ use crate::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
 use crate::ops::layernorm::{
     bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
 };
+use crate::ops::matmul::f16w::bind_matmul_f16w;
+use crate::ops::matmul::f16w::Fault;
+use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
 use crate::ops::residual::bind_residual_forward;
 use crate::ops::{BoundOp, View};
 use crate::{GpuContext, GpuError, PipelineRegistry};

@@ -14,13 +14,13 @@ mod graph;
 pub use acts::Acts;
 pub use decode::{Decoder, DecoderKernels};
 
-use crate::gate::f16w::{bind_pack_f16, pack_cpu, packed_words};
-use crate::gate::{F16Storage, FastPaths, Fault};
 use crate::kernel::BoundKernel;
 use crate::kernel::Layout;
 use crate::ops::adamw::{bind_adamw, decay_mask, AdamWBuffers, OptState, StepScalars};
 use crate::ops::dropout::DropoutDesc;
 use crate::ops::grad_norm::bind_grad_norm;
+use crate::ops::matmul::f16w::{bind_pack_f16, pack_cpu, packed_words};
+use crate::ops::matmul::f16w::{F16Storage, Fault};
 use crate::ops::BoundOp;
 use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
 use crate::{GpuContext, GpuError, PipelineRegistry};
@@ -107,6 +107,13 @@ pub struct GpuModel {
 /// Steps the loss log holds between two reads.
 pub use tinygpt_protocol::memory::STEP_LOG_CAPACITY;
 
+/// Which fast paths are active: what the model binds its kernels from
+/// (set by the gates, `crate::gate`, once a path's gate passed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastPaths {
+    pub f16_storage: Option<F16Storage>,
+}
+
 /// What one train step leaves for the host.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StepStats {
@@ -119,13 +126,24 @@ pub struct StepStats {
 /// The logs of the steps since the previous read, on their way to the CPU.
 pub struct StepLogRead {
     pending: crate::buffers::PendingRead,
-    /// Steps lost because more than [`STEP_LOG_CAPACITY`] ran between reads.
-    pub skipped: u64,
+    /// Steps whose logs the ring overwrote before this read (more than
+    /// [`STEP_LOG_CAPACITY`] ran since the previous one): `finish` refuses
+    /// rather than return losses that belong to other steps.
+    skipped: u64,
 }
 
 impl StepLogRead {
     /// Waits for these steps only (later submissions keep running).
     pub async fn finish(self, ctx: &GpuContext) -> Result<Vec<StepStats>, GpuError> {
+        if self.skipped > 0 {
+            return Err(GpuError::Shape {
+                op: "step log",
+                detail: format!(
+                    "{} steps ran before their losses were read: the log keeps the last {STEP_LOG_CAPACITY}",
+                    self.skipped
+                ),
+            });
+        }
         let v = self.pending.finish_f32(ctx).await?;
         Ok(v.chunks_exact(2)
             .map(|p| StepStats {
@@ -275,10 +293,6 @@ impl GpuModel {
 
     pub fn params_buffer(&self) -> &wgpu::Buffer {
         &self.params
-    }
-
-    pub fn grads_buffer(&self) -> &wgpu::Buffer {
-        &self.grads
     }
 
     /// Bytes this model holds on the GPU now (parameter state plus any

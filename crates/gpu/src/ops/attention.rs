@@ -14,6 +14,7 @@
 
 use super::dropout::DropoutDesc;
 use crate::kernel::{bind_group, BoundKernel, Layout};
+use crate::ops::common::shape_error;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
@@ -91,15 +92,9 @@ const HEAD_CHUNK: u32 = 32;
 const ROWS_PER_WORKGROUP: u32 = 16;
 /// The same in the [`Layout::Cpu`] kernels (a row per invocation).
 const ROWS_PER_WORKGROUP_SERIAL: u32 = 64;
-/// Bytes of the decode-position uniform: `vec4<u32>`, position in `x`.
-const POSITION_BYTES: u64 = 16;
-
-fn shape_error(detail: String) -> GpuError {
-    GpuError::Shape {
-        op: "attention",
-        detail,
-    }
-}
+/// Bytes of the decode-position uniform (`vec4<u32>`, the position in `x`)
+/// that the decode attention and embedding read and the decoder fills.
+pub(crate) const POSITION_BYTES: u64 = 16;
 
 /// Refuses `buf` when it holds fewer than `elems` f32.
 fn need(
@@ -109,11 +104,14 @@ fn need(
     what: &dyn std::fmt::Debug,
 ) -> Result<(), GpuError> {
     if buf.size() < elems * 4 {
-        return Err(shape_error(format!(
-            "{name} holds {} bytes, {what:?} needs {}",
-            buf.size(),
-            elems * 4
-        )));
+        return Err(shape_error(
+            "attention",
+            format!(
+                "{name} holds {} bytes, {what:?} needs {}",
+                buf.size(),
+                elems * 4
+            ),
+        ));
     }
     Ok(())
 }
@@ -121,15 +119,17 @@ fn need(
 /// Checks `c = nh·HS` with `1 ≤ HS ≤ MAX_HEAD_SIZE`; returns HS.
 fn head_size(c: u32, nh: u32) -> Result<u32, GpuError> {
     if nh == 0 || !c.is_multiple_of(nh) {
-        return Err(shape_error(format!(
-            "C = {c} is not a multiple of NH = {nh}"
-        )));
+        return Err(shape_error(
+            "attention",
+            format!("C = {c} is not a multiple of NH = {nh}"),
+        ));
     }
     let hs = c / nh;
     if hs == 0 || hs > MAX_HEAD_SIZE {
-        return Err(shape_error(format!(
-            "head size {hs} (C = {c}, NH = {nh}) is outside 1..={MAX_HEAD_SIZE}"
-        )));
+        return Err(shape_error(
+            "attention",
+            format!("head size {hs} (C = {c}, NH = {nh}) is outside 1..={MAX_HEAD_SIZE}"),
+        ));
     }
     Ok(hs)
 }
@@ -159,9 +159,10 @@ impl AttentionDesc {
         let max = ctx.limits.max_compute_workgroups_per_dimension;
         let [x, y, z] = self.workgroups();
         if self.b == 0 || self.t == 0 || x > max || y > max || z > max {
-            return Err(shape_error(format!(
-                "{self:?} needs {x}×{y}×{z} workgroups; each must be 1..={max}"
-            )));
+            return Err(shape_error(
+                "attention",
+                format!("{self:?} needs {x}×{y}×{z} workgroups; each must be 1..={max}"),
+            ));
         }
         Ok(hs)
     }
@@ -387,9 +388,10 @@ impl DecodeDesc {
         let hs = head_size(self.c, self.nh)?;
         let max = ctx.limits.max_compute_workgroups_per_dimension;
         if self.t_max == 0 || self.nh > max {
-            return Err(shape_error(format!(
-                "{self:?}: T_max must be ≥ 1 and NH at most {max}"
-            )));
+            return Err(shape_error(
+                "attention",
+                format!("{self:?}: T_max must be ≥ 1 and NH at most {max}"),
+            ));
         }
         Ok(hs)
     }
@@ -416,10 +418,13 @@ impl DecodeDesc {
     ) -> Result<u32, GpuError> {
         let hs = self.validate(ctx)?;
         if position.size() < POSITION_BYTES {
-            return Err(shape_error(format!(
-                "the position uniform holds {} bytes, needs {POSITION_BYTES}",
-                position.size()
-            )));
+            return Err(shape_error(
+                "attention",
+                format!(
+                    "the position uniform holds {} bytes, needs {POSITION_BYTES}",
+                    position.size()
+                ),
+            ));
         }
         need(qkv, 3 * self.c as u64, "qkv row", self)?;
         need(&cache.k, self.cache_len(), "K cache", self)?;
@@ -460,9 +465,10 @@ pub fn set_decode_position(
     p: u32,
 ) -> Result<(), GpuError> {
     if p >= desc.t_max {
-        return Err(shape_error(format!(
-            "decode position {p} is past the cache ({desc:?})"
-        )));
+        return Err(shape_error(
+            "attention",
+            format!("decode position {p} is past the cache ({desc:?})"),
+        ));
     }
     ctx.queue.write_buffer(position, 0, &p.to_le_bytes());
     Ok(())

@@ -5,6 +5,7 @@
 //! and the backward *adds* into `dtok_emb` and `dpos_emb` (the tied head's
 //! matmul has already accumulated its share of `dtok_emb`).
 
+use super::attention::POSITION_BYTES;
 use super::common::{
     bind_kernel, check_dim, check_no_alias, grid, shape_error, uniform, BoundOp, View,
 };
@@ -45,8 +46,6 @@ pub const EMBEDDING_BACKWARD_POS: KernelSource = KernelSource {
 
 /// Channels per workgroup of the `dtok_emb` gather.
 const TOK_CHANNELS: u32 = 128;
-/// Bytes of the shared decode-position uniform (`vec4<u32>`, position in x).
-const DECODE_POSITION_BYTES: u64 = 16;
 
 /// `N = B·T` rows of `C` channels over a `V`-token vocabulary.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,11 +124,11 @@ pub fn bind_embedding_forward<'a>(
     ];
     let src = match decode_position {
         Some(position) => {
-            if position.size() < DECODE_POSITION_BYTES {
+            if position.size() < POSITION_BYTES {
                 return Err(shape_error(
                     "embedding",
                     format!(
-                        "the decode position uniform holds {} bytes, needs {DECODE_POSITION_BYTES}",
+                        "the decode position uniform holds {} bytes, needs {POSITION_BYTES}",
                         position.size()
                     ),
                 ));

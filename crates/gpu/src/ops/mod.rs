@@ -9,5 +9,6 @@ pub mod embedding;
 pub mod gelu;
 pub mod grad_norm;
 pub mod layernorm;
+pub mod matmul;
 pub mod residual;
 pub use common::{BoundOp, View};

@@ -3,68 +3,47 @@
 //! output with a long K (weight gradients summed over B·T rows), and the
 //! GEMV that replaces it for one row times a linear weight (decoding).
 
+pub mod f16w;
+mod gemv;
+
+pub use gemv::{
+    bind_gemv, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU, GEMV_F32, GEMV_F32_COLS, GEMV_F32_LN,
+};
+
 use crate::kernel::{BoundKernel, Layout};
-use crate::ops::common::{bind_kernel, check_dim, grid};
+use crate::ops::common::{bind_kernel, check_dim, grid, shape_error};
 use crate::ops::{BoundOp, View};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
 pub const MATMUL_F32: KernelSource = KernelSource {
     key: "matmul_f32_64x64_k16",
-    wgsl: include_str!("../../../shaders/matmul.wgsl"),
+    wgsl: include_str!("../../../../../shaders/matmul.wgsl"),
     entry: "main",
 };
 
 pub const MATMUL_F32_SMALL: KernelSource = KernelSource {
     key: "matmul_f32_32x32_k4x8",
-    wgsl: include_str!("../../../shaders/matmul_small.wgsl"),
+    wgsl: include_str!("../../../../../shaders/matmul_small.wgsl"),
     entry: "main",
 };
 
 /// The cell layout of matmul_small.wgsl ([`TileKernel::Cells`]).
 pub const MATMUL_F32_CELLS: KernelSource = KernelSource {
     key: "matmul_f32_cells",
-    wgsl: include_str!("../../../shaders/matmul_small.wgsl"),
+    wgsl: include_str!("../../../../../shaders/matmul_small.wgsl"),
     entry: "main_cells",
 };
 
 pub const MATMUL_F32_128: KernelSource = KernelSource {
     key: "matmul_f32_128x128_k8",
-    wgsl: include_str!("../../../shaders/matmul_128.wgsl"),
+    wgsl: include_str!("../../../../../shaders/matmul_128.wgsl"),
     entry: "main",
-};
-
-/// gemv.wgsl with what it folds around the dot products (gemv_row.wgsl,
-/// erf.wgsl).
-const GEMV_WGSL: &str = concat!(
-    include_str!("../../../shaders/gemv.wgsl"),
-    include_str!("../../../shaders/gemv_row.wgsl"),
-    include_str!("../../../shaders/erf.wgsl")
-);
-
-pub const GEMV_F32: KernelSource = KernelSource {
-    key: "gemv_f32_8col",
-    wgsl: GEMV_WGSL,
-    entry: "main",
-};
-
-/// The f32 GEMV with the LayerNorm prologue ([`RowFusion::layernorm`]).
-pub const GEMV_F32_LN: KernelSource = KernelSource {
-    key: "gemv_f32_8col_ln",
-    wgsl: GEMV_WGSL,
-    entry: "main_ln",
-};
-
-/// The f32 GEMV in the column layout ([`RowFusion::columns`]).
-pub const GEMV_F32_COLS: KernelSource = KernelSource {
-    key: "gemv_f32_cols",
-    wgsl: GEMV_WGSL,
-    entry: "main_cols",
 };
 
 pub const MATMUL_REDUCE: KernelSource = KernelSource {
     key: "matmul_split_k_reduce",
-    wgsl: include_str!("../../../shaders/matmul.wgsl"),
+    wgsl: include_str!("../../../../../shaders/matmul.wgsl"),
     entry: "reduce_slices",
 };
 
@@ -84,10 +63,6 @@ pub const MATMUL_TILE_LARGE: u32 = 128;
 /// two per SM of a 132-SM GPU; below that the 64×64 kernel's four times as
 /// many workgroups fill the GPU better.
 const LARGE_MIN_TILES: u32 = 256;
-/// Output columns per workgroup of the GEMVs (f32 and f16-storage).
-pub(crate) const GEMV_COLUMNS: u32 = 8;
-/// Output columns per workgroup of the column-layout GEMVs.
-pub(crate) const GEMV_COLUMNS_CPU: u32 = 64;
 /// Invocations per workgroup of the cell kernel, each a 4×4 block of C.
 const CELL_GROUP: u32 = 64;
 
@@ -262,79 +237,9 @@ impl MatmulDesc {
     }
 }
 
-/// What the M = 1 kernels (the f32 and the f16-storage GEMV) fold around
-/// their dot products, so that a decoded token needs fewer dispatches
-/// (`shaders/gemv_row.wgsl`): the LayerNorm of the input row before them,
-/// GELU after the bias. The residual add is [`MatmulDesc::accumulate`].
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RowFusion<'a> {
-    /// Read `LayerNorm(a)` with this weight and bias (K elements each, in
-    /// one buffer) instead of `a`: each workgroup recomputes the row's mean
-    /// and 1/σ exactly as the LayerNorm kernel does, each lane normalises
-    /// the inputs it reads. Runs the kernel's `*_ln` entry point.
-    pub layernorm: Option<(View<'a>, View<'a>)>,
-    /// GELU of each output after its bias (before an accumulate).
-    pub gelu: bool,
-    /// Run the column layout: one invocation per output column summing
-    /// its whole row, no workgroup memory, no barrier (the `*cols` entry
-    /// points) — what CPU implementations of WebGPU run fastest, a GPU
-    /// slowest. Not with `layernorm` (its prologue needs the lanes).
-    pub columns: bool,
-}
-
-impl<'a> RowFusion<'a> {
-    /// The shader's flag bits (bit 6: GELU).
-    pub(crate) fn flags(&self) -> u32 {
-        (self.gelu as u32) << 6
-    }
-
-    /// Refuses the column layout with a LayerNorm prologue.
-    pub(crate) fn check_layout(&self, op: &'static str) -> Result<(), GpuError> {
-        if self.columns && self.layernorm.is_some() {
-            return Err(GpuError::Shape {
-                op,
-                detail: "the column layout has no LayerNorm prologue: run the LayerNorm first"
-                    .into(),
-            });
-        }
-        Ok(())
-    }
-
-    /// The buffer and element offsets of the LayerNorm weight and bias
-    /// (`fallback` and zeros without a LayerNorm: an unused binding still
-    /// needs a buffer), after checking them against K and the written C.
-    pub(crate) fn layernorm_binding(
-        &self,
-        op: &'static str,
-        k: u32,
-        fallback: &'a wgpu::Buffer,
-        c: &wgpu::Buffer,
-    ) -> Result<(&'a wgpu::Buffer, u32, u32), GpuError> {
-        let Some((w, b)) = self.layernorm else {
-            return Ok((fallback, 0, 0));
-        };
-        w.need(op, "LayerNorm weight", k as u64)?;
-        b.need(op, "LayerNorm bias", k as u64)?;
-        if w.buffer != b.buffer || w.buffer == c {
-            return Err(GpuError::Shape {
-                op,
-                detail: "the LayerNorm weight and bias must share one buffer, not C's".into(),
-            });
-        }
-        Ok((w.buffer, w.offset, b.offset))
-    }
-}
-
-fn shape_error(detail: String) -> GpuError {
-    GpuError::Shape {
-        op: "matmul",
-        detail,
-    }
-}
-
 /// Refuses operands that are too small, a bias that `desc` does not expect
 /// (or the reverse), and C sharing a buffer with a read operand.
-fn check_operands(
+pub(crate) fn check_operands(
     desc: &MatmulDesc,
     a: View<'_>,
     b: View<'_>,
@@ -342,11 +247,14 @@ fn check_operands(
     c: View<'_>,
 ) -> Result<(), GpuError> {
     if desc.bias != bias.is_some() {
-        return Err(shape_error(format!(
-            "desc.bias is {} but a bias buffer was {}given",
-            desc.bias,
-            if bias.is_some() { "" } else { "not " }
-        )));
+        return Err(shape_error(
+            "matmul",
+            format!(
+                "desc.bias is {} but a bias buffer was {}given",
+                desc.bias,
+                if bias.is_some() { "" } else { "not " }
+            ),
+        ));
     }
     a.need("matmul", "A", desc.m as u64 * desc.k as u64)?;
     b.need("matmul", "B", desc.k as u64 * desc.n as u64)?;
@@ -356,9 +264,10 @@ fn check_operands(
     }
     for (name, read) in [("A", Some(a)), ("B", Some(b)), ("bias", bias)] {
         if read.is_some_and(|r| r.buffer == c.buffer) {
-            return Err(shape_error(format!(
-                "C (written) and {name} (read) share a buffer"
-            )));
+            return Err(shape_error(
+                "matmul",
+                format!("C (written) and {name} (read) share a buffer"),
+            ));
         }
     }
     Ok(())
@@ -386,64 +295,6 @@ pub fn bind_matmul<'a>(
         return bind_gemv(ctx, registry, desc, a, b, bias, RowFusion::default(), c);
     }
     bind_matmul_tiled(ctx, registry, desc.tile_kernel(), desc, a, b, bias, c)
-}
-
-/// Binds the f32 GEMV `c (N) = a (K) · Wᵀ [+ bias] [+ c]` (`desc`: M = 1,
-/// `trans_b`) with `fusion` around it: what [`bind_matmul`] runs for one
-/// row, and the decoder's fused linears.
-#[allow(clippy::too_many_arguments)]
-pub fn bind_gemv<'a>(
-    ctx: &GpuContext,
-    registry: &mut PipelineRegistry,
-    desc: MatmulDesc,
-    a: impl Into<View<'a>>,
-    b: impl Into<View<'a>>,
-    bias: Option<View<'a>>,
-    fusion: RowFusion<'a>,
-    c: impl Into<View<'a>>,
-) -> Result<BoundKernel, GpuError> {
-    let (a, b, c) = (a.into(), b.into(), c.into());
-    if desc.m != 1 || !desc.trans_b {
-        return Err(shape_error(format!(
-            "a GEMV needs M = 1 and trans_b, got {desc:?}"
-        )));
-    }
-    check_operands(&desc, a, b, bias, c)?;
-    fusion.check_layout("gemv")?;
-    let (ln, ln_w, ln_b) = fusion.layernorm_binding("gemv", desc.k, a.buffer, c.buffer)?;
-    // An unused bias binding still needs a buffer: A is read-only, so reuse it.
-    let bias = bias.unwrap_or(a);
-    let words = [
-        desc.m,
-        desc.k,
-        desc.n,
-        desc.flags() | fusion.flags(),
-        a.offset,
-        b.offset,
-        bias.offset,
-        c.offset,
-        ln_w,
-        ln_b,
-        0,
-        0,
-    ];
-    let uniform = ctx.uniform("gemv_params", bytemuck::cast_slice(&words));
-    let mut buffers = vec![
-        (1, a.buffer),
-        (2, b.buffer),
-        (3, bias.buffer),
-        (4, c.buffer),
-    ];
-    let (src, columns) = if fusion.layernorm.is_some() {
-        buffers.push((5, ln));
-        (&GEMV_F32_LN, GEMV_COLUMNS)
-    } else if fusion.columns {
-        (&GEMV_F32_COLS, GEMV_COLUMNS_CPU)
-    } else {
-        (&GEMV_F32, GEMV_COLUMNS)
-    };
-    let groups = grid(ctx, desc.n.div_ceil(columns));
-    Ok(bind_kernel(ctx, registry, src, &uniform, &buffers, groups))
 }
 
 /// Binds `desc` to tile kernel `kernel` whatever its size (what
@@ -527,7 +378,10 @@ pub fn bind_matmul_split_k<'a>(
         .chain(bias.map(|v| v.buffer))
         .any(|buf| buf == scratch)
     {
-        return Err(shape_error("the split-K scratch is also an operand".into()));
+        return Err(shape_error(
+            "matmul",
+            "the split-K scratch is also an operand".into(),
+        ));
     }
     // Slices are multiples of the kernel's K step.
     let (kernel, k_step) = if split.small_tiles {

@@ -3,22 +3,65 @@
 //! (`shaders/pack_f16.wgsl`), plus the CPU packer used where the GPU's
 //! conversion is not round-to-nearest-even.
 
-use super::Fault;
 use crate::kernel::{bind_group, BoundKernel};
-use crate::matmul::{MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
-use crate::ops::common::{bind_kernel, grid};
+use crate::ops::common::{bind_kernel, grid, shape_error};
+use crate::ops::matmul::{MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
+/// A deliberately wrong variant, selectable only to prove a gate catches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Accumulate (and multiply) in f16 registers.
+    F16Accumulate,
+    /// Skip the last partial K tile.
+    DropKTail,
+    /// Pack weights by truncation instead of round-to-nearest-even.
+    TruncatePack,
+    /// Never invalidate the packed-weight cache after a train step.
+    StaleCache,
+}
+
+impl Fault {
+    /// Parses the test switch's name (`?fault=f16acc`, `--fault droptail`).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "f16acc" => Some(Self::F16Accumulate),
+            "droptail" => Some(Self::DropKTail),
+            "trunc" => Some(Self::TruncatePack),
+            "stale" => Some(Self::StaleCache),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F16Accumulate => "f16acc",
+            Self::DropKTail => "droptail",
+            Self::TruncatePack => "trunc",
+            Self::StaleCache => "stale",
+        }
+    }
+}
+
+/// The f16-storage path as the model uses it once its gate passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct F16Storage {
+    /// Pack on the GPU (its conversion matched RNE bit for bit), else on the CPU.
+    pub pack_on_gpu: bool,
+    /// Test-only fault carried into the model's kernels.
+    pub fault: Option<Fault>,
+}
+
 /// matmul_f16w.wgsl with what its GEMVs fold around the dot products
 /// (gemv_row.wgsl, erf.wgsl).
 const MATMUL_WGSL: &str = concat!(
-    include_str!("../../../../shaders/matmul_f16w.wgsl"),
-    include_str!("../../../../shaders/gemv_row.wgsl"),
-    include_str!("../../../../shaders/erf.wgsl")
+    include_str!("../../../../../shaders/matmul_f16w.wgsl"),
+    include_str!("../../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../../shaders/erf.wgsl")
 );
-const PACK_WGSL: &str = include_str!("../../../../shaders/pack_f16.wgsl");
+const PACK_WGSL: &str = include_str!("../../../../../shaders/pack_f16.wgsl");
 
 const fn matmul(key: &'static str, entry: &'static str) -> KernelSource {
     KernelSource {
@@ -149,9 +192,10 @@ pub fn bind_matmul_f16w<'a>(
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
     if desc.accumulate {
-        return Err(shape_error(format!(
-            "only the linear forward layout is supported, got {desc:?}"
-        )));
+        return Err(shape_error(
+            "matmul_f16w",
+            format!("only the linear forward layout is supported, got {desc:?}"),
+        ));
     }
     let weights = PackedW {
         buffer: w_packed,
@@ -191,16 +235,12 @@ pub fn bind_gemv_f16w<'a>(
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
     if desc.m != 1 {
-        return Err(shape_error(format!("a GEMV needs M = 1, got {desc:?}")));
+        return Err(shape_error(
+            "matmul_f16w",
+            format!("a GEMV needs M = 1, got {desc:?}"),
+        ));
     }
     bind(ctx, registry, desc, a, w, bias, fusion, c)
-}
-
-fn shape_error(detail: String) -> GpuError {
-    GpuError::Shape {
-        op: "matmul_f16w",
-        detail,
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -217,20 +257,26 @@ fn bind<'a>(
     let (a, c) = (a.into(), c.into());
     let (w_packed, w_off) = (w.buffer, w.offset);
     if desc.trans_a || !desc.trans_b || desc.bias != bias.is_some() {
-        return Err(shape_error(format!(
-            "only the linear forward layout is supported, got {desc:?} with bias {}",
-            bias.is_some()
-        )));
+        return Err(shape_error(
+            "matmul_f16w",
+            format!(
+                "only the linear forward layout is supported, got {desc:?} with bias {}",
+                bias.is_some()
+            ),
+        ));
     }
     a.need("matmul_f16w", "A", desc.m as u64 * desc.k as u64)?;
     c.need("matmul_f16w", "C", desc.m as u64 * desc.n as u64)?;
     let halves = w_off as u64 + desc.n as u64 * desc.k as u64;
     if w_packed.size() < halves.div_ceil(2) * 4 {
-        return Err(shape_error(format!(
-            "packed W holds {} bytes but halves [{w_off}, {halves}) need {}",
-            w_packed.size(),
-            halves.div_ceil(2) * 4
-        )));
+        return Err(shape_error(
+            "matmul_f16w",
+            format!(
+                "packed W holds {} bytes but halves [{w_off}, {halves}) need {}",
+                w_packed.size(),
+                halves.div_ceil(2) * 4
+            ),
+        ));
     }
     if let Some(bias) = &bias {
         bias.need("matmul_f16w", "bias", desc.n as u64)?;
@@ -242,6 +288,7 @@ fn bind<'a>(
         || w_packed == c.buffer
     {
         return Err(shape_error(
+            "matmul_f16w",
             "C (written) shares a buffer with an operand".into(),
         ));
     }
@@ -298,7 +345,7 @@ fn bind<'a>(
     }
     let workgroups = match kernel {
         Kernel::Tiled => {
-            let tile = crate::matmul::MATMUL_TILE;
+            let tile = crate::ops::matmul::MATMUL_TILE;
             [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
         }
         Kernel::GemvQuads | Kernel::GemvAny => grid(ctx, desc.n.div_ceil(GEMV_COLUMNS)),

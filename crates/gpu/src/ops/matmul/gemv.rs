@@ -1,0 +1,165 @@
+//! The GEMV: one row times a linear weight (decoding), with what it folds
+//! around its dot products ([`RowFusion`]), in the lane layout GPUs run
+//! fastest and the column layout of CPU implementations.
+
+use super::{check_operands, MatmulDesc};
+use crate::kernel::BoundKernel;
+use crate::ops::common::{bind_kernel, grid, shape_error};
+use crate::ops::View;
+use crate::registry::{KernelSource, PipelineRegistry};
+use crate::{GpuContext, GpuError};
+
+/// gemv.wgsl with what it folds around the dot products (gemv_row.wgsl,
+/// erf.wgsl).
+const GEMV_WGSL: &str = concat!(
+    include_str!("../../../../../shaders/gemv.wgsl"),
+    include_str!("../../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../../shaders/erf.wgsl")
+);
+
+pub const GEMV_F32: KernelSource = KernelSource {
+    key: "gemv_f32_8col",
+    wgsl: GEMV_WGSL,
+    entry: "main",
+};
+
+/// The f32 GEMV with the LayerNorm prologue ([`RowFusion::layernorm`]).
+pub const GEMV_F32_LN: KernelSource = KernelSource {
+    key: "gemv_f32_8col_ln",
+    wgsl: GEMV_WGSL,
+    entry: "main_ln",
+};
+
+/// The f32 GEMV in the column layout ([`RowFusion::columns`]).
+pub const GEMV_F32_COLS: KernelSource = KernelSource {
+    key: "gemv_f32_cols",
+    wgsl: GEMV_WGSL,
+    entry: "main_cols",
+};
+
+/// Output columns per workgroup of the GEMVs (f32 and f16-storage).
+pub const GEMV_COLUMNS: u32 = 8;
+/// Output columns per workgroup of the column-layout GEMVs.
+pub const GEMV_COLUMNS_CPU: u32 = 64;
+
+/// What the M = 1 kernels (the f32 and the f16-storage GEMV) fold around
+/// their dot products, so that a decoded token needs fewer dispatches
+/// (`shaders/gemv_row.wgsl`): the LayerNorm of the input row before them,
+/// GELU after the bias. The residual add is [`MatmulDesc::accumulate`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RowFusion<'a> {
+    /// Read `LayerNorm(a)` with this weight and bias (K elements each, in
+    /// one buffer) instead of `a`: each workgroup recomputes the row's mean
+    /// and 1/σ exactly as the LayerNorm kernel does, each lane normalises
+    /// the inputs it reads. Runs the kernel's `*_ln` entry point.
+    pub layernorm: Option<(View<'a>, View<'a>)>,
+    /// GELU of each output after its bias (before an accumulate).
+    pub gelu: bool,
+    /// Run the column layout: one invocation per output column summing
+    /// its whole row, no workgroup memory, no barrier (the `*cols` entry
+    /// points) — what CPU implementations of WebGPU run fastest, a GPU
+    /// slowest. Not with `layernorm` (its prologue needs the lanes).
+    pub columns: bool,
+}
+
+impl<'a> RowFusion<'a> {
+    /// The shader's flag bits (bit 6: GELU).
+    pub(crate) fn flags(&self) -> u32 {
+        (self.gelu as u32) << 6
+    }
+
+    /// Refuses the column layout with a LayerNorm prologue.
+    pub(crate) fn check_layout(&self, op: &'static str) -> Result<(), GpuError> {
+        if self.columns && self.layernorm.is_some() {
+            return Err(GpuError::Shape {
+                op,
+                detail: "the column layout has no LayerNorm prologue: run the LayerNorm first"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The buffer and element offsets of the LayerNorm weight and bias
+    /// (`fallback` and zeros without a LayerNorm: an unused binding still
+    /// needs a buffer), after checking them against K and the written C.
+    pub(crate) fn layernorm_binding(
+        &self,
+        op: &'static str,
+        k: u32,
+        fallback: &'a wgpu::Buffer,
+        c: &wgpu::Buffer,
+    ) -> Result<(&'a wgpu::Buffer, u32, u32), GpuError> {
+        let Some((w, b)) = self.layernorm else {
+            return Ok((fallback, 0, 0));
+        };
+        w.need(op, "LayerNorm weight", k as u64)?;
+        b.need(op, "LayerNorm bias", k as u64)?;
+        if w.buffer != b.buffer || w.buffer == c {
+            return Err(GpuError::Shape {
+                op,
+                detail: "the LayerNorm weight and bias must share one buffer, not C's".into(),
+            });
+        }
+        Ok((w.buffer, w.offset, b.offset))
+    }
+}
+
+/// Binds the f32 GEMV `c (N) = a (K) · Wᵀ [+ bias] [+ c]` (`desc`: M = 1,
+/// `trans_b`) with `fusion` around it: what [`bind_matmul`] runs for one
+/// row, and the decoder's fused linears.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_gemv<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    fusion: RowFusion<'a>,
+    c: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let (a, b, c) = (a.into(), b.into(), c.into());
+    if desc.m != 1 || !desc.trans_b {
+        return Err(shape_error(
+            "matmul",
+            format!("a GEMV needs M = 1 and trans_b, got {desc:?}"),
+        ));
+    }
+    check_operands(&desc, a, b, bias, c)?;
+    fusion.check_layout("gemv")?;
+    let (ln, ln_w, ln_b) = fusion.layernorm_binding("gemv", desc.k, a.buffer, c.buffer)?;
+    // An unused bias binding still needs a buffer: A is read-only, so reuse it.
+    let bias = bias.unwrap_or(a);
+    let words = [
+        desc.m,
+        desc.k,
+        desc.n,
+        desc.flags() | fusion.flags(),
+        a.offset,
+        b.offset,
+        bias.offset,
+        c.offset,
+        ln_w,
+        ln_b,
+        0,
+        0,
+    ];
+    let uniform = ctx.uniform("gemv_params", bytemuck::cast_slice(&words));
+    let mut buffers = vec![
+        (1, a.buffer),
+        (2, b.buffer),
+        (3, bias.buffer),
+        (4, c.buffer),
+    ];
+    let (src, columns) = if fusion.layernorm.is_some() {
+        buffers.push((5, ln));
+        (&GEMV_F32_LN, GEMV_COLUMNS)
+    } else if fusion.columns {
+        (&GEMV_F32_COLS, GEMV_COLUMNS_CPU)
+    } else {
+        (&GEMV_F32, GEMV_COLUMNS)
+    };
+    let groups = grid(ctx, desc.n.div_ceil(columns));
+    Ok(bind_kernel(ctx, registry, src, &uniform, &buffers, groups))
+}
