@@ -152,3 +152,26 @@ fn more_steps_than_the_loss_log_keeps_are_refused_and_change_nothing() {
     let stats = pollster::block_on(s.finish_steps(steps)).unwrap();
     assert_eq!(stats.len(), 2);
 }
+
+/// The in-browser profile's engine call: one step, every dispatch timed,
+/// the step counted. Needs timestamp queries; without them it says so.
+#[test]
+fn a_profiled_step_times_every_dispatch_and_counts_as_a_step() {
+    let Some(gpu) = engine_gpu() else { return };
+    let mut s = session(&gpu);
+    if !gpu.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        let err = pollster::block_on(s.profile_step()).expect_err("refused");
+        assert!(err.to_string().contains("TIMESTAMP_QUERY"), "{err}");
+        println!(
+            "did not run the timing: this adapter has no TIMESTAMP_QUERY (the refusal was checked)"
+        );
+        return;
+    }
+    let times = pollster::block_on(s.profile_step()).unwrap();
+    assert_eq!(s.step, 1);
+    assert!(times.len() > 20, "{} dispatches", times.len());
+    assert!(times
+        .iter()
+        .all(|t| t.micros.is_finite() && t.micros >= 0.0));
+    assert!(times.iter().any(|t| t.key.starts_with("matmul")));
+}

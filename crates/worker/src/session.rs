@@ -937,40 +937,6 @@ impl Runner {
     }
 
     /// Test hook: a NaN in the weights, so the next step's loss is NaN.
-    /// Test hook: one profiled training step, logged per kernel.
-    pub async fn profile_step(&mut self) {
-        let Some(s) = self.session.as_mut() else {
-            return error("the profile test hook", "there is no model");
-        };
-        match s.profile_step().await {
-            Ok(times) => {
-                let total: f64 = times.iter().map(|t| t.micros).sum();
-                for k in tinygpt_gpu::profile::totals_by_key(&times) {
-                    log(
-                        LogLevel::Info,
-                        format!(
-                            "[profile] {} ×{}: {:.2} ms ({:.1} %)",
-                            k.key,
-                            k.calls,
-                            k.total_us / 1e3,
-                            100.0 * k.total_us / total.max(1e-9)
-                        ),
-                    );
-                }
-                log(
-                    LogLevel::Info,
-                    format!(
-                        "[profile] step {}: {} dispatches, {:.2} ms of GPU time",
-                        s.step,
-                        times.len(),
-                        total / 1e3
-                    ),
-                );
-            }
-            Err(e) => error("the profile test hook", e),
-        }
-    }
-
     pub fn poison_weights(&mut self) {
         match self.session.as_mut() {
             Some(s) => {

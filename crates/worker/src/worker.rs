@@ -421,6 +421,40 @@ async fn test_hook(runner: &mut Runner, hook: TestHook) {
         },
         TestHook::PoisonWeights => runner.poison_weights(),
         TestHook::CrashDuringSave => runner.crash_next_save = true,
-        TestHook::ProfileStep => runner.profile_step().await,
+        TestHook::ProfileStep => profile_step(runner).await,
+    }
+}
+
+/// Test hook: one training step with every dispatch timed, logged per
+/// kernel (`npm --prefix web/e2e run profile`).
+async fn profile_step(runner: &mut Runner) {
+    let Some(s) = runner.session.as_mut() else {
+        return log(LogLevel::Error, "[profile] there is no model".into());
+    };
+    match s.profile_step().await {
+        Ok(times) => {
+            let total: f64 = times.iter().map(|t| t.micros).sum();
+            for k in tinygpt_gpu::profile::totals_by_key(&times) {
+                let share = 100.0 * k.total_us / total.max(1e-9);
+                let ms = k.total_us / 1e3;
+                log(
+                    LogLevel::Info,
+                    format!(
+                        "[profile] {} ×{}: {ms:.2} ms ({share:.1} %)",
+                        k.key, k.calls
+                    ),
+                );
+            }
+            let (n, ms) = (times.len(), total / 1e3);
+            let step = s.step;
+            log(
+                LogLevel::Info,
+                format!("[profile] step {step}: {n} dispatches, {ms:.2} ms of GPU time"),
+            );
+        }
+        Err(e) => log(
+            LogLevel::Error,
+            format!("[profile] the profile test hook failed: {e}"),
+        ),
     }
 }
