@@ -261,20 +261,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 }
 
 // The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation
-// per key row, workgroups (⌈T/64⌉, NH, B), queries t ≥ s in order, dk_s and
+// per key row (attention_serial.wgsl), queries t ≥ s in order, dk_s and
 // dv_s in private arrays; no workgroup memory, no barrier.
 @compute @workgroup_size(64)
 fn main_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let s = wg.x * 64u + lid;
+    let x = serial_row(wg, lid);
+    let s = x.t;
     if (s >= p.t) {
         return;
     }
-    let b = wg.z;
-    let h = wg.y;
-    let stride = 3u * p.c;
-    let head = h * p.hs;
-    let seq = b * p.t;
-    let k_base = (seq + s) * stride + p.c + head;
+    let k_base = serial_qkv(x, s) + p.c;
     var k: array<f32, 128>;
     var v: array<f32, 128>;
     var dk: array<f32, 128>;
@@ -285,24 +281,18 @@ fn main_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
         dk[d] = 0.0;
         dv[d] = 0.0;
     }
-    var key = 0u;
-    if (p.threshold != 0u) {
-        key = drop_key();
-    }
+    let key = serial_drop_key();
     for (var t = s; t < p.t; t++) {
-        let q_base = (seq + t) * stride + head;
-        let o_row = (seq + t) * p.c + head;
-        let row = (b * p.nh + h) * p.t + t;
+        let q_base = serial_qkv(x, t);
+        let o_row = serial_out(x, t);
+        let row = (x.b * p.nh + x.h) * p.t + t;
         var sc = 0.0;
         var dp = 0.0;
         for (var d = 0u; d < p.hs; d++) {
             sc = fma(qkv[q_base + d] * p.scale, k[d], sc);
             dp = fma(dout[o_row + d], v[d], dp);
         }
-        var z = 1.0;
-        if (p.threshold != 0u) {
-            z = drop1(key, b, h, t, s);
-        }
+        let z = serial_drop(key, x, t, s);
         let pr = exp(sc - lse[row]);
         let ds = pr * (z * dp - delta[row]);
         let pz = pr * z;

@@ -254,21 +254,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 }
 
 // The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation
-// per query row, workgroups (⌈T/64⌉, NH, B), keys s ≤ t in order, dq_t in
-// a private array; no workgroup memory, no barrier.
+// per query row (attention_serial.wgsl), keys s ≤ t in order, dq_t in a
+// private array; no workgroup memory, no barrier.
 @compute @workgroup_size(64)
 fn main_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let t = wg.x * 64u + lid;
+    let x = serial_row(wg, lid);
+    let t = x.t;
     if (t >= p.t) {
         return;
     }
-    let b = wg.z;
-    let h = wg.y;
-    let stride = 3u * p.c;
-    let head = h * p.hs;
-    let seq = b * p.t;
-    let q_base = (seq + t) * stride + head;
-    let o_row = (seq + t) * p.c + head;
+    let q_base = serial_qkv(x, t);
+    let o_row = serial_out(x, t);
     var q: array<f32, 128>;
     var dy: array<f32, 128>;
     var dq: array<f32, 128>;
@@ -279,24 +275,19 @@ fn main_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
         dq[d] = 0.0;
         big_d = fma(dy[d], out[o_row + d], big_d);
     }
-    let row = (b * p.nh + h) * p.t + t;
+    let row = (x.b * p.nh + x.h) * p.t + t;
     delta[row] = big_d;
     let row_lse = lse[row];
-    var key = 0u;
-    if (p.threshold != 0u) {
-        key = drop_key();
-    }
+    let key = serial_drop_key();
     for (var s = 0u; s <= t; s++) {
-        let k_base = (seq + s) * stride + p.c + head;
+        let k_base = serial_qkv(x, s) + p.c;
         var sc = 0.0;
         var dp = 0.0;
         for (var d = 0u; d < p.hs; d++) {
             sc = fma(q[d], qkv[k_base + d], sc);
             dp = fma(dy[d], qkv[k_base + p.c + d], dp);
         }
-        if (p.threshold != 0u) {
-            dp *= drop1(key, b, h, t, s);
-        }
+        dp *= serial_drop(key, x, t, s);
         let ds = exp(sc - row_lse) * (dp - big_d);
         for (var d = 0u; d < p.hs; d++) {
             dq[d] = fma(ds, qkv[k_base + d], dq[d]);

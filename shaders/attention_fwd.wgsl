@@ -239,35 +239,28 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 }
 
 // The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation
-// per query row, workgroups (⌈T/64⌉, NH, B). Keys in order with the online
+// per query row (attention_serial.wgsl). Keys in order with the online
 // softmax updated per key, the head's output in a private array; no
 // workgroup memory, no barrier. Sums in another order than `main`'s.
 @compute @workgroup_size(64)
 fn main_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let t = wg.x * 64u + lid;
+    let x = serial_row(wg, lid);
+    let t = x.t;
     if (t >= p.t) {
         return;
     }
-    let b = wg.z;
-    let h = wg.y;
-    let stride = 3u * p.c;
-    let head = h * p.hs;
-    let seq = b * p.t;
-    let q_base = (seq + t) * stride + head;
+    let q_base = serial_qkv(x, t);
     var q: array<f32, 128>;
     var o: array<f32, 128>;
     for (var d = 0u; d < p.hs; d++) {
         q[d] = qkv[q_base + d] * p.scale;
         o[d] = 0.0;
     }
-    var key = 0u;
-    if (p.threshold != 0u) {
-        key = drop_key();
-    }
+    let key = serial_drop_key();
     var m = NEG;
     var l = 0.0;
     for (var s = 0u; s <= t; s++) {
-        let k_base = (seq + s) * stride + p.c + head;
+        let k_base = serial_qkv(x, s) + p.c;
         var sc = 0.0;
         for (var d = 0u; d < p.hs; d++) {
             sc = fma(q[d], qkv[k_base + d], sc);
@@ -278,18 +271,15 @@ fn main_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_i
         l = l * corr + e;
         m = m_new;
         // The sum keeps every weight; the values see the dropped ones.
-        var w = e;
-        if (p.threshold != 0u) {
-            w *= drop1(key, b, h, t, s);
-        }
+        let w = e * serial_drop(key, x, t, s);
         for (var d = 0u; d < p.hs; d++) {
             o[d] = fma(w, qkv[k_base + p.c + d], o[d] * corr);
         }
     }
     let inv = 1.0 / l;
-    let o_base = (seq + t) * p.c + head;
+    let o_base = serial_out(x, t);
     for (var d = 0u; d < p.hs; d++) {
         out[o_base + d] = o[d] * inv;
     }
-    lse[(b * p.nh + h) * p.t + t] = m + log(l);
+    lse[(x.b * p.nh + x.h) * p.t + t] = m + log(l);
 }

@@ -21,13 +21,15 @@ use tinygpt_core::model::{Dropout, Site};
 
 /// A training kernel's source with the dropout-mask functions appended
 /// (`dropout_mask.wgsl`, `attention_dropout.wgsl`): the masks' bits live in
-/// one place for every kernel that drops.
+/// one place for every kernel that drops; and the serial entry points'
+/// shared row and index helpers (`attention_serial.wgsl`).
 macro_rules! with_dropout {
     ($path:literal) => {
         concat!(
             include_str!($path),
             include_str!("../../../../shaders/dropout_mask.wgsl"),
-            include_str!("../../../../shaders/attention_dropout.wgsl")
+            include_str!("../../../../shaders/attention_dropout.wgsl"),
+            include_str!("../../../../shaders/attention_serial.wgsl")
         )
     };
 }
