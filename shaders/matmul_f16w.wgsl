@@ -20,8 +20,9 @@
 // row starts at an odd half. `gemv_cols` is gemv.wgsl's `main_cols` (one
 // invocation per output column, no workgroup memory, no barrier: CPU
 // implementations of WebGPU) for any offset and K, two pairs of halves per
-// step. The `*_fault_*` entry points are deliberately
-// wrong variants that exist only so tests can prove the gate catches them.
+// step. Every entry point has deliberately wrong variants, selected by the
+// pipeline-overridable FAULT, that exist only so tests can prove the gate
+// catches them (ops/matmul/f16w.rs registers them under keys of their own).
 
 struct Params {
     m: u32,
@@ -56,10 +57,12 @@ const TILE: u32 = 64u;
 const KT: u32 = 16u;
 const W_ALIGNED: u32 = 16u;
 
-// Fault selectors (test-only variants).
+// Fault selectors: the pipeline-overridable FAULT picks a deliberately
+// wrong test-only variant of every entry point (0, the default, is none).
 const FAULT_NONE: u32 = 0u;
 const FAULT_F16_ACC: u32 = 1u;
 const FAULT_DROP_TAIL: u32 = 2u;
+override FAULT: u32 = FAULT_NONE;
 
 // a_tile[kk * TS + i4] = A[row0 + 4·i4 + (0..4), k0 + kk] and b_tile[kk * TS
 // + j4] = W[col0 + 4·j4 + (0..4), k0 + kk], as in matmul.wgsl: one 16-byte
@@ -504,77 +507,27 @@ fn gemv_pairs_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    tiled(wg, lid, FAULT_NONE);
-}
-
-@compute @workgroup_size(16, 16)
-fn main_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    tiled(wg, lid, FAULT_F16_ACC);
-}
-
-@compute @workgroup_size(16, 16)
-fn main_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    tiled(wg, lid, FAULT_DROP_TAIL);
+    tiled(wg, lid, FAULT);
 }
 
 @compute @workgroup_size(32, 8)
 fn gemv(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_quads(wg, nwg, lid, FAULT_NONE);
-}
-
-@compute @workgroup_size(32, 8)
-fn gemv_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_quads(wg, nwg, lid, FAULT_F16_ACC);
-}
-
-@compute @workgroup_size(32, 8)
-fn gemv_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_quads(wg, nwg, lid, FAULT_DROP_TAIL);
+    gemv_quads(wg, nwg, lid, FAULT);
 }
 
 @compute @workgroup_size(32, 8)
 fn gemv_ln(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_quads_ln(wg, nwg, lid, FAULT_NONE);
-}
-
-@compute @workgroup_size(32, 8)
-fn gemv_ln_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_quads_ln(wg, nwg, lid, FAULT_F16_ACC);
-}
-
-@compute @workgroup_size(32, 8)
-fn gemv_ln_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_quads_ln(wg, nwg, lid, FAULT_DROP_TAIL);
+    gemv_quads_ln(wg, nwg, lid, FAULT);
 }
 
 @compute @workgroup_size(32, 8)
 fn gemv_any(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_pairs(wg, nwg, lid, FAULT_NONE);
-}
-
-@compute @workgroup_size(32, 8)
-fn gemv_any_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_pairs(wg, nwg, lid, FAULT_F16_ACC);
-}
-
-@compute @workgroup_size(32, 8)
-fn gemv_any_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_pairs(wg, nwg, lid, FAULT_DROP_TAIL);
+    gemv_pairs(wg, nwg, lid, FAULT);
 }
 
 @compute @workgroup_size(32, 8)
 fn gemv_any_ln(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_pairs_ln(wg, nwg, lid, FAULT_NONE);
-}
-
-@compute @workgroup_size(32, 8)
-fn gemv_any_ln_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_pairs_ln(wg, nwg, lid, FAULT_F16_ACC);
-}
-
-@compute @workgroup_size(32, 8)
-fn gemv_any_ln_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_pairs_ln(wg, nwg, lid, FAULT_DROP_TAIL);
+    gemv_pairs_ln(wg, nwg, lid, FAULT);
 }
 
 // Columns per workgroup of `gemv_cols`.
@@ -610,15 +563,7 @@ fn gemv_cols_body(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
 
 @compute @workgroup_size(64)
 fn gemv_cols(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_cols_body(wg, nwg, lid, FAULT_NONE);
+    gemv_cols_body(wg, nwg, lid, FAULT);
 }
 
-@compute @workgroup_size(64)
-fn gemv_cols_fault_f16acc(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_cols_body(wg, nwg, lid, FAULT_F16_ACC);
-}
 
-@compute @workgroup_size(64)
-fn gemv_cols_fault_droptail(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    gemv_cols_body(wg, nwg, lid, FAULT_DROP_TAIL);
-}

@@ -12,7 +12,7 @@ use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
-use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words};
+use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
 
@@ -158,7 +158,7 @@ fn bench_matmul(
     let packed = ctx.zeros("bench_b_f16", packed_words((desc.k * desc.n) as usize))?;
     // With `f16` the weight operand is read as packed halves.
     let k = if f16 {
-        bind_matmul_f16w(ctx, reg, None, desc, &a, &packed, 0, None, &c)?
+        bind_matmul_f16w(ctx, reg, desc, &a, PackedW::at(&packed, 0), None, &c)?
     } else {
         bind_matmul(ctx, reg, desc, &a, &b, None, &c)?
     };

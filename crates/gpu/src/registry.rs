@@ -3,13 +3,17 @@
 
 use std::collections::HashMap;
 
-/// A WGSL source and the entry point of one pipeline.
+/// A WGSL source, the entry point of one pipeline and the values of its
+/// pipeline-overridable constants: a variant of a kernel is the same
+/// entry point with other constants (and a key of its own).
 #[derive(Clone, Copy, Debug)]
 pub struct KernelSource {
     /// Registry key and wgpu label.
     pub key: &'static str,
     pub wgsl: &'static str,
     pub entry: &'static str,
+    /// `override` constants by name; unnamed ones keep their defaults.
+    pub constants: &'static [(&'static str, f64)],
 }
 
 /// Every pipeline the engine has compiled, by key.
@@ -33,7 +37,10 @@ impl PipelineRegistry {
                     layout: None,
                     module: &module,
                     entry_point: Some(src.entry),
-                    compilation_options: Default::default(),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: src.constants,
+                        ..Default::default()
+                    },
                     cache: None,
                 })
             })

@@ -9,7 +9,7 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::ops::matmul::f16w::{
-    bind_matmul_f16w, pack_cpu, GEMV_F16W, GEMV_F16W_ANY, MATMUL_F16W,
+    bind_matmul_f16w, pack_cpu, PackedW, GEMV_F16W, GEMV_F16W_ANY, MATMUL_F16W,
 };
 use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
@@ -40,7 +40,13 @@ fn check(gpu: &TestGpu, desc: MatmulDesc, w_off: u32, seed: u64) {
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let bias_view = desc.bias.then(|| View::from(&bias_buf));
     let k = bind_matmul_f16w(
-        ctx, &mut reg, None, desc, &x_buf, &w_buf, w_off, bias_view, &out,
+        ctx,
+        &mut reg,
+        desc,
+        &x_buf,
+        PackedW::at(&w_buf, w_off),
+        bias_view,
+        &out,
     )
     .unwrap();
     // One row runs the layout the decoder runs on this device (the lanes

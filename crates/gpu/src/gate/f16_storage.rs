@@ -12,7 +12,7 @@
 use super::stats::{error_distribution, gate_stats};
 use super::{headline, F16Storage, FastPath, FastPaths, Fault, GateFuture, GateOptions};
 use crate::ops::matmul::f16w::{
-    bind_matmul_f16w, bind_pack_f16, half_bits, pack_cpu, packed_words,
+    bind_matmul_f16w, bind_pack_f16, half_bits, pack_cpu, packed_words, PackedW,
 };
 use crate::ops::matmul::{matmul_once, MatmulDesc};
 use crate::{GpuContext, GpuError, PipelineRegistry};
@@ -223,17 +223,11 @@ pub async fn compare_case(
     let x_buf = ctx.upload("gate_x", x)?;
     let b_buf = ctx.upload("gate_bias", bias)?;
     let out = ctx.zeros("gate_out", (desc.m * desc.n) as usize)?;
-    let k = bind_matmul_f16w(
-        ctx,
-        reg,
-        kernel_fault,
-        desc,
-        &x_buf,
-        &packed,
-        0,
-        Some((&b_buf).into()),
-        &out,
-    )?;
+    let w = PackedW {
+        fault: kernel_fault,
+        ..PackedW::at(&packed, 0)
+    };
+    let k = bind_matmul_f16w(ctx, reg, desc, &x_buf, w, Some((&b_buf).into()), &out)?;
     crate::kernel::submit(ctx, "gate_f16w", &[&k]);
     let got = ctx.read_f32(&out, (desc.m * desc.n) as usize).await?;
     Ok(CaseResult {

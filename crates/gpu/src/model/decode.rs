@@ -18,7 +18,8 @@
 //! decoding therefore submits many tokens at once and reads back only their
 //! ids; sampling with temperature reads the `V` logits of each token.
 
-use super::graph::{F16Weights, Flat};
+use super::builder::Flat;
+use super::F16WeightCache;
 use crate::buffers::PendingRead;
 use crate::kernel::{record_pass, BoundKernel, Layout};
 use crate::ops::argmax::{bind_greedy_pick, Pick, PICK_BYTES};
@@ -27,7 +28,7 @@ use crate::ops::attention::{
 };
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
-use crate::ops::matmul::f16w::{bind_gemv_f16w, PackedW};
+use crate::ops::matmul::f16w::bind_gemv_f16w;
 use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
 use crate::{GpuContext, GpuError, PipelineRegistry};
@@ -118,12 +119,12 @@ impl PendingPicks {
 /// with `x'` the row `x (K)` after `fusion`'s LayerNorm, GELU applied after
 /// the bias, and `accumulate` adding into `out` (a residual add). The f16
 /// weights are read when given: the decoder's counterpart of
-/// `graph::bind_linear`, the only other place a fast path swaps a kernel.
+/// `Builder::linear`, the only other place a fast path swaps a kernel.
 #[allow(clippy::too_many_arguments)]
 fn bind_row_linear<'a>(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
-    f16: Option<F16Weights<'a>>,
+    f16: Option<&'a F16WeightCache>,
     (k, n): (u32, u32),
     x: &'a wgpu::Buffer,
     params: &Flat<'a>,
@@ -139,11 +140,7 @@ fn bind_row_linear<'a>(
     let bias = Some(params.at(b, l));
     match f16 {
         Some(f) => {
-            let weights = PackedW {
-                buffer: f.buffer,
-                offset: params.at(w, l).offset,
-                fault: f.fault,
-            };
+            let weights = f.at(params.at(w, l).offset);
             bind_gemv_f16w(ctx, reg, desc, x, weights, bias, fusion, out)
         }
         None => bind_gemv(ctx, reg, desc, x, params.at(w, l), bias, fusion, out),
@@ -156,7 +153,7 @@ impl Decoder {
         reg: &mut PipelineRegistry,
         cfg: &ModelConfig,
         params: &Flat<'_>,
-        f16: Option<F16Weights<'_>>,
+        f16: Option<&F16WeightCache>,
         layout: DecoderKernels,
     ) -> Result<Self, GpuError> {
         let (c, v) = (cfg.d_model as u32, cfg.vocab_size as u32);

@@ -8,23 +8,25 @@
 //! asked for.
 
 mod acts;
+mod builder;
 mod decode;
+mod f16_cache;
 mod graph;
 
 pub use acts::Acts;
 pub use decode::{Decoder, DecoderKernels};
+pub use f16_cache::F16WeightCache;
 
 use crate::kernel::BoundKernel;
 use crate::kernel::Layout;
 use crate::ops::adamw::{bind_adamw, decay_mask, AdamWBuffers, OptState, StepScalars};
 use crate::ops::dropout::DropoutDesc;
 use crate::ops::grad_norm::bind_grad_norm;
-use crate::ops::matmul::f16w::{bind_pack_f16, pack_cpu, packed_words};
-use crate::ops::matmul::f16w::{F16Storage, Fault};
+use crate::ops::matmul::f16w::F16Storage;
 use crate::ops::BoundOp;
 use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
 use crate::{GpuContext, GpuError, PipelineRegistry};
-use graph::{bind_backward, bind_forward, F16Weights, Flat};
+use builder::{Builder, Flat};
 use tinygpt_core::data::Batch;
 use tinygpt_core::{ModelConfig, ParamLayout, TrainConfig};
 
@@ -37,43 +39,6 @@ struct Graph {
     eval: Vec<BoundOp>,
     /// Gradient norm, then the schedule and AdamW.
     optimizer: Vec<BoundOp>,
-}
-
-/// The packed-half copy of the parameters the f16-storage path reads.
-/// AdamW mutates the f32 weights, so the copy is invalidated at the top of
-/// every train step and repacked on its next use.
-struct PackedWeights {
-    cfg: F16Storage,
-    buffer: wgpu::Buffer,
-    /// The repack dispatch when packing runs on the GPU.
-    pack: Option<BoundKernel>,
-    /// The copy no longer matches the f32 weights.
-    stale: bool,
-}
-
-impl PackedWeights {
-    /// Whether a train step may skip invalidation (the test-only fault).
-    fn invalidates(&self) -> bool {
-        self.cfg.fault != Some(Fault::StaleCache)
-    }
-
-    fn weights(&self) -> F16Weights<'_> {
-        F16Weights {
-            buffer: &self.buffer,
-            fault: self.cfg.fault,
-        }
-    }
-
-    /// The repack to record first in a pass, when the copy is stale and the
-    /// GPU packs; marks the copy fresh.
-    fn take_repack(&mut self) -> Option<&BoundKernel> {
-        if self.stale && self.pack.is_some() {
-            self.stale = false;
-            self.pack.as_ref()
-        } else {
-            None
-        }
-    }
 }
 
 /// The model on the GPU.
@@ -95,7 +60,8 @@ pub struct GpuModel {
     /// The training graph's kernel layout.
     kernel_layout: Layout,
     fast: FastPaths,
-    packed: Option<PackedWeights>,
+    /// The f16 weight cache, while f16 storage is active.
+    f16: Option<F16WeightCache>,
     /// Ring of (loss, gradient norm) per train step, [`STEP_LOG_CAPACITY`]
     /// steps long, filled by the steps' own command buffers.
     step_log: wgpu::Buffer,
@@ -201,7 +167,7 @@ impl GpuModel {
             decoder_kernels: DecoderKernels::for_device(ctx),
             kernel_layout: Layout::for_device(ctx),
             fast: FastPaths::default(),
-            packed: None,
+            f16: None,
             step_log: ctx.zeros("step_log", (2 * STEP_LOG_CAPACITY) as usize)?,
             steps_logged: 0,
             steps_read: 0,
@@ -226,69 +192,27 @@ impl GpuModel {
         }
         self.graph = None;
         self.decoder = None;
-        self.packed = match fast.f16_storage {
-            Some(cfg) => {
-                let total = self.layout.total;
-                let buffer = ctx.zeros("params_f16", packed_words(total))?;
-                let pack = cfg
-                    .pack_on_gpu
-                    .then(|| {
-                        bind_pack_f16(ctx, reg, cfg.fault, &self.params, total as u32, &buffer)
-                    })
-                    .transpose()?;
-                Some(PackedWeights {
-                    cfg,
-                    buffer,
-                    pack,
-                    stale: true,
-                })
-            }
-            None => None,
-        };
+        self.f16 = fast
+            .f16_storage
+            .map(|cfg| F16WeightCache::new(ctx, reg, cfg, &self.params, self.layout.total))
+            .transpose()?;
         self.fast = fast;
         Ok(())
     }
 
-    /// The packed weights for the training graph: only when the GPU packs,
+    /// The f16 weights for the training graph: only when the GPU packs,
     /// since a step must repack inside its own submission.
-    fn train_f16(&self) -> Option<F16Weights<'_>> {
-        self.packed
-            .as_ref()
-            .filter(|p| p.pack.is_some())
-            .map(PackedWeights::weights)
+    fn train_f16(&self) -> Option<&F16WeightCache> {
+        self.f16.as_ref().filter(|c| c.packs_on_gpu())
     }
 
-    /// Top of a train step: AdamW is about to change the f32 weights (and
-    /// did in the previous step), so the packed copy is stale.
-    fn invalidate_packed(&mut self) {
-        if let Some(p) = &mut self.packed {
-            if p.invalidates() {
-                p.stale = true;
-            }
-        }
-    }
-
-    /// Brings the packed weights up to date for sampling: a GPU repack, or
-    /// a read-back packed on the CPU where the GPU's rounding is not RNE.
+    /// Brings the f16 weights up to date for sampling (see
+    /// [`F16WeightCache::refresh`]).
     pub async fn prepare_inference(&mut self, ctx: &GpuContext) -> Result<(), GpuError> {
-        let Some(p) = &self.packed else {
-            return Ok(());
-        };
-        if !p.stale {
-            return Ok(());
+        match &mut self.f16 {
+            Some(cache) => cache.refresh(ctx, &self.params, self.layout.total).await,
+            None => Ok(()),
         }
-        if let Some(k) = &p.pack {
-            crate::kernel::submit(ctx, "repack_f16", &[k]);
-        } else {
-            let params = ctx.read_f32(&self.params, self.layout.total).await?;
-            let words = pack_cpu(&params, p.cfg.fault);
-            ctx.queue
-                .write_buffer(&p.buffer, 0, bytemuck::cast_slice(&words));
-        }
-        if let Some(p) = &mut self.packed {
-            p.stale = false;
-        }
-        Ok(())
     }
 
     pub fn params_buffer(&self) -> &wgpu::Buffer {
@@ -327,19 +251,20 @@ impl GpuModel {
                 buffer: &self.grads,
                 layout: &self.layout,
             };
-            let f16 = self.train_f16();
             let dropout = (self.train_cfg.dropout > 0.0).then_some(DropoutDesc {
                 p: self.train_cfg.dropout,
                 seed: self.train_cfg.seed,
                 state: &self.opt_state,
             });
-            let (cfg, a) = (&self.cfg, &acts);
-            let mm = self.kernel_layout;
-            let mut train = bind_forward(ctx, reg, cfg, &params, a, true, mm, f16, dropout)?;
-            train.extend(bind_backward(
-                ctx, reg, cfg, &params, &grads, a, mm, dropout,
-            )?);
-            let eval = bind_forward(ctx, reg, cfg, &params, a, false, mm, f16, None)?;
+            let (f16, layout) = (self.train_f16(), self.kernel_layout);
+            let mut g = Builder::new(ctx, reg, &self.cfg, params, layout, f16, dropout, &acts);
+            graph::forward(&mut g, &acts, true)?;
+            g.backward(grads)?;
+            graph::backward(&mut g, &acts)?;
+            let train = std::mem::take(&mut g.ops);
+            g.dropout = None;
+            graph::forward(&mut g, &acts, false)?;
+            let eval = g.ops;
             let optimizer = self.bind_optimizer(ctx, reg)?;
             self.graph = Some(Graph {
                 acts,
@@ -420,8 +345,9 @@ impl GpuModel {
     ) -> Result<(wgpu::CommandEncoder, R), GpuError> {
         self.check_batch(batch)?;
         self.graph(ctx, reg, batch.batch_size, batch.seq_len)?;
-        // This step's forward reads the weights as they are now.
-        let repack = self.packed.as_mut().and_then(PackedWeights::take_repack);
+        // This step's forward reads the weights as they are now; its AdamW
+        // changes them, which is where the f16 cache goes stale.
+        let repack = self.f16.as_mut().and_then(F16WeightCache::take_repack);
         let g = self.graph.as_ref().expect("bound");
         Self::write_batch(ctx, &g.acts, batch);
         let opt: &[BoundOp] = if optimizer { &g.optimizer } else { &[] };
@@ -436,6 +362,11 @@ impl GpuModel {
             });
         enc.clear_buffer(&self.grads, 0, None);
         let out = record(&mut enc, &kernels)?;
+        if optimizer {
+            if let Some(cache) = &mut self.f16 {
+                cache.invalidate();
+            }
+        }
         Ok((enc, out))
     }
 
@@ -447,7 +378,6 @@ impl GpuModel {
         reg: &mut PipelineRegistry,
         batch: &Batch,
     ) -> Result<(), GpuError> {
-        self.invalidate_packed();
         let (mut enc, ()) = self.encode_step(ctx, reg, batch, true, |enc, kernels| {
             crate::kernel::record_pass(enc, "train_step", kernels);
             Ok(())
@@ -460,8 +390,6 @@ impl GpuModel {
         enc.copy_buffer_to_buffer(&self.norm, 0, &self.step_log, slot + 4, 4);
         self.steps_logged += 1;
         ctx.queue.submit([enc.finish()]);
-        // AdamW just changed the f32 weights.
-        self.invalidate_packed();
         Ok(())
     }
 
@@ -495,12 +423,10 @@ impl GpuModel {
         batch: &Batch,
     ) -> Result<Vec<DispatchTime>, GpuError> {
         check_timestamps(ctx)?;
-        self.invalidate_packed();
         let (enc, timed) = self.encode_step(ctx, reg, batch, true, |enc, kernels| {
             TimedDispatches::record(ctx, enc, kernels)
         })?;
         ctx.queue.submit([enc.finish()]);
-        self.invalidate_packed();
         timed.read(ctx).await
     }
 
@@ -542,7 +468,7 @@ impl GpuModel {
             return Ok(losses);
         };
         self.graph(ctx, reg, first.batch_size, first.seq_len)?;
-        if let Some(k) = self.packed.as_mut().and_then(PackedWeights::take_repack) {
+        if let Some(k) = self.f16.as_mut().and_then(F16WeightCache::take_repack) {
             crate::kernel::submit(ctx, "repack_f16", &[k]);
         }
         let g = self.graph.as_ref().expect("bound");
@@ -659,10 +585,10 @@ impl GpuModel {
         ctx: &GpuContext,
         reg: &mut PipelineRegistry,
     ) -> Result<&mut Decoder, GpuError> {
-        if let Some(p) = &mut self.packed {
-            if let Some(k) = p.take_repack() {
+        if let Some(cache) = &mut self.f16 {
+            if let Some(k) = cache.take_repack() {
                 crate::kernel::submit(ctx, "repack_f16", &[k]);
-            } else if p.stale {
+            } else if !cache.is_fresh() {
                 return Err(GpuError::Shape {
                     op: "decoder",
                     detail: "the f16 weight copy is stale: call prepare_inference first".into(),
@@ -678,7 +604,7 @@ impl GpuModel {
                     buffer: &self.params,
                     layout: &self.layout,
                 },
-                self.packed.as_ref().map(PackedWeights::weights),
+                self.f16.as_ref(),
                 self.decoder_kernels,
             )?);
         }

@@ -25,12 +25,14 @@ pub const ADAMW_SCHEDULE: KernelSource = KernelSource {
     key: "adamw_schedule",
     wgsl: include_str!("../../../../shaders/adamw.wgsl"),
     entry: "schedule",
+    constants: &[],
 };
 
 pub const ADAMW_UPDATE: KernelSource = KernelSource {
     key: "adamw_update",
     wgsl: include_str!("../../../../shaders/adamw.wgsl"),
     entry: "update",
+    constants: &[],
 };
 
 /// Bytes of the [`OptState`] buffer.

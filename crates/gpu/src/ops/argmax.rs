@@ -13,6 +13,7 @@ pub const GREEDY_PICK: KernelSource = KernelSource {
     key: "greedy_pick",
     wgsl: include_str!("../../../../shaders/argmax.wgsl"),
     entry: "main",
+    constants: &[],
 };
 
 /// Bytes of one recorded pick: `(token, first non-finite index or

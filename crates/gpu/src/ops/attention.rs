@@ -38,18 +38,21 @@ pub const ATTENTION_FWD: KernelSource = KernelSource {
     key: "attention_fwd_flash",
     wgsl: with_dropout!("../../../../shaders/attention_fwd.wgsl"),
     entry: "main",
+    constants: &[],
 };
 
 pub const ATTENTION_BWD_DQ: KernelSource = KernelSource {
     key: "attention_bwd_dq",
     wgsl: with_dropout!("../../../../shaders/attention_bwd_dq.wgsl"),
     entry: "main",
+    constants: &[],
 };
 
 pub const ATTENTION_BWD_DKV: KernelSource = KernelSource {
     key: "attention_bwd_dkv",
     wgsl: with_dropout!("../../../../shaders/attention_bwd_dkv.wgsl"),
     entry: "main",
+    constants: &[],
 };
 
 /// [`ATTENTION_FWD`], [`ATTENTION_BWD_DQ`] and [`ATTENTION_BWD_DKV`] in the
@@ -58,24 +61,28 @@ pub const ATTENTION_FWD_SERIAL: KernelSource = KernelSource {
     key: "attention_fwd_serial",
     wgsl: ATTENTION_FWD.wgsl,
     entry: "main_serial",
+    constants: &[],
 };
 
 pub const ATTENTION_BWD_DQ_SERIAL: KernelSource = KernelSource {
     key: "attention_bwd_dq_serial",
     wgsl: ATTENTION_BWD_DQ.wgsl,
     entry: "main_serial",
+    constants: &[],
 };
 
 pub const ATTENTION_BWD_DKV_SERIAL: KernelSource = KernelSource {
     key: "attention_bwd_dkv_serial",
     wgsl: ATTENTION_BWD_DKV.wgsl,
     entry: "main_serial",
+    constants: &[],
 };
 
 pub const ATTENTION_DECODE: KernelSource = KernelSource {
     key: "attention_decode",
     wgsl: include_str!("../../../../shaders/attention_decode.wgsl"),
     entry: "main",
+    constants: &[],
 };
 
 /// [`ATTENTION_DECODE`] with one invocation per head and no barrier: for
@@ -84,6 +91,7 @@ pub const ATTENTION_DECODE_SERIAL: KernelSource = KernelSource {
     key: "attention_decode_serial",
     wgsl: include_str!("../../../../shaders/attention_decode.wgsl"),
     entry: "main_serial",
+    constants: &[],
 };
 
 /// Largest head size the kernels hold: four chunks of [`HEAD_CHUNK`] dims.

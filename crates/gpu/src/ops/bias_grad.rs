@@ -13,6 +13,7 @@ pub const COLUMN_SUM: KernelSource = KernelSource {
     key: "column_sum_chunked",
     wgsl: include_str!("../../../../shaders/bias_grad.wgsl"),
     entry: "main",
+    constants: &[],
 };
 
 /// [`COLUMN_SUM`] in the [`Layout::Cpu`] layout: a column per invocation.
@@ -20,6 +21,7 @@ pub const COLUMN_SUM_SERIAL: KernelSource = KernelSource {
     key: "column_sum_serial",
     wgsl: include_str!("../../../../shaders/bias_grad.wgsl"),
     entry: "main_serial",
+    constants: &[],
 };
 
 /// Columns per workgroup of the column-sum kernel.

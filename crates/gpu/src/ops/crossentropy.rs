@@ -14,12 +14,14 @@ pub const CROSSENTROPY_FORWARD: KernelSource = KernelSource {
     key: "crossentropy_forward",
     wgsl: include_str!("../../../../shaders/crossentropy.wgsl"),
     entry: "forward",
+    constants: &[],
 };
 
 pub const CROSSENTROPY_FORWARD_BACKWARD: KernelSource = KernelSource {
     key: "crossentropy_forward_backward",
     wgsl: include_str!("../../../../shaders/crossentropy.wgsl"),
     entry: "forward_backward",
+    constants: &[],
 };
 
 /// [`CROSSENTROPY_FORWARD`] and [`CROSSENTROPY_FORWARD_BACKWARD`] in the
@@ -28,18 +30,21 @@ pub const CROSSENTROPY_FORWARD_SERIAL: KernelSource = KernelSource {
     key: "crossentropy_forward_serial",
     wgsl: CROSSENTROPY_FORWARD.wgsl,
     entry: "forward_serial",
+    constants: &[],
 };
 
 pub const CROSSENTROPY_FORWARD_BACKWARD_SERIAL: KernelSource = KernelSource {
     key: "crossentropy_forward_backward_serial",
     wgsl: CROSSENTROPY_FORWARD.wgsl,
     entry: "forward_backward_serial",
+    constants: &[],
 };
 
 pub const CROSSENTROPY_MEAN: KernelSource = KernelSource {
     key: "crossentropy_mean",
     wgsl: include_str!("../../../../shaders/crossentropy.wgsl"),
     entry: "mean",
+    constants: &[],
 };
 
 /// `N` rows of `V` logits.

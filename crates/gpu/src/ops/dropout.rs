@@ -16,6 +16,7 @@ pub const DROPOUT: KernelSource = KernelSource {
         include_str!("../../../../shaders/dropout_mask.wgsl")
     ),
     entry: "main",
+    constants: &[],
 };
 
 /// The dropout of a training graph: rate, seed, and the buffer whose first

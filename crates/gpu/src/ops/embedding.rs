@@ -17,18 +17,21 @@ pub const EMBEDDING_FORWARD: KernelSource = KernelSource {
     key: "embedding_forward",
     wgsl: include_str!("../../../../shaders/embedding.wgsl"),
     entry: "forward",
+    constants: &[],
 };
 
 pub const EMBEDDING_FORWARD_DECODE: KernelSource = KernelSource {
     key: "embedding_forward_decode",
     wgsl: include_str!("../../../../shaders/embedding.wgsl"),
     entry: "forward_decode",
+    constants: &[],
 };
 
 pub const EMBEDDING_BACKWARD_TOK: KernelSource = KernelSource {
     key: "embedding_backward_tok",
     wgsl: include_str!("../../../../shaders/embedding_backward.wgsl"),
     entry: "tok",
+    constants: &[],
 };
 
 /// [`EMBEDDING_BACKWARD_TOK`] in the [`Layout::Cpu`] layout.
@@ -36,12 +39,14 @@ pub const EMBEDDING_BACKWARD_TOK_SERIAL: KernelSource = KernelSource {
     key: "embedding_backward_tok_serial",
     wgsl: include_str!("../../../../shaders/embedding_backward.wgsl"),
     entry: "tok_serial",
+    constants: &[],
 };
 
 pub const EMBEDDING_BACKWARD_POS: KernelSource = KernelSource {
     key: "embedding_backward_pos",
     wgsl: include_str!("../../../../shaders/embedding_backward.wgsl"),
     entry: "pos",
+    constants: &[],
 };
 
 /// Channels per workgroup of the `dtok_emb` gather.

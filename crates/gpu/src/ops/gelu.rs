@@ -16,12 +16,14 @@ pub const GELU_FORWARD: KernelSource = KernelSource {
     key: "gelu_forward",
     wgsl: GELU_WGSL,
     entry: "forward",
+    constants: &[],
 };
 
 pub const GELU_BACKWARD: KernelSource = KernelSource {
     key: "gelu_backward",
     wgsl: GELU_WGSL,
     entry: "backward",
+    constants: &[],
 };
 
 /// Binds `y (n) = gelu(x (n))`, overwriting `y`.

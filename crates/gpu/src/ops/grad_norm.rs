@@ -12,6 +12,7 @@ pub const GRAD_NORM_PARTIALS: KernelSource = KernelSource {
     key: "grad_norm_partials",
     wgsl: include_str!("../../../../shaders/grad_norm.wgsl"),
     entry: "partials",
+    constants: &[],
 };
 
 /// [`GRAD_NORM_PARTIALS`] in the [`Layout::Cpu`] layout.
@@ -19,12 +20,14 @@ pub const GRAD_NORM_PARTIALS_SERIAL: KernelSource = KernelSource {
     key: "grad_norm_partials_serial",
     wgsl: include_str!("../../../../shaders/grad_norm.wgsl"),
     entry: "partials_serial",
+    constants: &[],
 };
 
 pub const GRAD_NORM_FINISH: KernelSource = KernelSource {
     key: "grad_norm_finish",
     wgsl: include_str!("../../../../shaders/grad_norm.wgsl"),
     entry: "finish",
+    constants: &[],
 };
 
 /// Most workgroups of the first stage: enough to fill a large GPU, and

@@ -15,6 +15,7 @@ pub const LAYERNORM_FORWARD: KernelSource = KernelSource {
     key: "layernorm_forward",
     wgsl: include_str!("../../../../shaders/layernorm.wgsl"),
     entry: "forward",
+    constants: &[],
 };
 
 /// [`LAYERNORM_FORWARD`] in the [`Layout::Cpu`] layout: a row per invocation.
@@ -22,6 +23,7 @@ pub const LAYERNORM_FORWARD_SERIAL: KernelSource = KernelSource {
     key: "layernorm_forward_serial",
     wgsl: include_str!("../../../../shaders/layernorm.wgsl"),
     entry: "forward_serial",
+    constants: &[],
 };
 
 /// [`LAYERNORM_BACKWARD_DX`] in the [`Layout::Cpu`] layout.
@@ -29,6 +31,7 @@ pub const LAYERNORM_BACKWARD_DX_SERIAL: KernelSource = KernelSource {
     key: "layernorm_backward_dx_serial",
     wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
     entry: "dx_serial",
+    constants: &[],
 };
 
 /// [`LAYERNORM_BACKWARD_DWDB`] in the [`Layout::Cpu`] layout.
@@ -36,18 +39,21 @@ pub const LAYERNORM_BACKWARD_DWDB_SERIAL: KernelSource = KernelSource {
     key: "layernorm_backward_dwdb_partials_serial",
     wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
     entry: "dwdb_partials_serial",
+    constants: &[],
 };
 
 pub const LAYERNORM_BACKWARD_DX: KernelSource = KernelSource {
     key: "layernorm_backward_dx",
     wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
     entry: "dx_rows",
+    constants: &[],
 };
 
 pub const LAYERNORM_BACKWARD_DWDB: KernelSource = KernelSource {
     key: "layernorm_backward_dwdb_partials",
     wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
     entry: "dwdb_partials",
+    constants: &[],
 };
 
 /// `N` rows of `C` channels.

@@ -10,12 +10,14 @@ pub const RESIDUAL_FORWARD: KernelSource = KernelSource {
     key: "residual_forward",
     wgsl: include_str!("../../../../shaders/residual.wgsl"),
     entry: "forward",
+    constants: &[],
 };
 
 pub const RESIDUAL_ACCUMULATE: KernelSource = KernelSource {
     key: "residual_accumulate",
     wgsl: include_str!("../../../../shaders/residual.wgsl"),
     entry: "accumulate",
+    constants: &[],
 };
 
 /// Binds `y (n) = a (n) + b (n)`, overwriting `y`.

@@ -63,72 +63,103 @@ const MATMUL_WGSL: &str = concat!(
 );
 const PACK_WGSL: &str = include_str!("../../../../../shaders/pack_f16.wgsl");
 
-const fn matmul(key: &'static str, entry: &'static str) -> KernelSource {
-    KernelSource {
-        key,
-        wgsl: MATMUL_WGSL,
-        entry,
+/// The `FAULT` override of matmul_f16w.wgsl by fault index ([`fault_index`]):
+/// the real kernel, then the f16-accumulate and dropped-K-tail test variants.
+const FAULTS: [&[(&str, f64)]; 3] = [&[], &[("FAULT", 1.0)], &[("FAULT", 2.0)]];
+
+/// The entry point `entry` under `keys[i]` with fault `i`.
+const fn variants(keys: [&'static str; 3], entry: &'static str) -> [KernelSource; 3] {
+    const fn source(key: &'static str, entry: &'static str, i: usize) -> KernelSource {
+        KernelSource {
+            key,
+            wgsl: MATMUL_WGSL,
+            entry,
+            constants: FAULTS[i],
+        }
     }
+    [
+        source(keys[0], entry, 0),
+        source(keys[1], entry, 1),
+        source(keys[2], entry, 2),
+    ]
 }
 
-pub const MATMUL_F16W: KernelSource = matmul("matmul_f16w_64x64_k16", "main");
-const MATMUL_F16W_F16ACC: KernelSource = matmul("matmul_f16w_fault_f16acc", "main_fault_f16acc");
-const MATMUL_F16W_DROPTAIL: KernelSource =
-    matmul("matmul_f16w_fault_droptail", "main_fault_droptail");
+/// The tiled kernel (M > 1) by fault index.
+const TILED: [KernelSource; 3] = variants(
+    [
+        "matmul_f16w_64x64_k16",
+        "matmul_f16w_fault_f16acc",
+        "matmul_f16w_fault_droptail",
+    ],
+    "main",
+);
+pub const MATMUL_F16W: KernelSource = TILED[0];
 
-/// The GEMV for rows and input aligned to four elements.
-pub const GEMV_F16W: KernelSource = matmul("gemv_f16w_8col", "gemv");
-/// The GEMV for any offset and K.
-pub const GEMV_F16W_ANY: KernelSource = matmul("gemv_f16w_8col_any", "gemv_any");
-
-/// Every GEMV entry point by `[any alignment][LayerNorm prologue][fault]`,
-/// the fault index being that of [`fault_index`].
+/// Every GEMV entry point by `[any alignment][LayerNorm prologue][fault]`:
+/// `gemv` for rows and input aligned to four elements, `gemv_any` for any
+/// offset and K, each with its LayerNorm-prologue twin.
 const GEMVS: [[[KernelSource; 3]; 2]; 2] = [
     [
-        [
-            GEMV_F16W,
-            matmul("gemv_f16w_fault_f16acc", "gemv_fault_f16acc"),
-            matmul("gemv_f16w_fault_droptail", "gemv_fault_droptail"),
-        ],
-        [
-            matmul("gemv_f16w_8col_ln", "gemv_ln"),
-            matmul("gemv_f16w_ln_fault_f16acc", "gemv_ln_fault_f16acc"),
-            matmul("gemv_f16w_ln_fault_droptail", "gemv_ln_fault_droptail"),
-        ],
+        variants(
+            [
+                "gemv_f16w_8col",
+                "gemv_f16w_fault_f16acc",
+                "gemv_f16w_fault_droptail",
+            ],
+            "gemv",
+        ),
+        variants(
+            [
+                "gemv_f16w_8col_ln",
+                "gemv_f16w_ln_fault_f16acc",
+                "gemv_f16w_ln_fault_droptail",
+            ],
+            "gemv_ln",
+        ),
     ],
     [
-        [
-            GEMV_F16W_ANY,
-            matmul("gemv_f16w_any_fault_f16acc", "gemv_any_fault_f16acc"),
-            matmul("gemv_f16w_any_fault_droptail", "gemv_any_fault_droptail"),
-        ],
-        [
-            matmul("gemv_f16w_8col_any_ln", "gemv_any_ln"),
-            matmul("gemv_f16w_any_ln_fault_f16acc", "gemv_any_ln_fault_f16acc"),
-            matmul(
+        variants(
+            [
+                "gemv_f16w_8col_any",
+                "gemv_f16w_any_fault_f16acc",
+                "gemv_f16w_any_fault_droptail",
+            ],
+            "gemv_any",
+        ),
+        variants(
+            [
+                "gemv_f16w_8col_any_ln",
+                "gemv_f16w_any_ln_fault_f16acc",
                 "gemv_f16w_any_ln_fault_droptail",
-                "gemv_any_ln_fault_droptail",
-            ),
-        ],
+            ],
+            "gemv_any_ln",
+        ),
     ],
 ];
+pub const GEMV_F16W: KernelSource = GEMVS[0][0][0];
+pub const GEMV_F16W_ANY: KernelSource = GEMVS[1][0][0];
 
 /// The column-layout GEMV ([`RowFusion::columns`]) by fault index.
-const GEMV_COLS: [KernelSource; 3] = [
-    matmul("gemv_f16w_cols", "gemv_cols"),
-    matmul("gemv_f16w_cols_fault_f16acc", "gemv_cols_fault_f16acc"),
-    matmul("gemv_f16w_cols_fault_droptail", "gemv_cols_fault_droptail"),
-];
+const GEMV_COLS: [KernelSource; 3] = variants(
+    [
+        "gemv_f16w_cols",
+        "gemv_f16w_cols_fault_f16acc",
+        "gemv_f16w_cols_fault_droptail",
+    ],
+    "gemv_cols",
+);
 
 pub const PACK_F16: KernelSource = KernelSource {
     key: "pack_f16",
     wgsl: PACK_WGSL,
     entry: "main",
+    constants: &[],
 };
+/// The truncating test variant of [`PACK_F16`].
 const PACK_F16_TRUNC: KernelSource = KernelSource {
     key: "pack_f16_fault_trunc",
-    wgsl: PACK_WGSL,
-    entry: "pack_trunc",
+    constants: &[("TRUNCATE", 1.0)],
+    ..PACK_F16
 };
 
 const HAS_BIAS: u32 = 4;
@@ -163,11 +194,7 @@ fn fault_index(fault: Option<Fault>) -> usize {
 
 fn kernel_for(fault: Option<Fault>, kernel: Kernel, ln: bool) -> &'static KernelSource {
     match kernel {
-        Kernel::Tiled => match fault_index(fault) {
-            1 => &MATMUL_F16W_F16ACC,
-            2 => &MATMUL_F16W_DROPTAIL,
-            _ => &MATMUL_F16W,
-        },
+        Kernel::Tiled => &TILED[fault_index(fault)],
         Kernel::GemvQuads | Kernel::GemvAny => {
             &GEMVS[(kernel == Kernel::GemvAny) as usize][ln as usize][fault_index(fault)]
         }
@@ -176,18 +203,16 @@ fn kernel_for(fault: Option<Fault>, kernel: Kernel, ln: bool) -> &'static Kernel
 }
 
 /// Binds `C (M, N) = A (M, K) · Wᵀ [+ bias]` with `W (N, K)` read as halves
-/// from `w_packed` starting at half `w_off`. `desc` must be a linear layout
+/// from `w` (and run with its test-only fault). `desc` must be a linear layout
 /// (`trans_b`, no `trans_a`, no `accumulate`). M = 1 runs a GEMV kernel,
 /// in the column layout on a CPU implementation ([`GpuContext::cpu_device`]).
 #[allow(clippy::too_many_arguments)]
 pub fn bind_matmul_f16w<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
-    fault: Option<Fault>,
     desc: MatmulDesc,
     a: impl Into<View<'a>>,
-    w_packed: &'a wgpu::Buffer,
-    w_off: u32,
+    w: PackedW<'a>,
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
@@ -197,18 +222,13 @@ pub fn bind_matmul_f16w<'a>(
             format!("only the linear forward layout is supported, got {desc:?}"),
         ));
     }
-    let weights = PackedW {
-        buffer: w_packed,
-        offset: w_off,
-        fault,
-    };
     // For one row, the layout the decoder runs on this device (the gate's
     // M = 1 case checks the kernel that will serve tokens).
     let layout = RowFusion {
         columns: desc.m == 1 && ctx.cpu_device,
         ..RowFusion::default()
     };
-    bind(ctx, registry, desc, a, weights, bias, layout, c)
+    bind(ctx, registry, desc, a, w, bias, layout, c)
 }
 
 /// Packed-half weights: `W (N, K)` from half `offset` of `buffer`, and the
@@ -218,6 +238,17 @@ pub struct PackedW<'a> {
     pub buffer: &'a wgpu::Buffer,
     pub offset: u32,
     pub fault: Option<Fault>,
+}
+
+impl<'a> PackedW<'a> {
+    /// The real kernel's operand from half `offset` of `buffer`.
+    pub fn at(buffer: &'a wgpu::Buffer, offset: u32) -> Self {
+        Self {
+            buffer,
+            offset,
+            fault: None,
+        }
+    }
 }
 
 /// Binds the f16-storage GEMV `c (N) = a (K) · Wᵀ [+ bias] [+ c]` (`desc`:

@@ -21,6 +21,7 @@ pub const GEMV_F32: KernelSource = KernelSource {
     key: "gemv_f32_8col",
     wgsl: GEMV_WGSL,
     entry: "main",
+    constants: &[],
 };
 
 /// The f32 GEMV with the LayerNorm prologue ([`RowFusion::layernorm`]).
@@ -28,6 +29,7 @@ pub const GEMV_F32_LN: KernelSource = KernelSource {
     key: "gemv_f32_8col_ln",
     wgsl: GEMV_WGSL,
     entry: "main_ln",
+    constants: &[],
 };
 
 /// The f32 GEMV in the column layout ([`RowFusion::columns`]).
@@ -35,6 +37,7 @@ pub const GEMV_F32_COLS: KernelSource = KernelSource {
     key: "gemv_f32_cols",
     wgsl: GEMV_WGSL,
     entry: "main_cols",
+    constants: &[],
 };
 
 /// Output columns per workgroup of the GEMVs (f32 and f16-storage).

@@ -20,12 +20,14 @@ pub const MATMUL_F32: KernelSource = KernelSource {
     key: "matmul_f32_64x64_k16",
     wgsl: include_str!("../../../../../shaders/matmul.wgsl"),
     entry: "main",
+    constants: &[],
 };
 
 pub const MATMUL_F32_SMALL: KernelSource = KernelSource {
     key: "matmul_f32_32x32_k4x8",
     wgsl: include_str!("../../../../../shaders/matmul_small.wgsl"),
     entry: "main",
+    constants: &[],
 };
 
 /// The cell layout of matmul_small.wgsl ([`TileKernel::Cells`]).
@@ -33,18 +35,21 @@ pub const MATMUL_F32_CELLS: KernelSource = KernelSource {
     key: "matmul_f32_cells",
     wgsl: include_str!("../../../../../shaders/matmul_small.wgsl"),
     entry: "main_cells",
+    constants: &[],
 };
 
 pub const MATMUL_F32_128: KernelSource = KernelSource {
     key: "matmul_f32_128x128_k8",
     wgsl: include_str!("../../../../../shaders/matmul_128.wgsl"),
     entry: "main",
+    constants: &[],
 };
 
 pub const MATMUL_REDUCE: KernelSource = KernelSource {
     key: "matmul_split_k_reduce",
     wgsl: include_str!("../../../../../shaders/matmul.wgsl"),
     entry: "reduce_slices",
+    constants: &[],
 };
 
 pub use tinygpt_protocol::memory::{

@@ -1,0 +1,418 @@
+//! The training graph's vocabulary: one method per op, each binding its
+//! kernel (in the model's kernel layout) and appending it to the graph, so
+//! `graph.rs` reads as one line per op. Shapes: `N = B·T` rows, `C`
+//! channels, `V` vocab; `(w, b, l)` names a parameter pair of layer `l`.
+
+use super::acts::Acts;
+use super::F16WeightCache;
+use crate::kernel::Layout;
+use crate::ops::attention::{
+    bind_attention_backward, bind_attention_forward, AttentionBackwardBuffers, AttentionDesc,
+};
+use crate::ops::bias_grad::{bind_bias_grad, BiasGradDesc};
+use crate::ops::crossentropy::{bind_crossentropy, CrossEntropyDesc};
+use crate::ops::dropout::{bind_dropout, DropoutDesc};
+use crate::ops::embedding::{bind_embedding_backward, bind_embedding_forward, EmbeddingDesc};
+use crate::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
+use crate::ops::layernorm::{
+    bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
+};
+use crate::ops::matmul::f16w::bind_matmul_f16w;
+use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
+use crate::ops::residual::bind_residual_forward;
+use crate::ops::{BoundOp, View};
+use crate::{GpuContext, GpuError, PipelineRegistry};
+use tinygpt_core::model::Site;
+use tinygpt_core::{ModelConfig, ParamKind, ParamLayout};
+
+/// Views of one parameter tensor (or its gradient) of one layer in a flat buffer.
+pub struct Flat<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub layout: &'a ParamLayout,
+}
+
+impl<'a> Flat<'a> {
+    /// Layer `l` of the stacked tensor `kind` (layer 0 for unstacked ones).
+    pub fn at(&self, kind: ParamKind, l: usize) -> View<'a> {
+        let spec = self.layout.get(kind);
+        let per = if spec.shape.len() > 1 && !matches!(kind, ParamKind::TokEmb | ParamKind::PosEmb)
+        {
+            spec.len / spec.shape[0]
+        } else {
+            0
+        };
+        View::at(self.buffer, (spec.offset + l * per) as u32)
+    }
+}
+
+/// A weight and bias of one layer: `(w, b, l)`.
+pub type Linear = (ParamKind, ParamKind, usize);
+
+type Buf = wgpu::Buffer;
+type R = Result<(), GpuError>;
+
+/// Binds ops in order for one batch shape (see the module docs).
+pub struct Builder<'a, 'r> {
+    pub ctx: &'a GpuContext,
+    pub reg: &'r mut PipelineRegistry,
+    pub cfg: &'a ModelConfig,
+    pub params: Flat<'a>,
+    /// Gradients (backward only).
+    pub grads: Option<Flat<'a>>,
+    pub layout: Layout,
+    /// The f16 weights forward linears read, when f16 storage is active.
+    pub f16: Option<&'a F16WeightCache>,
+    /// Training dropout: masks the embedding and each residual branch.
+    pub dropout: Option<DropoutDesc<'a>>,
+    pub b: usize,
+    pub t: usize,
+    /// The K-split weight gradients' shared scratch (backward only).
+    scratch: Option<Buf>,
+    pub ops: Vec<BoundOp>,
+}
+
+fn u(x: usize) -> u32 {
+    x as u32
+}
+
+impl<'a, 'r> Builder<'a, 'r> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ctx: &'a GpuContext,
+        reg: &'r mut PipelineRegistry,
+        cfg: &'a ModelConfig,
+        params: Flat<'a>,
+        layout: Layout,
+        f16: Option<&'a F16WeightCache>,
+        dropout: Option<DropoutDesc<'a>>,
+        a: &Acts,
+    ) -> Self {
+        Self {
+            ctx,
+            reg,
+            cfg,
+            params,
+            grads: None,
+            layout,
+            f16,
+            dropout,
+            b: a.b,
+            t: a.t,
+            scratch: None,
+            ops: Vec::new(),
+        }
+    }
+
+    /// Switches to the backward: gradients go into `grads`, and the K-split
+    /// weight gradients share one scratch of the size the memory plan counts.
+    pub fn backward(&mut self, grads: Flat<'a>) -> R {
+        let floats = split_k_scratch_floats(self.cfg, self.b * self.t) as usize;
+        self.scratch = (floats > 0)
+            .then(|| self.ctx.zeros("matmul_split_k_scratch", floats))
+            .transpose()?;
+        self.grads = Some(grads);
+        Ok(())
+    }
+
+    fn n(&self) -> u32 {
+        u(self.b * self.t)
+    }
+
+    fn grad(&self, kind: ParamKind, l: usize) -> View<'a> {
+        self.grads.as_ref().expect("backward() first").at(kind, l)
+    }
+
+    fn push(&mut self, op: impl Into<BoundOp>) -> R {
+        self.ops.push(op.into());
+        Ok(())
+    }
+
+    fn embedding(&self) -> EmbeddingDesc {
+        let c = self.cfg;
+        EmbeddingDesc {
+            n: self.n(),
+            t: u(self.t),
+            c: u(c.d_model),
+            v: u(c.vocab_size),
+            t_max: u(c.block_size),
+        }
+    }
+
+    fn ln(&self, accumulate: bool) -> LayerNormDesc {
+        LayerNormDesc {
+            n: self.n(),
+            c: u(self.cfg.d_model),
+            accumulate,
+            layout: self.layout,
+        }
+    }
+
+    fn att(&self) -> AttentionDesc {
+        AttentionDesc {
+            b: u(self.b),
+            t: u(self.t),
+            c: u(self.cfg.d_model),
+            nh: u(self.cfg.n_head),
+            layout: self.layout,
+        }
+    }
+
+    /// `out = tok_emb[inputs] + pos_emb[t]`.
+    pub fn encoder(&mut self, inputs: &Buf, out: &Buf) -> R {
+        let (tok, pos) = (
+            self.params.at(ParamKind::TokEmb, 0),
+            self.params.at(ParamKind::PosEmb, 0),
+        );
+        let k = bind_embedding_forward(
+            self.ctx,
+            self.reg,
+            self.embedding(),
+            inputs,
+            tok,
+            pos,
+            out,
+            None,
+        )?;
+        self.push(k)
+    }
+
+    /// `out = mask(x)` for the training dropout at `site`; no-op without dropout.
+    pub fn dropout(&mut self, site: Site, x: &Buf, out: &Buf) -> R {
+        let Some(d) = self.dropout else { return Ok(()) };
+        let nc = u(self.b * self.t * self.cfg.d_model);
+        let k = bind_dropout(self.ctx, self.reg, d, site, nc, None, x, out)?;
+        self.push(k)
+    }
+
+    /// `(out, mean, rstd) = LayerNorm(x; w, b)`.
+    pub fn layernorm(
+        &mut self,
+        x: &Buf,
+        (w, b, l): Linear,
+        (out, mean, rstd): (&Buf, &Buf, &Buf),
+    ) -> R {
+        let (w, b) = (self.params.at(w, l), self.params.at(b, l));
+        let k =
+            bind_layernorm_forward(self.ctx, self.reg, self.ln(false), x, w, b, out, mean, rstd)?;
+        self.push(k)
+    }
+
+    /// `out (N, d_out) = x (N, d_in) · Wᵀ + b`: the one place a fast path
+    /// swaps a training-graph kernel (the f16 weights when active).
+    pub fn linear(
+        &mut self,
+        x: &Buf,
+        (w, b, l): Linear,
+        out: &Buf,
+        (d_in, d_out): (usize, usize),
+    ) -> R {
+        let desc = MatmulDesc::linear(self.n(), u(d_in), u(d_out));
+        let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
+        let k = match self.f16 {
+            Some(f) => bind_matmul_f16w(self.ctx, self.reg, desc, x, f.at(wv.offset), bias, out)?,
+            None => self
+                .layout
+                .bind(self.ctx, self.reg, desc, x, wv, bias, out)?,
+        };
+        self.push(k)
+    }
+
+    /// Causal self-attention of layer `l`: `out (N, C)` and the per-row `lse`.
+    pub fn attention(&mut self, qkv: &Buf, out: &Buf, lse: &Buf, l: usize) -> R {
+        let drop = self.dropout.map(|d| (d, Site::Attention(l)));
+        let k = bind_attention_forward(self.ctx, self.reg, self.att(), qkv, out, lse, drop)?;
+        self.push(k)
+    }
+
+    /// `out = base + mask(branch)` (the branch's dropout mask when training with it).
+    pub fn residual(&mut self, site: Site, base: &Buf, branch: &Buf, out: &Buf) -> R {
+        let nc = u(self.b * self.t * self.cfg.d_model);
+        let k = match self.dropout {
+            Some(d) => bind_dropout(self.ctx, self.reg, d, site, nc, Some(base), branch, out)?,
+            None => bind_residual_forward(self.ctx, self.reg, nc, base, branch, out)?,
+        };
+        self.push(k)
+    }
+
+    /// `out (N, width) = GELU(x)`.
+    pub fn gelu(&mut self, x: &Buf, out: &Buf, width: usize) -> R {
+        let k = bind_gelu_forward(self.ctx, self.reg, u(self.b * self.t * width), x, out)?;
+        self.push(k)
+    }
+
+    /// Tied head, always f32: `logits (N, V) = x (N, C) · tok_embᵀ`.
+    pub fn head(&mut self, x: &Buf, logits: &Buf) -> R {
+        let (c, v) = (self.cfg.d_model, self.cfg.vocab_size);
+        let desc = MatmulDesc {
+            m: self.n(),
+            k: u(c),
+            n: u(v),
+            trans_b: true,
+            ..Default::default()
+        };
+        let tok = self.params.at(ParamKind::TokEmb, 0);
+        let k = self
+            .layout
+            .bind(self.ctx, self.reg, desc, x, tok, None, logits)?;
+        self.push(k)
+    }
+
+    /// Per-row `losses (N)`, their mean `loss (1)`, and `dlogits` when given.
+    pub fn crossentropy(&mut self, a: &Acts, dlogits: Option<&Buf>) -> R {
+        let desc = CrossEntropyDesc {
+            n: self.n(),
+            v: u(self.cfg.vocab_size),
+            n_total: self.n(),
+            accumulate: false,
+            layout: self.layout,
+        };
+        let d = dlogits.map(View::from);
+        let op = bind_crossentropy(
+            self.ctx, self.reg, desc, &a.logits, &a.targets, &a.losses, d, &a.loss,
+        )?;
+        self.push(op)
+    }
+}
+
+/// The backward ops: every parameter gradient accumulates into `grads`
+/// (zeroed by the step first).
+impl<'a, 'r> Builder<'a, 'r> {
+    /// Tied head: `dx (N, C) = dlogits · tok_emb`; `dtok_emb += dlogitsᵀ · x`.
+    pub fn head_backward(&mut self, dlogits: &Buf, x: &Buf, dx: &Buf) -> R {
+        let (c, v) = (u(self.cfg.d_model), u(self.cfg.vocab_size));
+        let tok = self.params.at(ParamKind::TokEmb, 0);
+        let dx_desc = MatmulDesc {
+            m: self.n(),
+            k: v,
+            n: c,
+            ..Default::default()
+        };
+        let k = self
+            .layout
+            .bind(self.ctx, self.reg, dx_desc, dlogits, tok, None, dx)?;
+        self.push(k)?;
+        self.weight_grad(dlogits, x, (v, c), self.grad(ParamKind::TokEmb, 0))
+    }
+
+    /// `dW (rows, cols) += dyᵀ · x`, summed over the N rows: K-split
+    /// through the shared scratch when its few output tiles would idle a GPU.
+    fn weight_grad(&mut self, dy: &Buf, x: &Buf, (rows, cols): (u32, u32), dw: View<'a>) -> R {
+        let desc = MatmulDesc {
+            m: rows,
+            k: self.n(),
+            n: cols,
+            trans_a: true,
+            accumulate: true,
+            ..Default::default()
+        };
+        let scratch = self.scratch.as_ref();
+        let op = self
+            .layout
+            .bind_split_k(self.ctx, self.reg, desc, dy, x, None, dw, scratch)?;
+        self.push(op)
+    }
+
+    /// For `y = x·Wᵀ + b` with `W (d_out, d_in)`: `dx = dy·W`, `dW += dyᵀ·x`,
+    /// `db += Σ dy`.
+    pub fn linear_backward(
+        &mut self,
+        dy: &Buf,
+        x: &Buf,
+        dx: &Buf,
+        (w, b, l): Linear,
+        (d_in, d_out): (usize, usize),
+    ) -> R {
+        let dx_desc = MatmulDesc {
+            m: self.n(),
+            k: u(d_out),
+            n: u(d_in),
+            ..Default::default()
+        };
+        let wv = self.params.at(w, l);
+        let k = self
+            .layout
+            .bind(self.ctx, self.reg, dx_desc, dy, wv, None, dx)?;
+        self.push(k)?;
+        self.weight_grad(dy, x, (u(d_out), u(d_in)), self.grad(w, l))?;
+        let desc = BiasGradDesc {
+            rows: self.n(),
+            cols: u(d_out),
+            accumulate: true,
+            layout: self.layout,
+        };
+        let k = bind_bias_grad(self.ctx, self.reg, desc, dy, self.grad(b, l))?;
+        self.push(k)
+    }
+
+    /// LayerNorm backward from `dout`: `dx` overwritten (`accumulate` false)
+    /// or added to, `dw`/`db` accumulated.
+    #[allow(clippy::too_many_arguments)]
+    pub fn layernorm_backward(
+        &mut self,
+        accumulate: bool,
+        dout: &Buf,
+        x: &Buf,
+        (w, b, l): Linear,
+        (mean, rstd): (&Buf, &Buf),
+        dx: &Buf,
+    ) -> R {
+        let grads = LayerNormGrads {
+            dout: dout.into(),
+            x: x.into(),
+            w: self.params.at(w, l),
+            mean: mean.into(),
+            rstd: rstd.into(),
+            dx: dx.into(),
+            dw: self.grad(w, l),
+            db: self.grad(b, l),
+        };
+        let k = bind_layernorm_backward(self.ctx, self.reg, self.ln(accumulate), grads)?;
+        self.push(k)
+    }
+
+    /// A residual branch's output gradient: `dres` itself, or (with
+    /// dropout) `dres` through the branch's mask into `scratch`.
+    pub fn branch_grad<'b>(
+        &mut self,
+        site: Site,
+        dres: &'b Buf,
+        scratch: &'b Buf,
+    ) -> Result<&'b Buf, GpuError> {
+        Ok(match self.dropout {
+            Some(_) => {
+                self.dropout(site, dres, scratch)?;
+                scratch
+            }
+            None => dres,
+        })
+    }
+
+    /// `dfch (N, width) = GELU'(fch) ⊙ dout`.
+    pub fn gelu_backward(&mut self, fch: &Buf, dout: &Buf, dfch: &Buf, width: usize) -> R {
+        let n = u(self.b * self.t * width);
+        let k = bind_gelu_backward(self.ctx, self.reg, n, false, fch, dout, dfch)?;
+        self.push(k)
+    }
+
+    /// Attention backward of layer `l` into `dqkv (N, 3C)`.
+    pub fn attention_backward(&mut self, bufs: AttentionBackwardBuffers<'_>, l: usize) -> R {
+        let drop = self.dropout.map(|d| (d, Site::Attention(l)));
+        let kernels = bind_attention_backward(self.ctx, self.reg, self.att(), bufs, drop)?;
+        self.push(BoundOp {
+            kernels,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// `dtok_emb[inputs] += dy`, `dpos_emb[t] += dy`.
+    pub fn encoder_backward(&mut self, inputs: &Buf, dy: &Buf) -> R {
+        let (dtok, dpos) = (
+            self.grad(ParamKind::TokEmb, 0),
+            self.grad(ParamKind::PosEmb, 0),
+        );
+        let emb = self.embedding();
+        let k =
+            bind_embedding_backward(self.ctx, self.reg, self.layout, emb, inputs, dy, dtok, dpos)?;
+        self.push(k)
+    }
+}

@@ -1,0 +1,104 @@
+//! The f16 weight cache: the packed-half copy of the parameters (same
+//! element indices as the flat f32 buffer) that the forward linears read
+//! while f16 storage is active. It owns its freshness: AdamW changes the
+//! f32 weights, so the step that runs AdamW marks it stale as that step is
+//! recorded (`GpuModel::encode_step`, the one place), and whoever reads it
+//! next repacks first.
+
+use crate::kernel::BoundKernel;
+use crate::ops::matmul::f16w::{bind_pack_f16, pack_cpu, packed_words, PackedW};
+use crate::ops::matmul::f16w::{F16Storage, Fault};
+use crate::{GpuContext, GpuError, PipelineRegistry};
+
+pub struct F16WeightCache {
+    cfg: F16Storage,
+    buffer: wgpu::Buffer,
+    /// The repack dispatch, when packing runs on the GPU.
+    pack: Option<BoundKernel>,
+    /// The copy matches the f32 weights.
+    fresh: bool,
+}
+
+impl F16WeightCache {
+    /// An empty (stale) cache for the `total` parameters of `params`, with
+    /// its GPU repack bound when `cfg` packs on the GPU.
+    pub fn new(
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        cfg: F16Storage,
+        params: &wgpu::Buffer,
+        total: usize,
+    ) -> Result<Self, GpuError> {
+        let buffer = ctx.zeros("params_f16", packed_words(total))?;
+        let pack = cfg
+            .pack_on_gpu
+            .then(|| bind_pack_f16(ctx, reg, cfg.fault, params, total as u32, &buffer))
+            .transpose()?;
+        Ok(Self {
+            cfg,
+            buffer,
+            pack,
+            fresh: false,
+        })
+    }
+
+    /// Whether a train step can repack inside its own submission.
+    pub fn packs_on_gpu(&self) -> bool {
+        self.pack.is_some()
+    }
+
+    pub fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
+    /// The f32 weights changed (or are about to, in the submission being
+    /// recorded). The test-only `stale` fault skips this.
+    pub fn invalidate(&mut self) {
+        if self.cfg.fault != Some(Fault::StaleCache) {
+            self.fresh = false;
+        }
+    }
+
+    /// The weight `W` starting at element `offset`, as a kernel operand
+    /// (with the test-only kernel fault the cache was made with).
+    pub fn at(&self, offset: u32) -> PackedW<'_> {
+        PackedW {
+            buffer: &self.buffer,
+            offset,
+            fault: self.cfg.fault,
+        }
+    }
+
+    /// The repack to record first in a pass, when the copy is stale and the
+    /// GPU packs; the copy counts as fresh from then on.
+    pub fn take_repack(&mut self) -> Option<&BoundKernel> {
+        if self.fresh || self.pack.is_none() {
+            return None;
+        }
+        self.fresh = true;
+        self.pack.as_ref()
+    }
+
+    /// Brings the copy up to date now: a GPU repack submitted on its own,
+    /// or `params` read back and packed on the CPU where the GPU's rounding
+    /// is not RNE.
+    pub async fn refresh(
+        &mut self,
+        ctx: &GpuContext,
+        params: &wgpu::Buffer,
+        total: usize,
+    ) -> Result<(), GpuError> {
+        if self.fresh {
+            return Ok(());
+        }
+        if let Some(k) = self.take_repack() {
+            crate::kernel::submit(ctx, "repack_f16", &[k]);
+            return Ok(());
+        }
+        let words = pack_cpu(&ctx.read_f32(params, total).await?, self.cfg.fault);
+        ctx.queue
+            .write_buffer(&self.buffer, 0, bytemuck::cast_slice(&words));
+        self.fresh = true;
+        Ok(())
+    }
+}
