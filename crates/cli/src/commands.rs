@@ -12,6 +12,7 @@ use tinygpt_core::checkpoint::{self, WeightDtype};
 use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{ModelConfig, Preset};
+use tinygpt_gpu::engine::run::Run;
 use tinygpt_gpu::engine::{Gpu, Session};
 use tinygpt_gpu::GpuContext;
 
@@ -142,31 +143,34 @@ async fn train(a: TrainArgs) -> Result<()> {
     let tokens_per_step = session.train.batch_size * session.train.seq_len;
     let start = Instant::now();
     let first_step = session.step;
-    let interval = if session.train.eval_interval == 0 {
-        100
-    } else {
-        session.train.eval_interval
+    // The run's policy is the worker's (`engine::run`): chunks end at each
+    // report point (every eval interval, or every 100 steps without one)
+    // and at each save, counted from the last save.
+    let report_every = match session.train.eval_interval {
+        0 => 100,
+        every => every,
     };
+    let mut run = Run::new(report_every, a.save_every, Some(first_step));
+    let now_ms = || start.elapsed().as_secs_f64() * 1e3;
+    run.begin(first_step, total - first_step, now_ms());
     let mut last = (f32::NAN, f32::NAN);
-    while session.step < total {
-        let mut n = (interval - session.step % interval).min(total - session.step);
-        if a.save_every > 0 {
-            n = n.min(a.save_every - session.step % a.save_every);
-        }
-        let loss = session.train_steps(n).await?;
-        let at_eval = session.step % interval == 0 || session.step == total;
-        let val = if at_eval && session.train.eval_interval > 0 {
+    while !run.done(session.step) {
+        let n = run.next_steps(session.step, usize::MAX);
+        let losses = session.train_losses(n).await?;
+        let loss = losses.last().copied().unwrap_or(f32::NAN);
+        let val = if run.at_eval(session.step) && session.train.eval_interval > 0 {
             Some(session.eval_loss().await?)
         } else {
             None
         };
         last = (loss, val.unwrap_or(last.1));
-        let elapsed = start.elapsed().as_secs_f64();
-        let tok_s = ((session.step - first_step) * tokens_per_step) as f64 / elapsed.max(1e-9);
+        let p = run
+            .record(&session, session.step, losses, val, now_ms())
+            .expect("a loss was recorded");
         if a.json {
             let line = serde_json::json!({
-                "step": session.step, "train_loss": loss, "val_loss": val, "lr": session.lr(),
-                "tokens_per_s": tok_s, "elapsed_s": elapsed,
+                "step": p.step, "train_loss": loss, "val_loss": val, "lr": p.lr,
+                "tokens_per_s": p.tokens_per_s, "elapsed_s": p.elapsed_s,
             });
             println!("{line}");
         }
@@ -174,11 +178,12 @@ async fn train(a: TrainArgs) -> Result<()> {
             bar.set_position(session.step as u64);
             bar.set_message(format!(
                 "loss {loss:.4} · val {:.4} · {:.0} tok/s",
-                last.1, tok_s
+                last.1, p.tokens_per_s
             ));
         }
-        if a.save_every > 0 && session.step % a.save_every == 0 && session.step < total {
+        if run.autosave_due(session.step) {
             save(&session, &a.out, a.f16).await?;
+            run.saved_step = Some(session.step);
         }
     }
     if let Some(bar) = bar {

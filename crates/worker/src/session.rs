@@ -14,58 +14,25 @@ use std::sync::Arc;
 use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{checkpoint, ModelConfig, TrainConfig};
+use tinygpt_gpu::engine::run::{self, Run, VAL_FRACTION};
 use tinygpt_gpu::engine::{EngineError, Gpu, Session, StepsInFlight};
 use tinygpt_protocol::{
     CorpusSource, GateReport, GpuCaps, LogLevel, ModelInfo, ModelShape, RunState, SampleRequest,
-    StorageInfo, TrainProgress, WorkerOutput, DEFAULT_AUTOSAVE_STEPS,
+    StorageInfo, WorkerOutput, DEFAULT_AUTOSAVE_STEPS,
 };
 
-/// Largest model the CPU fallback trains (the `nano` preset and its kin).
-const CPU_TRAIN_MAX_PARAMS: usize = 400_000;
-/// Validation share of the corpus, the nanoGPT protocol.
-const VAL_FRACTION: f64 = 0.1;
 /// A chunk of training ends after this much wall time, so the worker stays
 /// responsive and progress is reported several times a second.
 const CHUNK_MS: f64 = 150.0;
-/// GPU steps submitted back to back, with one read of their losses.
-const GPU_STEPS_PER_CALL: usize = 8;
 /// The CPU sampling path yields to the event loop this often.
 const YIELD_MS: f64 = 30.0;
-
-/// Time spent training, pauses excluded: tokens/s divides by this, so the
-/// figure stays honest across pauses and hidden tabs.
-#[derive(Default)]
-struct ActiveClock {
-    since: Option<f64>,
-    total_ms: f64,
-}
-
-impl ActiveClock {
-    fn start(&mut self) {
-        self.since.get_or_insert_with(js::now_ms);
-    }
-
-    fn stop(&mut self) {
-        if let Some(t) = self.since.take() {
-            self.total_ms += js::now_ms() - t;
-        }
-    }
-
-    fn seconds(&self) -> f64 {
-        (self.total_ms + self.since.map_or(0.0, |t| js::now_ms() - t)) / 1e3
-    }
-}
 
 /// The model the worker holds and where its run is.
 pub struct Runner {
     pub session: Option<Session>,
     pub state: RunState,
-    /// Step at which the current run ends.
-    target_step: usize,
-    /// Time spent training in this run (pauses excluded), for tokens/s.
-    clock: ActiveClock,
-    /// Tokens of the steps whose losses were read in this run.
-    tokens: usize,
+    /// The run's policy and history (`tinygpt_gpu::engine::run`).
+    plan: Run,
     /// GPU steps submitted and not yet read back.
     in_flight: Option<StepsInFlight>,
     /// Set by the message handler when a Stop-sampling request arrives.
@@ -82,9 +49,6 @@ pub struct Runner {
     run: Option<RunMeta>,
     /// Autosave interval in steps (0: only on pause, stop and the end).
     pub autosave_every: usize,
-    /// Loss history of the model's runs (restored with a saved run).
-    history_train: Vec<(usize, f32)>,
-    history_val: Vec<(usize, f32)>,
     /// Test-only faults are honoured (`?test_hooks=1`).
     pub test_hooks: bool,
     /// Test hook: crash halfway through the next autosave.
@@ -112,14 +76,6 @@ struct RunMeta {
     saved: Option<Manifest>,
 }
 
-fn push_history(series: &mut Vec<(usize, f32)>, step: usize, loss: f32) {
-    if !loss.is_finite() || series.last().is_some_and(|l| l.0 >= step) {
-        return;
-    }
-    series.push((step, loss));
-    tinygpt_protocol::bound_loss_series(series);
-}
-
 fn error(context: &str, e: impl std::fmt::Display) {
     let message = e.to_string();
     log(LogLevel::Error, format!("[worker] {context}: {message}"));
@@ -145,9 +101,7 @@ impl Runner {
             gpu,
             session: None,
             state: RunState::Idle,
-            target_step: 0,
-            clock: ActiveClock::default(),
-            tokens: 0,
+            plan: Run::default(),
             in_flight: None,
             stop_sampling,
             gpu_reason: caps.unavailable_reason.clone(),
@@ -155,8 +109,6 @@ impl Runner {
             gate_reports,
             run: None,
             autosave_every: DEFAULT_AUTOSAVE_STEPS,
-            history_train: Vec::new(),
-            history_val: Vec::new(),
             test_hooks: false,
             crash_next_save: false,
             device_lost: Arc::new(AtomicBool::new(false)),
@@ -179,7 +131,7 @@ impl Runner {
                 backend: s.backend_name().into(),
                 memory_bytes: s.memory_bytes(),
                 run_id: self.run.as_ref().map(|r| r.id.clone()),
-                target_step: self.target_step,
+                target_step: self.plan.target_step,
             }));
         }
     }
@@ -228,14 +180,8 @@ impl Runner {
             return error("checking the hyper-parameters", e);
         }
         if let Some(reason) = &self.gpu_reason {
-            if config.num_params() > CPU_TRAIN_MAX_PARAMS {
-                return error(
-                    "starting training",
-                    format!(
-                        "without WebGPU ({reason}) only models up to {CPU_TRAIN_MAX_PARAMS} parameters train on the CPU; this one has {}. Pick the nano preset.",
-                        config.num_params()
-                    ),
-                );
+            if let Err(e) = run::check_cpu_trainable(&config, reason) {
+                return error("starting training", e);
             }
         }
         let source = format!(
@@ -253,8 +199,7 @@ impl Runner {
                     ),
                 );
                 self.session = Some(s);
-                self.history_train.clear();
-                self.history_val.clear();
+                self.plan = Run::default();
                 let (corpus_ref, corpus_bytes) = match corpus_bytes {
                     None => (CorpusRef::Bundled, None),
                     Some((n, b)) => (CorpusRef::Stored { name: n }, Some(b)),
@@ -287,11 +232,8 @@ impl Runner {
                 "there is no model yet: train one or load a checkpoint",
             );
         };
-        if steps == 0 || steps > 10_000_000 {
-            return error(
-                "continuing training",
-                format!("steps must be in 1..=10000000 (got {steps})"),
-            );
+        if let Err(e) = run::check_continue_steps(steps) {
+            return error("continuing training", e);
         }
         if !s.has_data() {
             let bytes = match js::fetch_bytes(js::BUNDLED_CORPUS).await {
@@ -321,18 +263,18 @@ impl Runner {
             .session
             .as_mut()
             .expect("begin is called with a session");
-        self.target_step = s.step + steps;
-        let total = s.train.steps.max(self.target_step);
+        let total = s.train.steps.max(s.step + steps);
         if let Err(e) = s.set_total_steps(total) {
             return error("starting training", e);
         }
-        self.clock = ActiveClock::default();
-        self.tokens = 0;
+        self.plan.eval_every = s.train.eval_interval;
+        self.plan.begin(s.step, steps, js::now_ms());
         // A restore point before the first step.
         if self.run.as_ref().is_some_and(|r| r.saved.is_none()) {
+            self.plan.pause(js::now_ms());
             self.autosave("the run's start").await;
+            self.plan.resume(js::now_ms());
         }
-        self.clock.start();
         self.post_model_info();
         set_state(self, RunState::Running);
     }
@@ -340,7 +282,7 @@ impl Runner {
     pub async fn pause(&mut self) {
         if self.state == RunState::Running {
             self.drain().await;
-            self.clock.stop();
+            self.plan.pause(js::now_ms());
             set_state(self, RunState::Paused);
             self.autosave("pause").await;
         }
@@ -348,7 +290,7 @@ impl Runner {
 
     pub fn resume(&mut self) {
         if self.state == RunState::Paused {
-            self.clock.start();
+            self.plan.resume(js::now_ms());
             set_state(self, RunState::Running);
         }
     }
@@ -356,7 +298,7 @@ impl Runner {
     pub async fn stop(&mut self) {
         if matches!(self.state, RunState::Running | RunState::Paused) {
             self.drain().await;
-            self.clock.stop();
+            self.plan.pause(js::now_ms());
             set_state(self, RunState::Stopped);
             self.post_model_info();
             self.autosave("stop").await;
@@ -365,7 +307,8 @@ impl Runner {
 
     /// Trains for about [`CHUNK_MS`] and reports progress.
     ///
-    /// On the GPU, steps go out in groups of [`GPU_STEPS_PER_CALL`], each
+    /// On the GPU, steps go out in groups of
+    /// [`tinygpt_gpu::engine::GPU_STEPS_PER_CALL`], each
     /// with a read of its losses queued behind it; a group's losses are
     /// awaited only once the next group is submitted, so the GPU never idles
     /// on a read-back. The last group stays in flight across chunks.
@@ -373,33 +316,19 @@ impl Runner {
         let t0 = js::now_ms();
         let mut losses = Vec::new();
         let mut val_loss = None;
+        // Autosaves count from the run's last save, while it has a saved run.
+        let saved = self.run.as_ref().map(|r| r.saved.as_ref().map(|m| m.step));
+        self.plan.autosave_every = if saved.is_some() {
+            self.autosave_every
+        } else {
+            0
+        };
+        self.plan.saved_step = saved.flatten();
         loop {
             let Some(s) = self.session.as_mut() else {
                 return;
             };
-            let per_call = if s.backend_name() == "cpu" {
-                1
-            } else {
-                GPU_STEPS_PER_CALL
-            };
-            let interval = s.train.eval_interval;
-            let to_eval = if interval > 0 {
-                interval - s.step % interval
-            } else {
-                usize::MAX
-            };
-            // Autosaves land exactly on multiples of the interval.
-            let to_save = match (&self.run, self.autosave_every) {
-                (Some(r), every) if every > 0 => {
-                    let last = r.saved.as_ref().map_or(0, |m| m.step);
-                    (last + every).saturating_sub(s.step).max(1)
-                }
-                _ => usize::MAX,
-            };
-            let n = per_call
-                .min(self.target_step.saturating_sub(s.step))
-                .min(to_eval)
-                .min(to_save);
+            let n = self.plan.next_steps(s.step, s.steps_per_call());
             let next = if n > 0 {
                 match s.submit_steps(n) {
                     Ok(f) => Some(f),
@@ -418,46 +347,34 @@ impl Runner {
                 }
             }
             self.in_flight = next;
-            let at_eval = (interval > 0 && s.step % interval == 0) || s.step >= self.target_step;
-            if at_eval {
+            if self.plan.at_eval(s.step) {
                 // Evaluation reads back anyway: settle the steps first.
                 match self.settle().await {
                     Ok(more) => losses.extend(more),
                     Err(e) => return self.fail_training(e).await,
                 }
                 let s = self.session.as_mut().expect("still there");
-                if interval > 0 || s.step >= self.target_step {
-                    match s.eval_loss().await {
-                        Ok(v) => val_loss = Some(v),
-                        Err(e) => error("evaluating", e),
-                    }
+                match s.eval_loss().await {
+                    Ok(v) => val_loss = Some(v),
+                    Err(e) => error("evaluating", e),
                 }
                 break;
             }
-            if js::now_ms() - t0 >= CHUNK_MS || n == to_save {
+            let at_save = self.plan.autosave_due(s.step);
+            if js::now_ms() - t0 >= CHUNK_MS || at_save {
                 break;
             }
         }
         self.report(losses, val_loss);
-        let due = self.autosave_every > 0
-            && self.session.as_ref().is_some_and(|s| {
-                self.run.as_ref().is_some_and(|r| {
-                    let last = r.saved.as_ref().map_or(0, |m| m.step);
-                    s.step >= last + self.autosave_every && s.step < self.target_step
-                })
-            });
-        if due {
+        let step = self.session.as_ref().map(|s| s.step);
+        if step.is_some_and(|s| self.plan.autosave_due(s)) {
             self.drain().await;
             if self.state == RunState::Running {
                 self.autosave("autosave").await;
             }
         }
-        let done = self
-            .session
-            .as_ref()
-            .is_some_and(|s| s.step >= self.target_step && self.in_flight.is_none());
-        if done {
-            self.clock.stop();
+        if step.is_some_and(|s| self.plan.done(s)) && self.in_flight.is_none() {
+            self.plan.pause(js::now_ms());
             set_state(self, RunState::Finished);
             self.post_model_info();
             self.autosave("the end of the run").await;
@@ -489,7 +406,7 @@ impl Runner {
     /// weights of its last good step).
     async fn fail_training(&mut self, e: EngineError) {
         let _ = self.settle().await;
-        self.clock.stop();
+        self.plan.pause(js::now_ms());
         if self.device_lost.load(Ordering::SeqCst) {
             // The device-lost handler recovers and explains.
             set_state(self, RunState::Stopped);
@@ -525,34 +442,10 @@ impl Runner {
         let Some(s) = self.session.as_ref() else {
             return;
         };
-        if losses.is_empty() && val_loss.is_none() {
-            return;
-        }
         let step = self.in_flight.as_ref().map_or(s.step, |f| f.first_step());
-        let first = (step + 1).saturating_sub(losses.len());
-        for (i, &l) in losses.iter().enumerate() {
-            push_history(&mut self.history_train, first + i, l);
+        if let Some(p) = self.plan.record(s, step, losses, val_loss, js::now_ms()) {
+            post(&WorkerOutput::Progress(p));
         }
-        if let Some(v) = val_loss {
-            push_history(&mut self.history_val, step, v);
-        }
-        let tokens_per_step = s.train.batch_size * s.train.seq_len;
-        self.tokens += losses.len() * tokens_per_step;
-        let active_s = self.clock.seconds();
-        let tokens_per_s = self.tokens as f64 / active_s.max(1e-9);
-        let eta_s =
-            (self.target_step - step) as f64 * tokens_per_step as f64 / tokens_per_s.max(1e-9);
-        post(&WorkerOutput::Progress(TrainProgress {
-            step,
-            total_steps: self.target_step,
-            train_loss: losses.last().copied().unwrap_or(f32::NAN),
-            losses,
-            val_loss,
-            lr: s.lr(),
-            tokens_per_s,
-            elapsed_s: active_s,
-            eta_s,
-        }));
     }
 
     /// Generates and streams text; a Stop message ends it early.
@@ -658,9 +551,7 @@ impl Runner {
             Ok(s) => {
                 self.session = Some(s);
                 self.run = None;
-                self.target_step = 0;
-                self.history_train.clear();
-                self.history_val.clear();
+                self.plan = Run::default();
                 self.last_loaded = Some((name.clone(), bytes.to_vec()));
                 set_state(self, RunState::Idle);
                 self.post_model_info();
@@ -791,13 +682,13 @@ impl Runner {
             saved_ms: js_sys::Date::now(),
             slot: String::new(),
             step: s.step,
-            target_step: self.target_step,
+            target_step: self.plan.target_step,
             config: s.config,
             train: s.train,
             corpus: run.corpus.clone(),
             sampler: s.sampler_state(),
-            history_train: self.history_train.clone(),
-            history_val: self.history_val.clone(),
+            history_train: self.plan.history_train.clone(),
+            history_val: self.plan.history_val.clone(),
             checkpoint_bytes: 0,
         };
         let previous = run.saved.as_ref().map(|m| m.slot.clone());
@@ -853,9 +744,11 @@ impl Runner {
         s.set_sampler_state(m.sampler);
         self.in_flight = None;
         self.session = Some(s);
-        self.target_step = m.target_step;
-        self.history_train = m.history_train.clone();
-        self.history_val = m.history_val.clone();
+        self.plan = Run::restored(
+            m.target_step,
+            m.history_train.clone(),
+            m.history_val.clone(),
+        );
         self.run = Some(RunMeta {
             id: m.id.clone(),
             name: m.name.clone(),
@@ -865,8 +758,8 @@ impl Runner {
             saved: Some(m.clone()),
         });
         post(&WorkerOutput::History {
-            train: self.history_train.clone(),
-            val: self.history_val.clone(),
+            train: self.plan.history_train.clone(),
+            val: self.plan.history_val.clone(),
         });
         set_state(self, RunState::Idle);
         self.post_model_info();
@@ -962,7 +855,7 @@ impl Runner {
     pub async fn drop_model(&mut self) {
         self.in_flight = None;
         self.session = None;
-        self.clock.stop();
+        self.plan.pause(js::now_ms());
         if self.state != RunState::Idle {
             set_state(self, RunState::Idle);
         }

@@ -4,6 +4,7 @@
 
 mod cpu;
 mod gpu;
+pub mod run;
 
 pub use cpu::CpuTrainer;
 pub use gpu::{generate_greedy, Gpu, GpuTrainer, GREEDY_CHUNK};
@@ -74,6 +75,9 @@ enum InFlight {
     Done(Vec<StepStats>),
     Gpu(StepLogRead),
 }
+
+/// GPU steps submitted back to back, with one read of their losses.
+pub const GPU_STEPS_PER_CALL: usize = 8;
 
 /// The model and optimiser state of one backend.
 pub enum Backend {
@@ -235,6 +239,16 @@ impl Session {
         }
     }
 
+    /// Steps worth submitting back to back before reading their losses:
+    /// a GPU queues [`GPU_STEPS_PER_CALL`] behind one read, the CPU computes
+    /// each step as it is asked for.
+    pub fn steps_per_call(&self) -> usize {
+        match self.backend {
+            Backend::Cpu(_) => 1,
+            Backend::Gpu(_) => GPU_STEPS_PER_CALL,
+        }
+    }
+
     /// Bytes the model and its training state occupy on the backend.
     pub fn memory_bytes(&self) -> u64 {
         match &self.backend {
@@ -333,17 +347,25 @@ impl Session {
 
     /// Runs `n` optimiser steps and returns the training loss of the last.
     pub async fn train_steps(&mut self, n: usize) -> Result<f32, EngineError> {
-        let mut last = f32::NAN;
-        let mut left = n;
+        Ok(self
+            .train_losses(n)
+            .await?
+            .last()
+            .copied()
+            .unwrap_or(f32::NAN))
+    }
+
+    /// Runs `n` optimiser steps and returns every step's training loss.
+    pub async fn train_losses(&mut self, n: usize) -> Result<Vec<f32>, EngineError> {
+        let mut losses = Vec::with_capacity(n);
         // In groups the GPU's loss log holds, so that every loss is read.
-        while left > 0 {
-            let k = left.min(crate::model::STEP_LOG_CAPACITY as usize);
+        while losses.len() < n {
+            let k = (n - losses.len()).min(crate::model::STEP_LOG_CAPACITY as usize);
             let steps = self.submit_steps(k)?;
             let stats = self.finish_steps(steps).await?;
-            last = stats.last().map_or(f32::NAN, |s| s.loss);
-            left -= k;
+            losses.extend(stats.iter().map(|s| s.loss));
         }
-        Ok(last)
+        Ok(losses)
     }
 
     /// Mean loss over `train.eval_batches` fixed validation windows.
