@@ -6,9 +6,11 @@ mod js;
 #[cfg(target_arch = "wasm32")]
 mod opfs;
 #[cfg(target_arch = "wasm32")]
-mod saves;
+mod outbox;
 #[cfg(target_arch = "wasm32")]
-mod session;
+mod runner;
+#[cfg(target_arch = "wasm32")]
+mod saves;
 #[cfg(target_arch = "wasm32")]
 mod worker;
 

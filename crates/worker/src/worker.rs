@@ -1,7 +1,8 @@
 //! The worker's event loop: detect, check, report, then serve requests.
 
 use crate::js;
-use crate::session::Runner;
+use crate::outbox::{log, post, scope};
+use crate::runner::Runner;
 use futures_channel::mpsc;
 use futures_util::StreamExt;
 use std::cell::Cell;
@@ -11,34 +12,7 @@ use tinygpt_gpu::gate::{status_suffix, Fault, GateOptions, DEFAULT_VOCAB};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
 use tinygpt_protocol::{GateReport, GpuCaps, LogLevel, TestHook, WorkerInput, WorkerOutput};
 use wasm_bindgen::prelude::*;
-use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
-
-fn scope() -> DedicatedWorkerGlobalScope {
-    js_sys::global().unchecked_into()
-}
-
-/// Posts one typed message to the UI.
-pub fn post(msg: &WorkerOutput) {
-    match serde_wasm_bindgen::to_value(msg) {
-        Ok(v) => {
-            if let Err(e) = scope().post_message(&v) {
-                web_sys::console::error_2(&"[worker] postMessage failed".into(), &e);
-            }
-        }
-        Err(e) => web_sys::console::error_1(&format!("[worker] cannot encode message: {e}").into()),
-    }
-}
-
-/// Logs to the worker console (captured by the browser tests) and the UI.
-pub fn log(level: LogLevel, text: String) {
-    let js = JsValue::from_str(&text);
-    match level {
-        LogLevel::Info => web_sys::console::log_1(&js),
-        LogLevel::Warn => web_sys::console::warn_1(&js),
-        LogLevel::Error => web_sys::console::error_1(&js),
-    }
-    post(&WorkerOutput::Log { level, text });
-}
+use web_sys::MessageEvent;
 
 /// The GPU the worker owns, once it is up.
 type Engine = Rc<Gpu>;
