@@ -52,28 +52,6 @@ impl BoundKernel {
     }
 }
 
-/// Binds `buffers` to bindings 0.. of the pipeline's first group.
-pub fn bind_group(
-    device: &wgpu::Device,
-    pipeline: &wgpu::ComputePipeline,
-    label: &str,
-    buffers: &[&wgpu::Buffer],
-) -> wgpu::BindGroup {
-    let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| wgpu::BindGroupEntry {
-            binding: i as u32,
-            resource: b.as_entire_binding(),
-        })
-        .collect();
-    device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some(label),
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &entries,
-    })
-}
-
 /// Records `kernels` in order into one compute pass of `enc`.
 pub fn record_pass(enc: &mut wgpu::CommandEncoder, label: &str, kernels: &[&BoundKernel]) {
     let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {

@@ -59,3 +59,22 @@ macro_rules! gpu_or_skip {
         }
     };
 }
+
+/// `n` values uniform in [-1, 1) from `rng`: the test operand of every
+/// kernel test (`n` in whatever integer type the shape uses).
+pub fn random(rng: &mut tinygpt_core::Rng, n: impl TryInto<usize>) -> Vec<f32> {
+    random_in(rng, n, -1.0, 1.0)
+}
+
+/// `n` values uniform in [lo, hi) from `rng`.
+pub fn random_in(
+    rng: &mut tinygpt_core::Rng,
+    n: impl TryInto<usize>,
+    lo: f32,
+    hi: f32,
+) -> Vec<f32> {
+    let n = n
+        .try_into()
+        .unwrap_or_else(|_| panic!("a test size that fits in usize"));
+    (0..n).map(|_| rng.uniform(lo, hi)).collect()
+}

@@ -18,6 +18,7 @@ use tinygpt_gpu::ops::attention::{
     set_decode_position, AttentionBackwardBuffers, AttentionDesc, DecodeDesc, KvCache,
 };
 use tinygpt_gpu::ops::dropout::DropoutDesc;
+use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
 use tinygpt_gpu::PipelineRegistry;
 
@@ -53,10 +54,6 @@ fn registry(gpu: &TestGpu) -> MutexGuard<'_, PipelineRegistry> {
     gpu.registry
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn random(rng: &mut Rng, n: u64) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
 }
 
 fn to_f64(x: &[f32]) -> Vec<f64> {

@@ -9,11 +9,8 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::bias_grad::{bind_bias_grad, BiasGradDesc};
 use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::random;
 use tinygpt_gpu::GpuContext;
-
-fn random(rng: &mut Rng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
-}
 
 fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
     pollster::block_on(ctx.read_f32(buf, len)).unwrap()

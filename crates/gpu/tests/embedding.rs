@@ -9,14 +9,11 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::embedding::{bind_embedding_backward, bind_embedding_forward, EmbeddingDesc};
 use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::random;
 use tinygpt_gpu::GpuContext;
 
 /// Any difference fails (a positive atol keeps 0/0 out of the ratio).
 const EXACT: f64 = 1e-30;
-
-fn random(rng: &mut Rng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
-}
 
 fn tokens(rng: &mut Rng, n: usize, v: u32) -> Vec<u32> {
     (0..n).map(|_| rng.below(v as usize) as u32).collect()

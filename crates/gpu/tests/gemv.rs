@@ -8,11 +8,8 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::ops::matmul::{bind_matmul, matmul_reference, MatmulDesc, GEMV_F32};
 use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
-
-fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
-}
 
 /// Runs `desc` with every operand a view 3 floats into its buffer and C
 /// starting from `c0`; returns `(got, want)` for C.

@@ -18,12 +18,9 @@ use tinygpt_gpu::ops::matmul::f16w::{bind_gemv_f16w, pack_cpu, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use tinygpt_gpu::ops::residual::bind_residual_forward;
 use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::random_in;
 use tinygpt_gpu::testing::TestGpu;
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
-
-fn random(rng: &mut Rng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(lo, hi)).collect()
-}
 
 /// The folds of one case: LayerNorm first, GELU after the bias, the
 /// residual added last.
@@ -67,16 +64,16 @@ impl Case {
         let pad = 3;
         let host = Host {
             // An offset mean, so the LayerNorm has something to remove.
-            x: random(&mut rng, ku, -0.5, 1.5),
-            ln_w: random(&mut rng, ku, 0.5, 1.5),
-            ln_b: random(&mut rng, ku, -0.2, 0.2),
+            x: random_in(&mut rng, ku, -0.5, 1.5),
+            ln_w: random_in(&mut rng, ku, 0.5, 1.5),
+            ln_b: random_in(&mut rng, ku, -0.2, 0.2),
             // Half-representable, so the f16 weights are the f32 ones.
-            w: random(&mut rng, ku * nu, -0.3, 0.3)
+            w: random_in(&mut rng, ku * nu, -0.3, 0.3)
                 .iter()
                 .map(|&v| half::f16::from_f32(v).to_f32())
                 .collect(),
-            bias: random(&mut rng, nu, -0.5, 0.5),
-            resid: random(&mut rng, nu, -1.0, 1.0),
+            bias: random_in(&mut rng, nu, -0.5, 0.5),
+            resid: random_in(&mut rng, nu, -1.0, 1.0),
         };
         let vecs: Vec<f32> = [
             vec![9.0; pad as usize],

@@ -12,11 +12,8 @@ use tinygpt_gpu::ops::layernorm::{
     bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
 };
 use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::random_in;
 use tinygpt_gpu::GpuContext;
-
-fn random(rng: &mut Rng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(lo, hi)).collect()
-}
 
 fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
     pollster::block_on(ctx.read_f32(buf, len)).unwrap()
@@ -35,9 +32,9 @@ struct Case {
 fn case(rng: &mut Rng, n: u32, c: u32) -> Case {
     // An offset mean and a spread so centring and scaling both matter.
     Case {
-        x: random(rng, (n * c) as usize, -1.5, 2.5),
-        w: random(rng, c as usize, 0.5, 1.5),
-        b: random(rng, c as usize, -0.5, 0.5),
+        x: random_in(rng, (n * c) as usize, -1.5, 2.5),
+        w: random_in(rng, c as usize, 0.5, 1.5),
+        b: random_in(rng, c as usize, -0.5, 0.5),
     }
 }
 
@@ -111,12 +108,12 @@ fn backward_matches_reference_accumulating_and_overwriting() {
             let (nu, cu) = (n as usize, c as usize);
             let (mut y, mut mean, mut rstd) = (vec![0.0; nu * cu], vec![0.0; nu], vec![0.0; nu]);
             layernorm_forward(&mut y, &mut mean, &mut rstd, &x, &w, &b);
-            let dout = random(&mut rng, nu * cu, -1.0, 1.0);
+            let dout = random_in(&mut rng, nu * cu, -1.0, 1.0);
             // Starting gradients: what other branches already added.
             let (dx0, dw0, db0) = if accumulate {
-                let dx0 = random(&mut rng, nu * cu, -1.0, 1.0);
-                let dw0 = random(&mut rng, cu, -1.0, 1.0);
-                (dx0, dw0, random(&mut rng, cu, -1.0, 1.0))
+                let dx0 = random_in(&mut rng, nu * cu, -1.0, 1.0);
+                let dw0 = random_in(&mut rng, cu, -1.0, 1.0);
+                (dx0, dw0, random_in(&mut rng, cu, -1.0, 1.0))
             } else {
                 (vec![0.0; nu * cu], vec![0.0; cu], vec![0.0; cu])
             };

@@ -6,10 +6,7 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::ops::matmul::{bind_matmul, matmul_once, matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
-
-fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
-}
+use tinygpt_gpu::testing::random;
 
 fn check(desc: MatmulDesc, seed: u64) {
     let gpu = gpu_or_skip!();

@@ -13,11 +13,8 @@ use tinygpt_gpu::ops::matmul::f16w::{
 };
 use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
-
-fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
-}
 
 fn check(gpu: &TestGpu, desc: MatmulDesc, w_off: u32, seed: u64) {
     let ctx = &gpu.ctx;

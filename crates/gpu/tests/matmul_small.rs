@@ -15,11 +15,8 @@ use tinygpt_gpu::ops::matmul::{
     MATMUL_F32_CELLS, MATMUL_F32_SMALL,
 };
 use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
-
-fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
-}
 
 /// Runs `desc` on `kernel` and the 64×64 kernel with every operand 5
 /// floats into its buffer and C starting from random values; compares both

@@ -12,11 +12,8 @@ use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::{
     bind_matmul_split_k, matmul_reference, MatmulDesc, TileKernel, MATMUL_REDUCE, SPLIT_MIN_K,
 };
+use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
-
-fn random(rng: &mut Rng, n: u32) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
-}
 
 /// f32 accumulation of K products of magnitude ≤ 1: error grows ~√K·ε.
 fn atol(desc: MatmulDesc) -> f64 {

@@ -6,14 +6,11 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::ops::residual::{bind_residual_accumulate, bind_residual_forward};
 use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::random;
 use tinygpt_gpu::GpuContext;
 
 /// Any difference fails (a positive atol keeps 0/0 out of the ratio).
 const EXACT: f64 = 1e-30;
-
-fn random(rng: &mut Rng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect()
-}
 
 fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
     pollster::block_on(ctx.read_f32(buf, len)).unwrap()

@@ -13,8 +13,8 @@
 //! ([`MAX_HEAD_SIZE`]); all sums run in f32, in a fixed order, without atomics.
 
 use super::dropout::DropoutDesc;
-use crate::kernel::{bind_group, BoundKernel, Layout};
-use crate::ops::common::shape_error;
+use crate::kernel::{BoundKernel, Layout};
+use crate::ops::common::{bind_kernel, shape_error};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
@@ -266,23 +266,18 @@ pub fn bind_attention_forward(
     need(out, desc.out_len(), "out", &desc)?;
     need(lse, desc.lse_len(), "lse", &desc)?;
     let src = desc.kernel(&ATTENTION_FWD, &ATTENTION_FWD_SERIAL);
-    let pipeline = registry.get(&ctx.device, src);
     let uniform = ctx.uniform("attention_fwd_params", &desc.uniform_bytes(hs, dropout));
     // Without dropout the step counter is never read: any read-only buffer.
     let state = dropout.map_or(qkv, |(d, _)| d.state);
-    let bind_group = bind_group(
-        &ctx.device,
-        &pipeline,
-        src.key,
-        &[&uniform, qkv, out, lse, state],
-    );
-    Ok(BoundKernel {
-        key: src.key,
-        pipeline,
-        bind_group,
-        workgroups: desc.workgroups(),
-        _uniform: Some(uniform),
-    })
+    let buffers = [(1, qkv), (2, out), (3, lse), (4, state)];
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        src,
+        &uniform,
+        &buffers,
+        desc.workgroups(),
+    ))
 }
 
 /// The buffers of one attention backward.
@@ -326,57 +321,31 @@ pub fn bind_attention_backward(
     let state = dropout.map_or(bufs.qkv, |(d, _)| d.state);
 
     let dq_src = desc.kernel(&ATTENTION_BWD_DQ, &ATTENTION_BWD_DQ_SERIAL);
-    let dq_pipeline = registry.get(&ctx.device, dq_src);
     let dq_uniform = ctx.uniform("attention_bwd_dq_params", &bytes);
-    let dq_group = bind_group(
-        &ctx.device,
-        &dq_pipeline,
-        dq_src.key,
-        &[
-            &dq_uniform,
-            bufs.qkv,
-            bufs.out,
-            bufs.dout,
-            bufs.lse,
-            &delta,
-            bufs.dqkv,
-            state,
-        ],
-    );
-
+    let (qkv, dout, lse, dqkv) = (bufs.qkv, bufs.dout, bufs.lse, bufs.dqkv);
+    let dq_buffers = [
+        (1, qkv),
+        (2, bufs.out),
+        (3, dout),
+        (4, lse),
+        (5, &delta),
+        (6, dqkv),
+        (7, state),
+    ];
     let dkv_src = desc.kernel(&ATTENTION_BWD_DKV, &ATTENTION_BWD_DKV_SERIAL);
-    let dkv_pipeline = registry.get(&ctx.device, dkv_src);
     let dkv_uniform = ctx.uniform("attention_bwd_dkv_params", &bytes);
-    let dkv_group = bind_group(
-        &ctx.device,
-        &dkv_pipeline,
-        dkv_src.key,
-        &[
-            &dkv_uniform,
-            bufs.qkv,
-            bufs.dout,
-            bufs.lse,
-            &delta,
-            bufs.dqkv,
-            state,
-        ],
-    );
-
+    let dkv_buffers = [
+        (1, qkv),
+        (2, dout),
+        (3, lse),
+        (4, &delta),
+        (5, dqkv),
+        (6, state),
+    ];
+    let wg = desc.workgroups();
     Ok(vec![
-        BoundKernel {
-            key: dq_src.key,
-            pipeline: dq_pipeline,
-            bind_group: dq_group,
-            workgroups: desc.workgroups(),
-            _uniform: Some(dq_uniform),
-        },
-        BoundKernel {
-            key: dkv_src.key,
-            pipeline: dkv_pipeline,
-            bind_group: dkv_group,
-            workgroups: desc.workgroups(),
-            _uniform: Some(dkv_uniform),
-        },
+        bind_kernel(ctx, registry, dq_src, &dq_uniform, &dq_buffers, wg),
+        bind_kernel(ctx, registry, dkv_src, &dkv_uniform, &dkv_buffers, wg),
     ])
 }
 
@@ -507,19 +476,20 @@ pub fn bind_attention_decode(
     } else {
         &ATTENTION_DECODE
     };
-    let pipeline = registry.get(&ctx.device, src);
     let uniform = ctx.uniform("attention_decode_params", &desc.uniform_bytes(hs));
-    let bind_group = bind_group(
-        &ctx.device,
-        &pipeline,
-        src.key,
-        &[&uniform, position, qkv, &cache.k, &cache.v, out],
-    );
-    Ok(BoundKernel {
-        key: src.key,
-        pipeline,
-        bind_group,
-        workgroups: [desc.nh, 1, 1],
-        _uniform: Some(uniform),
-    })
+    let buffers = [
+        (1, position),
+        (2, qkv),
+        (3, &cache.k),
+        (4, &cache.v),
+        (5, out),
+    ];
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        src,
+        &uniform,
+        &buffers,
+        [desc.nh, 1, 1],
+    ))
 }

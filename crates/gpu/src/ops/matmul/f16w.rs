@@ -3,7 +3,7 @@
 //! (`shaders/pack_f16.wgsl`), plus the CPU packer used where the GPU's
 //! conversion is not round-to-nearest-even.
 
-use crate::kernel::{bind_group, BoundKernel};
+use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, grid, shape_error};
 use crate::ops::matmul::{MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
 use crate::ops::View;
@@ -412,24 +412,15 @@ pub fn bind_pack_f16<'a>(
     } else {
         &PACK_F16
     };
-    let pipeline = registry.get(&ctx.device, kernel);
     let uniform = ctx.uniform(
         "pack_f16_params",
         bytemuck::cast_slice(&[n, src.offset, words, 0u32]),
     );
-    let bind_group = bind_group(
-        &ctx.device,
-        &pipeline,
-        kernel.key,
-        &[&uniform, src.buffer, dst],
-    );
-    Ok(BoundKernel {
-        key: kernel.key,
-        pipeline,
-        bind_group,
-        workgroups: crate::ops::common::grid(ctx, words.div_ceil(PACK_THREADS)),
-        _uniform: Some(uniform),
-    })
+    let buffers = [(1, src.buffer), (2, dst)];
+    let workgroups = grid(ctx, words.div_ceil(PACK_THREADS));
+    Ok(bind_kernel(
+        ctx, registry, kernel, &uniform, &buffers, workgroups,
+    ))
 }
 
 /// One half by round-to-nearest-even (`half`), or toward zero for the
