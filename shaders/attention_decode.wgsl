@@ -17,8 +17,7 @@
 // weight exp(score − max) (its score recomputed) added into the output row
 // with its value row, and a last division by the sum. No workgroup memory
 // and no barrier, which those implementations pay for far more than for
-// the 3·P·HS multiply-adds (SwiftShader, the `small` shape at position 64:
-// 5.6 → 0.4 ms per layer).
+// the 3·P·HS multiply-adds (BENCHMARKS.md, "The decoder on CPU devices").
 
 struct Params {
     c: u32,

@@ -205,8 +205,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 // workgroup memory and no barrier. A CPU implementation runs a workgroup's
 // invocations a few SIMD lanes at a time and switches between them at
 // every barrier, so there the tiles above cost most of a training step
-// (nano at batch 1 in Chromium on SwiftShader: the 27 matmuls took 1.2 s of
-// the step's 1.9 s of GPU time). K is summed 0, 1, 2, … in f32: another
+// (BENCHMARKS.md, "Training on CPU implementations"). K is summed 0, 1, 2, … in f32: another
 // order than the tiles', so results differ from theirs in the last bits.
 // No split K (workgroup z unused).
 const CELL_GROUP: u32 = 64u;

@@ -57,8 +57,8 @@ enum Out {
 /// column, no workgroup memory, no barrier) and the attention with one
 /// invocation per head (`attention_decode.wgsl`'s `main_serial`) — on a
 /// CPU implementation of WebGPU, which pays per workgroup and per barrier,
-/// the fastest by far (BENCHMARKS.md: SwiftShader, `small` at position 64,
-/// 598 → 32 ms of GPU time per token). Its sums run in another order, so
+/// the fastest by far (BENCHMARKS.md, "The decoder on CPU devices").
+/// Its sums run in another order, so
 /// its logits differ from the others' in the last bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
