@@ -56,50 +56,48 @@ impl Runner {
             n_head: shape.n_head,
             d_model: shape.d_model,
         };
-        if let Err(e) = config.validate().and_then(|()| train.validate(&config)) {
-            return error("checking the hyper-parameters", e);
-        }
+        let source = format!(
+            "{}L/{}H/{}C on {name}",
+            config.n_layer, config.n_head, config.d_model
+        );
+        // The engine validates the configuration (once, here).
+        let s = match Session::new(config, train, data, source, self.gpu.clone()) {
+            Ok(s) => s,
+            Err(EngineError::Config(e)) => return error("checking the hyper-parameters", e),
+            Err(e) => return error("starting training", e),
+        };
         if let Some(reason) = &self.gpu_reason {
             if let Err(e) = run::check_cpu_trainable(&config, reason) {
                 return error("starting training", e);
             }
         }
-        let source = format!(
-            "{}L/{}H/{}C on {name}",
-            config.n_layer, config.n_head, config.d_model
+        log(
+            LogLevel::Info,
+            format!(
+                "[train] new run: {} parameters on the {} path",
+                config.num_params(),
+                s.backend_name()
+            ),
         );
-        match Session::new(config, train, data, source, self.gpu.clone()) {
-            Ok(s) => {
-                log(
-                    LogLevel::Info,
-                    format!(
-                        "[train] new run: {} parameters on the {} path",
-                        config.num_params(),
-                        s.backend_name()
-                    ),
-                );
-                self.session = Some(s);
-                self.plan = Run::default();
-                let (corpus_ref, corpus_bytes) = match corpus_bytes {
-                    None => (CorpusRef::Bundled, None),
-                    Some((n, b)) => (CorpusRef::Stored { name: n }, Some(b)),
-                };
-                let default_name = format!(
-                    "{}L/{}H/{}C · {} · {}",
-                    config.n_layer,
-                    config.n_head,
-                    config.d_model,
-                    match &corpus_ref {
-                        CorpusRef::Bundled => "Shakespeare".to_string(),
-                        CorpusRef::Stored { name } => name.clone(),
-                    },
-                    js::clock_label()
-                );
-                self.new_run(run_name.unwrap_or(default_name), corpus_ref, corpus_bytes);
-                self.begin(train.steps).await;
-            }
-            Err(e) => error("starting training", e),
-        }
+        self.session = Some(s);
+        self.plan = Run::default();
+        let (corpus_ref, corpus_bytes) = match corpus_bytes {
+            None => (CorpusRef::Bundled, None),
+            Some((n, b)) => (CorpusRef::Stored { name: n }, Some(b)),
+        };
+        let corpus_label = match &corpus_ref {
+            CorpusRef::Bundled => "Shakespeare".to_string(),
+            CorpusRef::Stored { name } => name.clone(),
+        };
+        let default_name = format!(
+            "{}L/{}H/{}C · {corpus_label} · {}",
+            config.n_layer,
+            config.n_head,
+            config.d_model,
+            js::clock_label()
+        );
+        self.new_run(run_name.unwrap_or(default_name), corpus_ref, corpus_bytes);
+        self.begin(train.steps).await;
     }
 
     /// Trains the current model `steps` more. A loaded model with no corpus
