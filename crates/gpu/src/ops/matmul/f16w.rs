@@ -5,7 +5,7 @@
 
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, grid, shape_error};
-use crate::ops::matmul::{MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
+use crate::ops::matmul::{check_operands, MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
@@ -162,8 +162,7 @@ const PACK_F16_TRUNC: KernelSource = KernelSource {
     ..PACK_F16
 };
 
-const HAS_BIAS: u32 = 4;
-const ACCUMULATE: u32 = 8;
+/// matmul_f16w.wgsl's own flag bit: W's rows start on whole words.
 const W_ALIGNED: u32 = 16;
 const PACK_THREADS: u32 = 256;
 
@@ -287,17 +286,13 @@ fn bind<'a>(
 ) -> Result<BoundKernel, GpuError> {
     let (a, c) = (a.into(), c.into());
     let (w_packed, w_off) = (w.buffer, w.offset);
-    if desc.trans_a || !desc.trans_b || desc.bias != bias.is_some() {
+    if desc.trans_a || !desc.trans_b {
         return Err(shape_error(
             "matmul_f16w",
-            format!(
-                "only the linear forward layout is supported, got {desc:?} with bias {}",
-                bias.is_some()
-            ),
+            format!("only the linear forward layout is supported, got {desc:?}"),
         ));
     }
-    a.need("matmul_f16w", "A", desc.m as u64 * desc.k as u64)?;
-    c.need("matmul_f16w", "C", desc.m as u64 * desc.n as u64)?;
+    check_operands("matmul_f16w", &desc, a, (None, w_packed), bias, c)?;
     let halves = w_off as u64 + desc.n as u64 * desc.k as u64;
     if w_packed.size() < halves.div_ceil(2) * 4 {
         return Err(shape_error(
@@ -307,20 +302,6 @@ fn bind<'a>(
                 w_packed.size(),
                 halves.div_ceil(2) * 4
             ),
-        ));
-    }
-    if let Some(bias) = &bias {
-        bias.need("matmul_f16w", "bias", desc.n as u64)?;
-    }
-    if [Some(a), bias]
-        .iter()
-        .flatten()
-        .any(|r| r.buffer == c.buffer)
-        || w_packed == c.buffer
-    {
-        return Err(shape_error(
-            "matmul_f16w",
-            "C (written) shares a buffer with an operand".into(),
         ));
     }
     fusion.check_layout("matmul_f16w")?;
@@ -340,24 +321,9 @@ fn bind<'a>(
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
     let aligned = w_off.is_multiple_of(2) && desc.k.is_multiple_of(2);
-    let flags = if desc.bias { HAS_BIAS } else { 0 }
-        | if desc.accumulate { ACCUMULATE } else { 0 }
-        | if aligned { W_ALIGNED } else { 0 }
-        | fusion.flags();
-    let words = [
-        desc.m,
-        desc.k,
-        desc.n,
-        flags,
-        a.offset,
-        w_off,
-        bias.offset,
-        c.offset,
-        ln_w,
-        ln_b,
-        0,
-        0,
-    ];
+    let more_flags = if aligned { W_ALIGNED } else { 0 } | fusion.flags();
+    let offsets = [a.offset, w_off, bias.offset, c.offset];
+    let words = desc.uniform_words(offsets, [ln_w, ln_b], more_flags);
     let uniform = ctx.uniform("matmul_f16w_params", bytemuck::cast_slice(&words));
     // Each entry point binds exactly what it reads: the aligned GEMV reads
     // W and A as vectors, and A as f32 only for a LayerNorm.

@@ -129,25 +129,13 @@ pub fn bind_gemv<'a>(
             format!("a GEMV needs M = 1 and trans_b, got {desc:?}"),
         ));
     }
-    check_operands(&desc, a, b, bias, c)?;
+    check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
     fusion.check_layout("gemv")?;
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("gemv", desc.k, a.buffer, c.buffer)?;
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
-    let words = [
-        desc.m,
-        desc.k,
-        desc.n,
-        desc.flags() | fusion.flags(),
-        a.offset,
-        b.offset,
-        bias.offset,
-        c.offset,
-        ln_w,
-        ln_b,
-        0,
-        0,
-    ];
+    let offsets = [a.offset, b.offset, bias.offset, c.offset];
+    let words = desc.uniform_words(offsets, [ln_w, ln_b], fusion.flags());
     let uniform = ctx.uniform("gemv_params", bytemuck::cast_slice(&words));
     let mut buffers = vec![
         (1, a.buffer),

@@ -186,6 +186,8 @@ impl MatmulDesc {
         }
     }
 
+    /// Flag bits every matmul kernel reads: 0 trans_a, 1 trans_b, 2 bias,
+    /// 3 accumulate (kernels add their own from bit 4 on).
     fn flags(&self) -> u32 {
         (self.trans_a as u32)
             | (self.trans_b as u32) << 1
@@ -193,12 +195,24 @@ impl MatmulDesc {
             | (self.accumulate as u32) << 3
     }
 
-    /// The uniform: shape, flags, operand offsets, K per workgroup z and
-    /// the slice count of `reduce_slices`.
-    fn uniform_bytes(&self, offsets: [u32; 4], k_chunk: u32, slices: u32) -> [u8; 48] {
+    /// The 12-word uniform of every matmul kernel (the `Params` struct of
+    /// matmul*.wgsl, gemv.wgsl and matmul_f16w.wgsl): shape, flags (with
+    /// the kernel's `more_flags`), the operand offsets `[a, b, bias, c]` and
+    /// two kernel words (K per workgroup z and the slice count for the
+    /// tiles, the LayerNorm parameters' offsets for a GEMV).
+    pub(crate) fn uniform_words(
+        &self,
+        offsets: [u32; 4],
+        tail: [u32; 2],
+        more_flags: u32,
+    ) -> [u32; 12] {
         let [a, b, bias, c] = offsets;
-        let (m, k, n, flags) = (self.m, self.k, self.n, self.flags());
-        bytemuck::cast([m, k, n, flags, a, b, bias, c, k_chunk, slices, 0, 0])
+        let (m, k, n, flags) = (self.m, self.k, self.n, self.flags() | more_flags);
+        [m, k, n, flags, a, b, bias, c, tail[0], tail[1], 0, 0]
+    }
+
+    fn uniform_bytes(&self, offsets: [u32; 4], k_chunk: u32, slices: u32) -> [u8; 48] {
+        bytemuck::cast(self.uniform_words(offsets, [k_chunk, slices], 0))
     }
 
     /// Whether [`bind_matmul`] runs the 128×128-tile kernel: an output
@@ -243,17 +257,20 @@ impl MatmulDesc {
 }
 
 /// Refuses operands that are too small, a bias that `desc` does not expect
-/// (or the reverse), and C sharing a buffer with a read operand.
+/// (or the reverse), and C sharing a buffer with a read operand. `b` is
+/// `None` where B is not f32 elements (the f16-storage kernels' packed
+/// halves): the caller checks its size and `b_buffer` stands in for it.
 pub(crate) fn check_operands(
+    op: &'static str,
     desc: &MatmulDesc,
     a: View<'_>,
-    b: View<'_>,
+    (b, b_buffer): (Option<View<'_>>, &wgpu::Buffer),
     bias: Option<View<'_>>,
     c: View<'_>,
 ) -> Result<(), GpuError> {
     if desc.bias != bias.is_some() {
         return Err(shape_error(
-            "matmul",
+            op,
             format!(
                 "desc.bias is {} but a bias buffer was {}given",
                 desc.bias,
@@ -261,16 +278,23 @@ pub(crate) fn check_operands(
             ),
         ));
     }
-    a.need("matmul", "A", desc.m as u64 * desc.k as u64)?;
-    b.need("matmul", "B", desc.k as u64 * desc.n as u64)?;
-    c.need("matmul", "C", desc.m as u64 * desc.n as u64)?;
-    if let Some(bias) = &bias {
-        bias.need("matmul", "bias", desc.n as u64)?;
+    a.need(op, "A", desc.m as u64 * desc.k as u64)?;
+    if let Some(b) = b {
+        b.need(op, "B", desc.k as u64 * desc.n as u64)?;
     }
-    for (name, read) in [("A", Some(a)), ("B", Some(b)), ("bias", bias)] {
-        if read.is_some_and(|r| r.buffer == c.buffer) {
+    c.need(op, "C", desc.m as u64 * desc.n as u64)?;
+    if let Some(bias) = &bias {
+        bias.need(op, "bias", desc.n as u64)?;
+    }
+    let reads = [
+        ("A", Some(a.buffer)),
+        ("B", Some(b_buffer)),
+        ("bias", bias.map(|v| v.buffer)),
+    ];
+    for (name, read) in reads {
+        if read == Some(c.buffer) {
             return Err(shape_error(
-                "matmul",
+                op,
                 format!("C (written) and {name} (read) share a buffer"),
             ));
         }
@@ -333,7 +357,7 @@ fn bind_with<'a>(
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
-    check_operands(&desc, a, b, bias, c)?;
+    check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
@@ -377,7 +401,7 @@ pub fn bind_matmul_split_k<'a>(
     let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
         return Ok(bind_matmul(ctx, registry, desc, a, b, bias, c)?.into());
     };
-    check_operands(&desc, a, b, bias, c)?;
+    check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
     if [a.buffer, b.buffer, c.buffer]
         .into_iter()
         .chain(bias.map(|v| v.buffer))
