@@ -12,39 +12,12 @@
 // over B·T rows): workgroup z sums only K range [z·k_chunk, (z+1)·k_chunk)
 // and writes its partial C, without bias or accumulation, to slice z of a
 // scratch buffer bound as C; `reduce_slices` then adds the slices in order.
-
-struct Params {
-    m: u32,
-    k: u32,
-    n: u32,
-    // bit 0: TRANS_A, bit 1: TRANS_B, bit 2: add bias, bit 3: accumulate into C
-    flags: u32,
-    // Element offsets of each operand in its buffer (parameters and their
-    // gradients are views into one flat buffer each).
-    a_off: u32,
-    b_off: u32,
-    bias_off: u32,
-    c_off: u32,
-    // K per workgroup z (a multiple of 16; ≥ K without split)
-    k_chunk: u32,
-    // reduce_slices: partial products to add
-    slices: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> c: array<f32>;
+//
+// Params, bindings, flags, operand loaders and the row store:
+// matmul_common.wgsl, appended.
 
 const TILE: u32 = 64u;
 const KT: u32 = 16u;
-const TRANS_A: u32 = 1u;
-const TRANS_B: u32 = 2u;
-const HAS_BIAS: u32 = 4u;
-const ACCUMULATE: u32 = 8u;
 
 // a_tile[kk * TS + i4] = op(A)[row0 + 4·i4 + (0..4), k0 + kk], as a vec4 so
 // that one 16-byte read feeds four rows; b_tile[kk * TS + j4] likewise holds
@@ -54,26 +27,6 @@ const TS: u32 = 17u;
 var<workgroup> a_tile: array<vec4<f32>, 272>;
 var<workgroup> b_tile: array<vec4<f32>, 272>;
 
-fn op_a(row: u32, kk: u32) -> f32 {
-    if (row >= p.m || kk >= p.k) {
-        return 0.0;
-    }
-    if ((p.flags & TRANS_A) != 0u) {
-        return a[p.a_off + kk * p.m + row];
-    }
-    return a[p.a_off + row * p.k + kk];
-}
-
-fn op_b(kk: u32, col: u32) -> f32 {
-    if (kk >= p.k || col >= p.n) {
-        return 0.0;
-    }
-    if ((p.flags & TRANS_B) != 0u) {
-        return b[p.b_off + col * p.k + kk];
-    }
-    return b[p.b_off + kk * p.n + col];
-}
-
 // op(A)[row + (0..4), kk] and op(B)[kk, col + (0..4)], zero outside.
 fn a4(row: u32, kk: u32) -> vec4<f32> {
     return vec4<f32>(op_a(row, kk), op_a(row + 1u, kk), op_a(row + 2u, kk), op_a(row + 3u, kk));
@@ -81,29 +34,6 @@ fn a4(row: u32, kk: u32) -> vec4<f32> {
 
 fn b4(kk: u32, col: u32) -> vec4<f32> {
     return vec4<f32>(op_b(kk, col), op_b(kk, col + 1u), op_b(kk, col + 2u), op_b(kk, col + 3u));
-}
-
-// Writes one row of a thread's 4×4 block (accumulators are vectors, never
-// dynamically indexed private arrays, which drivers spill to memory).
-fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {
-    if (row >= p.m) {
-        return;
-    }
-    for (var j = 0u; j < 4u; j++) {
-        let col = col0 + j;
-        if (col >= p.n) {
-            return;
-        }
-        var v = acc[j];
-        if ((p.flags & HAS_BIAS) != 0u) {
-            v += bias[p.bias_off + col];
-        }
-        let o = c_base + row * p.n + col;
-        if ((p.flags & ACCUMULATE) != 0u) {
-            v += c[o];
-        }
-        c[o] = v;
-    }
 }
 
 @compute @workgroup_size(16, 16)

@@ -1,6 +1,6 @@
 // Tiled f32 matmul for large outputs: C (M, N) = op(A) · op(B) [+ bias (N)]
-// [+ C], in the layouts and with the Params of matmul.wgsl (which serves
-// small outputs and split K; see there for the layouts).
+// [+ C], in the layouts of matmul.wgsl (which serves small outputs and
+// split K; see there for the layouts), with matmul_common.wgsl appended.
 //
 // One workgroup computes a 128×128 tile of C; each of its 16×16 threads owns
 // an 8×8 block: rows 4·ty + (0..4) and 64 + 4·ty + (0..4), columns likewise
@@ -11,34 +11,8 @@
 // accumulators are 16 vec4 registers indexed only by constants; every sum
 // is f32.
 
-struct Params {
-    m: u32,
-    k: u32,
-    n: u32,
-    // bit 0: TRANS_A, bit 1: TRANS_B, bit 2: add bias, bit 3: accumulate into C
-    flags: u32,
-    a_off: u32,
-    b_off: u32,
-    bias_off: u32,
-    c_off: u32,
-    k_chunk: u32,
-    slices: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> c: array<f32>;
-
 const TILE: u32 = 128u;
 const KT: u32 = 8u;
-const TRANS_A: u32 = 1u;
-const TRANS_B: u32 = 2u;
-const HAS_BIAS: u32 = 4u;
-const ACCUMULATE: u32 = 8u;
 
 // a_tile[kk * TS + i4] = op(A)[row0 + 4·i4 + (0..4), k0 + kk]; b_tile[kk *
 // TS + j4] = op(B)[k0 + kk, col0 + 4·j4 + (0..4)]. The stride of 33 vec4
@@ -47,26 +21,6 @@ const ACCUMULATE: u32 = 8u;
 const TS: u32 = 33u;
 var<workgroup> a_tile: array<vec4<f32>, 264>;
 var<workgroup> b_tile: array<vec4<f32>, 264>;
-
-fn op_a(row: u32, kk: u32) -> f32 {
-    if (row >= p.m || kk >= p.k) {
-        return 0.0;
-    }
-    if ((p.flags & TRANS_A) != 0u) {
-        return a[p.a_off + kk * p.m + row];
-    }
-    return a[p.a_off + row * p.k + kk];
-}
-
-fn op_b(kk: u32, col: u32) -> f32 {
-    if (kk >= p.k || col >= p.n) {
-        return 0.0;
-    }
-    if ((p.flags & TRANS_B) != 0u) {
-        return b[p.b_off + col * p.k + kk];
-    }
-    return b[p.b_off + kk * p.n + col];
-}
 
 // The vec4 of each tile that thread `tid` fills for the K step at k0, in an
 // order that follows the memory order of the source so that neighbouring
@@ -105,29 +59,6 @@ fn b_slot(tid: u32) -> u32 {
         return (tid % KT) * TS + tid / KT;
     }
     return (tid / 32u) * TS + tid % 32u;
-}
-
-// Writes one row of four of a thread's columns (bias, then C when
-// accumulating, added in matmul.wgsl's order).
-fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {
-    if (row >= p.m) {
-        return;
-    }
-    for (var j = 0u; j < 4u; j++) {
-        let col = col0 + j;
-        if (col >= p.n) {
-            return;
-        }
-        var v = acc[j];
-        if ((p.flags & HAS_BIAS) != 0u) {
-            v += bias[p.bias_off + col];
-        }
-        let o = c_base + row * p.n + col;
-        if ((p.flags & ACCUMULATE) != 0u) {
-            v += c[o];
-        }
-        c[o] = v;
-    }
 }
 
 @compute @workgroup_size(16, 16)

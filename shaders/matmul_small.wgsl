@@ -1,6 +1,7 @@
 // Tiled f32 matmul for small outputs: C (M, N) = op(A) · op(B) [+ bias (N)]
-// [+ C], in the layouts and with the Params of matmul.wgsl (see there for
-// the layouts and for split K, which this kernel runs the same way).
+// [+ C], in the layouts of matmul.wgsl (see there for the layouts and for
+// split K, which this kernel runs the same way), with matmul_common.wgsl
+// appended.
 //
 // An output of few 64×64 tiles leaves most of a large GPU idle, and each of
 // its workgroups then walks all of K one step at a time with nothing to
@@ -16,37 +17,10 @@
 // 64-wide K step, or operands loaded two or three steps ahead, were no
 // faster.)
 
-struct Params {
-    m: u32,
-    k: u32,
-    n: u32,
-    // bit 0: TRANS_A, bit 1: TRANS_B, bit 2: add bias, bit 3: accumulate into C
-    flags: u32,
-    a_off: u32,
-    b_off: u32,
-    bias_off: u32,
-    c_off: u32,
-    // K per workgroup z (a multiple of 32; ≥ K without split)
-    k_chunk: u32,
-    slices: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> c: array<f32>;
-
 const TILE: u32 = 32u;
 const KT: u32 = 32u;
 // K per group and step.
 const KG: u32 = 8u;
-const TRANS_A: u32 = 1u;
-const TRANS_B: u32 = 2u;
-const HAS_BIAS: u32 = 4u;
-const ACCUMULATE: u32 = 8u;
 
 // The A tile at [0, 256), the B tile at [256, 512): row kk of a tile holds
 // the 8 vec4 op(A)[row0 + 4·i4 + (0..4), k0 + kk] (or op(B)[k0 + kk, col0 +
@@ -60,9 +34,10 @@ fn slot(kk: u32, i4: u32) -> u32 {
     return kk * 8u + (i4 ^ (kk & 7u));
 }
 
-// op(A)[row, kk] and op(B)[kk, col], zero outside (an index select, not a
-// branch, so that a thread's loads are all in flight at once).
-fn op_a(row: u32, kk: u32) -> f32 {
+// op(A)[row, kk] and op(B)[kk, col], zero outside, as matmul_common.wgsl's
+// op_a/op_b but with an index select, not a branch, so that a thread's
+// loads are all in flight at once.
+fn op_a_masked(row: u32, kk: u32) -> f32 {
     let inside = (row < p.m) & (kk < p.k);
     var i = p.a_off + row * p.k + kk;
     if ((p.flags & TRANS_A) != 0u) {
@@ -71,7 +46,7 @@ fn op_a(row: u32, kk: u32) -> f32 {
     return select(0.0, a[select(p.a_off, i, inside)], inside);
 }
 
-fn op_b(kk: u32, col: u32) -> f32 {
+fn op_b_masked(kk: u32, col: u32) -> f32 {
     let inside = (kk < p.k) & (col < p.n);
     var i = p.b_off + kk * p.n + col;
     if ((p.flags & TRANS_B) != 0u) {
@@ -114,36 +89,13 @@ fn b_j4(v: u32) -> u32 {
 fn a_part(v: u32, row0: u32, k0: u32) -> vec4<f32> {
     let kk = k0 + a_kk(v);
     let row = row0 + 4u * a_i4(v);
-    return vec4<f32>(op_a(row, kk), op_a(row + 1u, kk), op_a(row + 2u, kk), op_a(row + 3u, kk));
+    return vec4<f32>(op_a_masked(row, kk), op_a_masked(row + 1u, kk), op_a_masked(row + 2u, kk), op_a_masked(row + 3u, kk));
 }
 
 fn b_part(v: u32, col0: u32, k0: u32) -> vec4<f32> {
     let kk = k0 + b_kk(v);
     let col = col0 + 4u * b_j4(v);
-    return vec4<f32>(op_b(kk, col), op_b(kk, col + 1u), op_b(kk, col + 2u), op_b(kk, col + 3u));
-}
-
-// Writes one row of four columns (bias, then C when accumulating, added in
-// matmul.wgsl's order).
-fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {
-    if (row >= p.m) {
-        return;
-    }
-    for (var j = 0u; j < 4u; j++) {
-        let col = col0 + j;
-        if (col >= p.n) {
-            return;
-        }
-        var v = acc[j];
-        if ((p.flags & HAS_BIAS) != 0u) {
-            v += bias[p.bias_off + col];
-        }
-        let o = c_base + row * p.n + col;
-        if ((p.flags & ACCUMULATE) != 0u) {
-            v += c[o];
-        }
-        c[o] = v;
-    }
+    return vec4<f32>(op_b_masked(kk, col), op_b_masked(kk, col + 1u), op_b_masked(kk, col + 2u), op_b_masked(kk, col + 3u));
 }
 
 @compute @workgroup_size(8, 8, 4)
@@ -225,11 +177,11 @@ fn main_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
     for (var kk = 0u; kk < p.k; kk++) {
-        let bv = vec4<f32>(op_b(kk, col0), op_b(kk, col0 + 1u), op_b(kk, col0 + 2u), op_b(kk, col0 + 3u));
-        acc0 = fma(vec4<f32>(op_a(row0, kk)), bv, acc0);
-        acc1 = fma(vec4<f32>(op_a(row0 + 1u, kk)), bv, acc1);
-        acc2 = fma(vec4<f32>(op_a(row0 + 2u, kk)), bv, acc2);
-        acc3 = fma(vec4<f32>(op_a(row0 + 3u, kk)), bv, acc3);
+        let bv = vec4<f32>(op_b_masked(kk, col0), op_b_masked(kk, col0 + 1u), op_b_masked(kk, col0 + 2u), op_b_masked(kk, col0 + 3u));
+        acc0 = fma(vec4<f32>(op_a_masked(row0, kk)), bv, acc0);
+        acc1 = fma(vec4<f32>(op_a_masked(row0 + 1u, kk)), bv, acc1);
+        acc2 = fma(vec4<f32>(op_a_masked(row0 + 2u, kk)), bv, acc2);
+        acc3 = fma(vec4<f32>(op_a_masked(row0 + 3u, kk)), bv, acc3);
     }
     store_row(p.c_off, row0, col0, acc0);
     store_row(p.c_off, row0 + 1u, col0, acc1);

@@ -16,16 +16,29 @@ use crate::ops::{BoundOp, View};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
+/// Each f32 matmul kernel with what they share appended.
+macro_rules! with_common {
+    ($file:literal) => {
+        concat!(
+            include_str!(concat!("../../../../../shaders/", $file)),
+            include_str!("../../../../../shaders/matmul_common.wgsl")
+        )
+    };
+}
+const MATMUL_WGSL: &str = with_common!("matmul.wgsl");
+const MATMUL_SMALL_WGSL: &str = with_common!("matmul_small.wgsl");
+const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
+
 pub const MATMUL_F32: KernelSource = KernelSource {
     key: "matmul_f32_64x64_k16",
-    wgsl: include_str!("../../../../../shaders/matmul.wgsl"),
+    wgsl: MATMUL_WGSL,
     entry: "main",
     constants: &[],
 };
 
 pub const MATMUL_F32_SMALL: KernelSource = KernelSource {
     key: "matmul_f32_32x32_k4x8",
-    wgsl: include_str!("../../../../../shaders/matmul_small.wgsl"),
+    wgsl: MATMUL_SMALL_WGSL,
     entry: "main",
     constants: &[],
 };
@@ -33,21 +46,21 @@ pub const MATMUL_F32_SMALL: KernelSource = KernelSource {
 /// The cell layout of matmul_small.wgsl ([`TileKernel::Cells`]).
 pub const MATMUL_F32_CELLS: KernelSource = KernelSource {
     key: "matmul_f32_cells",
-    wgsl: include_str!("../../../../../shaders/matmul_small.wgsl"),
+    wgsl: MATMUL_SMALL_WGSL,
     entry: "main_cells",
     constants: &[],
 };
 
 pub const MATMUL_F32_128: KernelSource = KernelSource {
     key: "matmul_f32_128x128_k8",
-    wgsl: include_str!("../../../../../shaders/matmul_128.wgsl"),
+    wgsl: MATMUL_128_WGSL,
     entry: "main",
     constants: &[],
 };
 
 pub const MATMUL_REDUCE: KernelSource = KernelSource {
     key: "matmul_split_k_reduce",
-    wgsl: include_str!("../../../../../shaders/matmul.wgsl"),
+    wgsl: MATMUL_WGSL,
     entry: "reduce_slices",
     constants: &[],
 };
