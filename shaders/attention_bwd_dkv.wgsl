@@ -62,62 +62,16 @@ var<workgroup> dy_sh: array<vec4<f32>, 256>;
 var<workgroup> lse_sh: array<f32, 32>;
 var<workgroup> d_sh: array<f32, 32>;
 
+// Appended to this source: attention_common.wgsl (qkv4), dropout_mask.wgsl
+// and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
+// attention_serial.wgsl and attention_bwd_common.wgsl (dout4, store4).
+
 fn sw(j: u32, d4: u32) -> u32 {
     return j * 8u + (d4 ^ ((j >> 2u) & 7u));
 }
 
 fn pw(r: u32, j4: u32) -> u32 {
     return r * 8u + (j4 ^ (r & 7u));
-}
-
-// mix32, drop_key, drop1 and drop4: dropout_mask.wgsl and attention_dropout.wgsl,
-// appended to this source.
-
-fn qkv_at(i: u32, ok: bool) -> f32 {
-    if (ok) {
-        return qkv[i];
-    }
-    return 0.0;
-}
-
-fn qkv4(base: u32, d: u32, live: bool) -> vec4<f32> {
-    return vec4<f32>(
-        qkv_at(base + d, live && d < p.hs),
-        qkv_at(base + d + 1u, live && d + 1u < p.hs),
-        qkv_at(base + d + 2u, live && d + 2u < p.hs),
-        qkv_at(base + d + 3u, live && d + 3u < p.hs),
-    );
-}
-
-fn dout_at(i: u32, ok: bool) -> f32 {
-    if (ok) {
-        return dout[i];
-    }
-    return 0.0;
-}
-
-fn dout4(base: u32, d: u32, live: bool) -> vec4<f32> {
-    return vec4<f32>(
-        dout_at(base + d, live && d < p.hs),
-        dout_at(base + d + 1u, live && d + 1u < p.hs),
-        dout_at(base + d + 2u, live && d + 2u < p.hs),
-        dout_at(base + d + 3u, live && d + 3u < p.hs),
-    );
-}
-
-fn store4(base: u32, d: u32, v: vec4<f32>) {
-    if (d < p.hs) {
-        dqkv[base + d] = v.x;
-    }
-    if (d + 1u < p.hs) {
-        dqkv[base + d + 1u] = v.y;
-    }
-    if (d + 2u < p.hs) {
-        dqkv[base + d + 2u] = v.z;
-    }
-    if (d + 3u < p.hs) {
-        dqkv[base + d + 3u] = v.w;
-    }
 }
 
 // Loads dims [32c, 32c + 32) of query rows t0 + j (j < 32) of q and dout.

@@ -68,6 +68,10 @@ var<workgroup> red_l: array<f32, 128>;
 // Row j of a 32-row tile, XOR-swizzled so that both the 8 threads reading
 // rows 4kq + i (scoring) and the 8 reading dims d4 of one row hit distinct
 // banks.
+// Appended to this source: attention_common.wgsl (qkv4), dropout_mask.wgsl
+// and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
+// attention_serial.wgsl.
+
 fn sw(j: u32, d4: u32) -> u32 {
     return j * 8u + (d4 ^ ((j >> 2u) & 7u));
 }
@@ -75,27 +79,6 @@ fn sw(j: u32, d4: u32) -> u32 {
 // Swizzled row r of a 16-row tile of key weights.
 fn pw(r: u32, j4: u32) -> u32 {
     return r * 8u + (j4 ^ (r & 7u));
-}
-
-// mix32, drop_key, drop1 and drop4: dropout_mask.wgsl and attention_dropout.wgsl,
-// appended to this source.
-
-fn at(i: u32, ok: bool) -> f32 {
-    if (ok) {
-        return qkv[i];
-    }
-    return 0.0;
-}
-
-// Dims [d, d + 4) of the head row starting at `base`; zero past HS or for a
-// row outside the sequence.
-fn head4(base: u32, d: u32, live: bool) -> vec4<f32> {
-    return vec4<f32>(
-        at(base + d, live && d < p.hs),
-        at(base + d + 1u, live && d + 1u < p.hs),
-        at(base + d + 2u, live && d + 2u < p.hs),
-        at(base + d + 3u, live && d + 3u < p.hs),
-    );
 }
 
 fn store4(base: u32, d: u32, v: vec4<f32>) {
@@ -141,16 +124,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         var sc = vec4<f32>(0.0);
         for (var c = 0u; c < p.nch; c++) {
             let d = c * 32u + kq * 4u;
-            q_sh[r * 8u + kq] = head4(q_base, d, live) * p.scale;
+            q_sh[r * 8u + kq] = qkv4(q_base, d, live) * p.scale;
             let last = c + 1u == p.nch;
             for (var i = 0u; i < 2u; i++) {
                 let j = r + 16u * i;
                 let s = s0 + j;
                 let k_base = (seq + s) * stride + p.c + head;
-                k_sh[sw(j, kq)] = head4(k_base, d, s < p.t);
+                k_sh[sw(j, kq)] = qkv4(k_base, d, s < p.t);
                 // The last chunk's values come now, ready for the weighting.
                 if (last) {
-                    v_sh[sw(j, kq)] = head4(k_base + p.c, d, s < p.t);
+                    v_sh[sw(j, kq)] = qkv4(k_base + p.c, d, s < p.t);
                 }
             }
             workgroupBarrier();
@@ -202,7 +185,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
                     let j = r + 16u * i;
                     let s = s0 + j;
                     let v_base = (seq + s) * stride + 2u * p.c + head;
-                    v_sh[sw(j, kq)] = head4(v_base, c * 32u + kq * 4u, s < p.t);
+                    v_sh[sw(j, kq)] = qkv4(v_base, c * 32u + kq * 4u, s < p.t);
                 }
                 workgroupBarrier();
             }

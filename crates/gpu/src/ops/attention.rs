@@ -19,38 +19,51 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
 
-/// A training kernel's source with the dropout-mask functions appended
-/// (`dropout_mask.wgsl`, `attention_dropout.wgsl`): the masks' bits live in
-/// one place for every kernel that drops; and the serial entry points'
-/// shared row and index helpers (`attention_serial.wgsl`).
-macro_rules! with_dropout {
-    ($path:literal) => {
+/// A training kernel's source with what the three share appended: the
+/// guarded head loads (`attention_common.wgsl`), the dropout-mask functions
+/// (`dropout_mask.wgsl`, `attention_dropout.wgsl`: the masks' bits live in
+/// one place for every kernel that drops) and the serial entry points' row
+/// and index helpers (`attention_serial.wgsl`); `$more` after them.
+macro_rules! training_kernel {
+    ($path:literal $(, $more:literal)?) => {
         concat!(
             include_str!($path),
+            include_str!("../../../../shaders/attention_common.wgsl"),
             include_str!("../../../../shaders/dropout_mask.wgsl"),
             include_str!("../../../../shaders/attention_dropout.wgsl"),
             include_str!("../../../../shaders/attention_serial.wgsl")
+            $(, include_str!($more))?
         )
     };
 }
+/// The backward kernels also share `attention_bwd_common.wgsl`.
+const BWD_DQ_WGSL: &str = training_kernel!(
+    "../../../../shaders/attention_bwd_dq.wgsl",
+    "../../../../shaders/attention_bwd_common.wgsl"
+);
+const BWD_DKV_WGSL: &str = training_kernel!(
+    "../../../../shaders/attention_bwd_dkv.wgsl",
+    "../../../../shaders/attention_bwd_common.wgsl"
+);
+const FWD_WGSL: &str = training_kernel!("../../../../shaders/attention_fwd.wgsl");
 
 pub const ATTENTION_FWD: KernelSource = KernelSource {
     key: "attention_fwd_flash",
-    wgsl: with_dropout!("../../../../shaders/attention_fwd.wgsl"),
+    wgsl: FWD_WGSL,
     entry: "main",
     constants: &[],
 };
 
 pub const ATTENTION_BWD_DQ: KernelSource = KernelSource {
     key: "attention_bwd_dq",
-    wgsl: with_dropout!("../../../../shaders/attention_bwd_dq.wgsl"),
+    wgsl: BWD_DQ_WGSL,
     entry: "main",
     constants: &[],
 };
 
 pub const ATTENTION_BWD_DKV: KernelSource = KernelSource {
     key: "attention_bwd_dkv",
-    wgsl: with_dropout!("../../../../shaders/attention_bwd_dkv.wgsl"),
+    wgsl: BWD_DKV_WGSL,
     entry: "main",
     constants: &[],
 };
