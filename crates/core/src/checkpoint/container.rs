@@ -1,16 +1,27 @@
-//! The safetensors container, read defensively: every length is checked
-//! against the bytes actually present before anything is allocated, so a
-//! damaged or hostile file costs at most its own size in memory.
+//! The safetensors container, read defensively in two passes over the same
+//! bytes:
+//!
+//! 1. the project's own pre-checks ([`scan`]): framing, header shape,
+//!    repeated names, dtypes, offsets, byte lengths and tiling, each refused
+//!    with a specific [`CheckpointError`] that names the tensor or the bytes
+//!    at fault, and with lengths checked against the bytes present before
+//!    anything is allocated (the header is at most [`MAX_HEADER_LEN`]);
+//! 2. the `safetensors` crate's parser ([`SafeTensors::read_metadata`]), whose
+//!    result is what the loader uses: the `__metadata__` map
+//!    ([`Metadata::metadata`]) and the tensor entries ([`Metadata::tensors`]),
+//!    with the offsets it has validated. An error from it is mapped onto a
+//!    [`CheckpointError`] by [`from_crate`].
 //!
 //! Layout: `u64` little-endian header length `N`, `N` bytes of UTF-8 JSON
 //! (`{"__metadata__": {str: str}, name: {dtype, shape, data_offsets}}`),
 //! then the data region, which the tensors' `data_offsets` must tile exactly.
 
-use std::collections::BTreeMap;
-use std::fmt;
+mod scan;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use safetensors::tensor::{Metadata, TensorInfo};
+use safetensors::{SafeTensorError, SafeTensors};
 
 use super::error::CheckpointError;
 use super::MAX_HEADER_LEN;
@@ -31,6 +42,15 @@ impl Dtype {
         }
     }
 
+    /// The crate's dtype, if this format stores it.
+    fn from_crate(dtype: safetensors::Dtype) -> Option<Dtype> {
+        match dtype {
+            safetensors::Dtype::F32 => Some(Dtype::F32),
+            safetensors::Dtype::F16 => Some(Dtype::F16),
+            _ => None,
+        }
+    }
+
     pub(super) fn name(self) -> &'static str {
         match self {
             Dtype::F32 => "F32",
@@ -46,15 +66,6 @@ impl Dtype {
     }
 }
 
-/// One tensor entry of the header, as written in the file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawInfo {
-    dtype: String,
-    shape: Vec<u64>,
-    data_offsets: [u64; 2],
-}
-
 /// A tensor entry whose dtype is supported and whose bytes lie inside the
 /// data region and match its declared shape.
 #[derive(Debug)]
@@ -65,210 +76,107 @@ pub(super) struct Entry<'a> {
     pub bytes: &'a [u8],
 }
 
-/// The parsed header: metadata and tensors in file order.
-#[derive(Debug, Default)]
-struct Header {
-    metadata: BTreeMap<String, String>,
-    tensors: Vec<(String, RawInfo)>,
-}
-
-impl<'de> Deserialize<'de> for Header {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(HeaderVisitor)
-    }
-}
-
-struct HeaderVisitor;
-
-impl<'de> Visitor<'de> for HeaderVisitor {
-    type Value = Header;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object of tensors and __metadata__")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Header, A::Error> {
-        let mut header = Header::default();
-        let mut seen_metadata = false;
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "__metadata__" {
-                if seen_metadata {
-                    return Err(de::Error::custom("__metadata__ appears twice"));
-                }
-                seen_metadata = true;
-                header.metadata = map.next_value::<UniqueStrings>()?.0;
-            } else {
-                let info = map
-                    .next_value::<RawInfo>()
-                    .map_err(|e| de::Error::custom(format_args!("tensor {key:?}: {e}")))?;
-                header.tensors.push((key, info));
-            }
-        }
-        Ok(header)
-    }
-}
-
-/// A `{str: str}` object that refuses repeated keys (serde's maps keep the
-/// last silently).
-struct UniqueStrings(BTreeMap<String, String>);
-
-impl<'de> Deserialize<'de> for UniqueStrings {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(UniqueStringsVisitor)
-    }
-}
-
-struct UniqueStringsVisitor;
-
-impl<'de> Visitor<'de> for UniqueStringsVisitor {
-    type Value = UniqueStrings;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object of string values")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UniqueStrings, A::Error> {
-        let mut out = BTreeMap::new();
-        while let Some((k, v)) = map.next_entry::<String, String>()? {
-            if out.contains_key(&k) {
-                return Err(de::Error::custom(format_args!(
-                    "metadata key {k:?} appears twice"
-                )));
-            }
-            out.insert(k, v);
-        }
-        Ok(UniqueStrings(out))
-    }
-}
-
 /// A container whose framing, header and data tiling are valid.
 #[derive(Debug)]
 pub(super) struct Container<'a> {
     pub metadata: BTreeMap<String, String>,
+    /// In data-region order.
     pub tensors: Vec<Entry<'a>>,
 }
 
-/// Reads the framing and header; tensors are not yet checked.
-fn read_header(bytes: &[u8]) -> Result<(Header, &[u8]), CheckpointError> {
-    let Some((len_bytes, rest)) = bytes.split_first_chunk::<8>() else {
-        return Err(CheckpointError::TooShort { len: bytes.len() });
-    };
-    let header_len = u64::from_le_bytes(*len_bytes);
-    if header_len > rest.len() as u64 {
-        return Err(CheckpointError::HeaderPastEnd {
-            header_len,
-            file_len: bytes.len(),
-        });
-    }
-    if header_len > MAX_HEADER_LEN as u64 {
-        return Err(CheckpointError::HeaderTooLarge {
-            header_len,
-            max: MAX_HEADER_LEN,
-        });
-    }
-    // header_len ≤ rest.len(), so it fits in usize.
-    let (header, data) = rest.split_at(header_len as usize);
-    let text = std::str::from_utf8(header).map_err(|e| CheckpointError::HeaderNotUtf8 {
-        offset: 8 + e.valid_up_to(),
-    })?;
-    let header = serde_json::from_str::<Header>(text).map_err(|e| CheckpointError::HeaderJson {
-        message: e.to_string(),
-    })?;
-    Ok((header, data))
-}
-
-/// Parses and checks the container: supported dtypes, offsets inside the
-/// data region and consistent with dtype × shape, no duplicates, and the
-/// tensors tiling the data region without gap or overlap.
+/// Parses and checks the container: the project's pre-checks first (so the
+/// error, if any, is the specific one), then the crate's parser, whose
+/// metadata map and tensor entries make the result.
 pub(super) fn parse(bytes: &[u8]) -> Result<Container<'_>, CheckpointError> {
-    let (header, data) = read_header(bytes)?;
-    let data_len = data.len();
-    let mut spans: Vec<(u64, u64, usize)> = Vec::with_capacity(header.tensors.len());
-    let mut tensors = Vec::with_capacity(header.tensors.len());
-    for (name, info) in header.tensors {
-        let [start, end] = info.data_offsets;
-        if start > end || end > data_len as u64 {
-            return Err(CheckpointError::OffsetsOutOfRange {
-                name,
-                start,
-                end,
-                data_len,
-            });
-        }
-        let Some(dtype) = Dtype::parse(&info.dtype) else {
-            return Err(CheckpointError::BadDtype {
-                name,
-                dtype: info.dtype,
-                expected: "F32 or F16",
-            });
-        };
-        let expected = info
-            .shape
-            .iter()
-            .try_fold(dtype.size() as u64, |acc, &d| acc.checked_mul(d));
-        if expected != Some(end - start) {
-            return Err(CheckpointError::ByteLengthMismatch {
-                name,
-                dtype: dtype.name(),
-                shape: info.shape,
-                bytes: end - start,
-                expected: expected.unwrap_or(u64::MAX),
-            });
-        }
-        spans.push((start, end, tensors.len()));
-        tensors.push(Entry {
-            name,
-            dtype,
-            shape: info.shape,
-            // start ≤ end ≤ data_len, so both fit in usize.
-            bytes: &data[start as usize..end as usize],
-        });
-    }
-    let mut names: Vec<&str> = tensors.iter().map(|t| t.name.as_str()).collect();
-    names.sort_unstable();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(CheckpointError::DuplicateTensor {
-            name: w[0].to_string(),
-        });
-    }
-    check_tiling(&mut spans, &tensors, data_len as u64)?;
+    let frame = scan::frame(bytes)?;
+    scan::check_header(frame.header, frame.data.len())?;
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| from_crate(e, bytes))?;
+    let metadata = header
+        .metadata()
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     Ok(Container {
-        metadata: header.metadata,
-        tensors,
+        metadata,
+        tensors: entries(&header, frame.data)?,
     })
 }
 
-/// The spans must cover `[0, data_len)` exactly once.
-fn check_tiling(
-    spans: &mut [(u64, u64, usize)],
-    tensors: &[Entry<'_>],
-    data_len: u64,
-) -> Result<(), CheckpointError> {
-    spans.sort_unstable();
-    let mut cursor = 0;
-    let mut prev: Option<usize> = None;
-    for &(start, end, i) in spans.iter() {
-        if start < cursor {
-            let other = prev.map_or_else(String::new, |p| tensors[p].name.clone());
-            return Err(CheckpointError::OverlappingTensors {
-                name: tensors[i].name.clone(),
-                other,
-            });
-        }
-        if start > cursor {
-            return Err(CheckpointError::UncoveredData {
-                start: cursor,
-                end: start,
-            });
-        }
-        cursor = end;
-        prev = Some(i);
-    }
-    if cursor != data_len {
-        return Err(CheckpointError::UncoveredData {
-            start: cursor,
-            end: data_len,
+/// The crate's tensor entries in data-region order (by offsets, then name),
+/// with their bytes.
+fn entries<'a>(header: &Metadata, data: &'a [u8]) -> Result<Vec<Entry<'a>>, CheckpointError> {
+    let mut infos: Vec<(String, &TensorInfo)> = header.tensors().into_iter().collect();
+    infos.sort_by(|(a, x), (b, y)| (x.data_offsets, a).cmp(&(y.data_offsets, b)));
+    infos
+        .into_iter()
+        .map(|(name, info)| entry(name, info, data))
+        .collect()
+}
+
+/// One of the crate's entries as an [`Entry`]. The pre-checks have refused
+/// every dtype but F32/F16 and every offset outside `data`; both are
+/// checked again here rather than trusted, so no input can panic.
+fn entry<'a>(
+    name: String,
+    info: &TensorInfo,
+    data: &'a [u8],
+) -> Result<Entry<'a>, CheckpointError> {
+    let (start, end) = info.data_offsets;
+    let Some(bytes) = data.get(start..end) else {
+        return Err(CheckpointError::OffsetsOutOfRange {
+            name,
+            start: start as u64,
+            end: end as u64,
+            data_len: data.len(),
         });
+    };
+    let Some(dtype) = Dtype::from_crate(info.dtype) else {
+        return Err(CheckpointError::BadDtype {
+            name,
+            dtype: info.dtype.to_string(),
+            expected: "F32 or F16",
+        });
+    };
+    Ok(Entry {
+        name,
+        dtype,
+        shape: info.shape.iter().map(|&d| d as u64).collect(),
+        bytes,
+    })
+}
+
+/// Maps an error of the crate's parser onto the [`CheckpointError`] that
+/// says the same thing. After the pre-checks, the crate can still refuse a
+/// header only on 32-bit targets, where its `usize` arithmetic is narrower
+/// than ours (a dimension beyond `usize`; a tensor of 512 MiB or more, whose
+/// size in bits overflows); the other arms keep the mapping total.
+pub(super) fn from_crate(e: SafeTensorError, bytes: &[u8]) -> CheckpointError {
+    let header_len = bytes
+        .first_chunk::<8>()
+        .map_or(0, |n| u64::from_le_bytes(*n));
+    match e {
+        SafeTensorError::HeaderTooSmall => CheckpointError::TooShort { len: bytes.len() },
+        SafeTensorError::InvalidHeaderLength => CheckpointError::HeaderPastEnd {
+            header_len,
+            file_len: bytes.len(),
+        },
+        SafeTensorError::HeaderTooLarge => CheckpointError::HeaderTooLarge {
+            header_len,
+            max: MAX_HEADER_LEN,
+        },
+        SafeTensorError::InvalidHeader(utf8) => CheckpointError::HeaderNotUtf8 {
+            offset: 8 + utf8.valid_up_to(),
+        },
+        SafeTensorError::InvalidHeaderDeserialization(json) | SafeTensorError::JsonError(json) => {
+            CheckpointError::HeaderJson {
+                message: json.to_string(),
+            }
+        }
+        // Offsets, byte lengths and coverage: the crate names at most the
+        // tensor, so its own words go into the message.
+        other => CheckpointError::HeaderJson {
+            message: other.to_string(),
+        },
     }
-    Ok(())
 }

@@ -1,5 +1,6 @@
-//! Reading: the container is checked in `container.rs`, the metadata and
-//! the tensor set against the declared config here.
+//! Reading: the container is pre-checked and then parsed by the
+//! `safetensors` crate in `container.rs`; the metadata and the tensor set are
+//! checked against the declared config here.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,13 @@
 //! Writing: a fixed header order and fixed tensor order, so saving is
 //! deterministic.
+//!
+//! The writer is the project's own, not `safetensors::serialize`: the crate
+//! takes the metadata as a `HashMap` and writes it in that map's randomly
+//! seeded order (the same checkpoint gives different bytes from one save to
+//! the next), and it orders tensors by dtype and then by name, not in the
+//! parameter order `docs/checkpoint.md` specifies. Its alignment (wider
+//! dtypes first, header padded to 8 bytes) is the same as this writer's.
+//! `tests/crate_parser.rs` checks both facts against the crate.
 
 use half::f16;
 

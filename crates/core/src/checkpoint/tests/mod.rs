@@ -206,4 +206,5 @@ fn we_read_files_the_safetensors_crate_writes() {
     assert_eq!(load(&file).unwrap(), ckpt);
 }
 
+mod crate_parser;
 mod errors;
