@@ -18,21 +18,18 @@
 //! decoding therefore submits many tokens at once and reads back only their
 //! ids; sampling with temperature reads the `V` logits of each token.
 
+mod rows;
+
 use super::builder::Flat;
 use super::F16WeightCache;
 use crate::buffers::PendingRead;
-use crate::kernel::{record_pass, BoundKernel, Layout};
+use crate::kernel::{record_pass, BoundKernel};
 use crate::ops::argmax::{bind_greedy_pick, Pick, PICK_BYTES};
-use crate::ops::attention::{
-    bind_attention_decode, decode_position_buffer, DecodeDesc, KvCache, POSITION_BYTES,
-};
-use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
-use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
-use crate::ops::matmul::f16w::bind_gemv_f16w;
-use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
+use crate::ops::attention::{DecodeDesc, KvCache, POSITION_BYTES};
 use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
 use crate::{GpuContext, GpuError, PipelineRegistry};
-use tinygpt_core::{ModelConfig, ParamKind, ParamKind::*};
+use rows::{RowBuilder, Rows};
+use tinygpt_core::{ModelConfig, ParamKind::*};
 
 /// What a step records after the blocks.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -115,39 +112,10 @@ impl PendingPicks {
     }
 }
 
-/// Binds one linear of layer `l` for a single row, `out (N) [+]= x'·Wᵀ + b`
-/// with `x'` the row `x (K)` after `fusion`'s LayerNorm, GELU applied after
-/// the bias, and `accumulate` adding into `out` (a residual add). The f16
-/// weights are read when given: the decoder's counterpart of
-/// `Builder::linear`, the only other place a fast path swaps a kernel.
-#[allow(clippy::too_many_arguments)]
-fn bind_row_linear<'a>(
-    ctx: &GpuContext,
-    reg: &mut PipelineRegistry,
-    f16: Option<&'a F16WeightCache>,
-    (k, n): (u32, u32),
-    x: &'a wgpu::Buffer,
-    params: &Flat<'a>,
-    (w, b, l): (ParamKind, ParamKind, usize),
-    fusion: RowFusion<'a>,
-    accumulate: bool,
-    out: &'a wgpu::Buffer,
-) -> Result<BoundKernel, GpuError> {
-    let desc = MatmulDesc {
-        accumulate,
-        ..MatmulDesc::linear(1, k, n)
-    };
-    let bias = Some(params.at(b, l));
-    match f16 {
-        Some(f) => {
-            let weights = f.at(params.at(w, l).offset);
-            bind_gemv_f16w(ctx, reg, desc, x, weights, bias, fusion, out)
-        }
-        None => bind_gemv(ctx, reg, desc, x, params.at(w, l), bias, fusion, out),
-    }
-}
-
 impl Decoder {
+    /// Binds a token step in the `layout` (one line per op, as
+    /// `graph.rs` binds training), reading the `f16` weights when given.
+    #[rustfmt::skip] // one line per op
     pub fn new(
         ctx: &GpuContext,
         reg: &mut PipelineRegistry,
@@ -156,183 +124,35 @@ impl Decoder {
         f16: Option<&F16WeightCache>,
         layout: DecoderKernels,
     ) -> Result<Self, GpuError> {
-        let (c, v) = (cfg.d_model as u32, cfg.vocab_size as u32);
-        let desc = DecodeDesc {
-            c,
-            nh: cfg.n_head as u32,
-            t_max: cfg.block_size as u32,
-        };
-        let t_max = cfg.block_size;
-        let position = decode_position_buffer(ctx);
+        let (c, v, t_max) = (cfg.d_model as u32, cfg.vocab_size as u32, cfg.block_size);
+        let desc = DecodeDesc { c, nh: cfg.n_head as u32, t_max: t_max as u32 };
         let table: Vec<u32> = (0..desc.t_max).flat_map(|p| [p, 0, 0, 0]).collect();
         let positions = ctx.upload_bytes("decode_positions", bytemuck::cast_slice(&table))?;
-        let token = ctx.zeros("decode_token", 1)?;
         let host_tokens = ctx.zeros("decode_host_tokens", t_max)?;
         let picks = ctx.zeros("decode_picks", t_max * (PICK_BYTES as usize / 4))?;
-        let row = |label: &str, len: u32| ctx.zeros(label, len as usize);
-        let (x, qkv, atty, fch, logits) = (
-            row("decode_x", c)?,
-            row("decode_qkv", 3 * c)?,
-            row("decode_atty", c)?,
-            row("decode_fch", 4 * c)?,
-            row("decode_logits", v)?,
-        );
-        let caches: Vec<KvCache> = (0..cfg.n_layer)
-            .map(|_| KvCache::new(ctx, desc))
-            .collect::<Result<_, _>>()?;
-        // The normalised row and its statistics (used when the LayerNorm
-        // runs on its own).
-        let (xn, mean, rstd) = (
-            row("decode_xn", c)?,
-            row("decode_mean", 1)?,
-            row("decode_rstd", 1)?,
-        );
-        let ln_desc = LayerNormDesc {
-            n: 1,
-            c,
-            accumulate: false,
-            // The column layout's LayerNorm: one invocation for the row.
-            layout: if layout == DecoderKernels::Columns {
-                Layout::Cpu
-            } else {
-                Layout::Gpu
-            },
-        };
-        // What every GEMV runs with: the column layout, or nothing.
-        let plain = RowFusion {
-            columns: layout == DecoderKernels::Columns,
-            ..RowFusion::default()
-        };
-        // LayerNorm (w, b) of layer l before a GEMV: either folded into
-        // the GEMV (its fusion), or a kernel pushed to `kernels` writing
-        // `xn`, which the GEMV then reads. Returns the GEMV's input row
-        // and fusion.
-        let ln = |reg: &mut PipelineRegistry,
-                  kernels: &mut Vec<BoundKernel>,
-                  (w, b, l): (ParamKind, ParamKind, usize)|
-         -> Result<(&wgpu::Buffer, RowFusion<'_>), GpuError> {
-            let (w, b) = (params.at(w, l), params.at(b, l));
-            Ok(match layout {
-                DecoderKernels::Fused => (
-                    &x,
-                    RowFusion {
-                        layernorm: Some((w, b)),
-                        ..plain
-                    },
-                ),
-                DecoderKernels::Separate | DecoderKernels::Columns => {
-                    kernels.push(bind_layernorm_forward(
-                        ctx, reg, ln_desc, &x, w, b, &xn, &mean, &rstd,
-                    )?);
-                    (&xn, plain)
-                }
-            })
-        };
-        let emb = EmbeddingDesc {
-            n: 1,
-            t: 1,
-            c,
-            v,
-            t_max: desc.t_max,
-        };
-        let mut body = vec![bind_embedding_forward(
-            ctx,
-            reg,
-            emb,
-            &token,
-            params.at(TokEmb, 0),
-            params.at(PosEmb, 0),
-            &x,
-            Some(&position),
-        )?];
+        let caches: Vec<KvCache> = (0..cfg.n_layer).map(|_| KvCache::new(ctx, desc)).collect::<Result<_, _>>()?;
+        let rows = Rows::new(ctx, c as usize, v as usize)?;
+        let r = &rows;
+        let mut g = RowBuilder { ctx, reg, params, f16, layout, desc, v, rows: r, kernels: Vec::new() };
+        g.encoder()?; // x (C)
         for (l, cache) in caches.iter().enumerate() {
-            let qkv_op = (QkvW, QkvB, l);
-            let (src, fusion) = ln(reg, &mut body, (Ln1W, Ln1B, l))?;
-            let dims = (c, 3 * c);
-            body.push(bind_row_linear(
-                ctx, reg, f16, dims, src, params, qkv_op, fusion, false, &qkv,
-            )?);
-            body.push(bind_attention_decode(
-                ctx,
-                reg,
-                plain.columns,
-                desc,
-                &position,
-                &qkv,
-                cache,
-                &atty,
-            )?);
-            let proj = (AttnProjW, AttnProjB, l);
-            body.push(bind_row_linear(
-                ctx,
-                reg,
-                f16,
-                (c, c),
-                &atty,
-                params,
-                proj,
-                plain,
-                true,
-                &x,
-            )?);
-            let (src, fusion) = ln(reg, &mut body, (Ln2W, Ln2B, l))?;
-            let fusion = RowFusion {
-                gelu: true,
-                ..fusion
-            };
-            let dims = (c, 4 * c);
-            body.push(bind_row_linear(
-                ctx,
-                reg,
-                f16,
-                dims,
-                src,
-                params,
-                (FcW, FcB, l),
-                fusion,
-                false,
-                &fch,
-            )?);
-            let fc_proj = (FcProjW, FcProjB, l);
-            body.push(bind_row_linear(
-                ctx,
-                reg,
-                f16,
-                (4 * c, c),
-                &fch,
-                params,
-                fc_proj,
-                plain,
-                true,
-                &x,
-            )?);
+            let ln1 = g.layernorm((Ln1W, Ln1B, l))?; // folded into the next GEMV, or xn (C)
+            g.linear(ln1, (QkvW, QkvB, l), (c, 3 * c), false, &r.qkv)?; // qkv (3C)
+            g.attention(cache)?; // atty (C); K, V appended to the cache
+            g.linear(g.row(&r.atty), (AttnProjW, AttnProjB, l), (c, c), true, &r.x)?; // x += (C)
+            let ln2 = g.layernorm((Ln2W, Ln2B, l))?;
+            g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
+            g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), true, &r.x)?; // x += (C)
         }
-        let head_desc = MatmulDesc {
-            m: 1,
-            k: c,
-            n: v,
-            trans_b: true,
-            ..Default::default()
-        };
-        let tok_emb = params.at(TokEmb, 0);
-        let mut head = Vec::new();
-        let (src, fusion) = ln(reg, &mut head, (LnfW, LnfB, 0))?;
-        head.push(bind_gemv(
-            ctx, reg, head_desc, src, tok_emb, None, fusion, &logits,
-        )?);
-        let pick = bind_greedy_pick(ctx, reg, v, &logits, &position, &token, &picks)?;
+        let body = g.take();
+        let lnf = g.layernorm((LnfW, LnfB, 0))?;
+        g.head(lnf)?; // logits (V)
+        let head = g.take();
+        let pick = bind_greedy_pick(ctx, g.reg, v, &r.logits, &r.position, &r.token, &picks)?;
+        let Rows { token, position, logits, x, qkv, atty, fch, xn, mean, rstd } = rows;
         Ok(Self {
-            desc,
-            token,
-            host_tokens,
-            positions,
-            position,
-            logits,
-            picks,
-            vocab: v as usize,
-            body,
-            head,
-            pick,
+            desc, token, host_tokens, positions, position, logits, picks,
+            vocab: v as usize, body, head, pick,
             _buffers: vec![x, qkv, atty, fch, xn, mean, rstd],
             _caches: caches,
             len: 0,

@@ -1,0 +1,240 @@
+//! The decoder's vocabulary: one method per op of a token step, each
+//! binding its one-row kernel in the decoder's layout ([`DecoderKernels`]),
+//! so that `Decoder::new` reads as one line per op.
+
+use super::DecoderKernels;
+use crate::kernel::{BoundKernel, Layout};
+use crate::model::builder::{Flat, Linear};
+use crate::model::F16WeightCache;
+use crate::ops::attention::{bind_attention_decode, DecodeDesc, KvCache};
+use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
+use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
+use crate::ops::matmul::f16w::bind_gemv_f16w;
+use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
+use crate::{GpuContext, GpuError, PipelineRegistry};
+use tinygpt_core::ParamKind::{PosEmb, TokEmb};
+
+/// The one-row activations of a token step (`C` channels, `V` vocab).
+pub(super) struct Rows {
+    /// The embedding's input token and the step's position uniform.
+    pub token: wgpu::Buffer,
+    pub position: wgpu::Buffer,
+    /// The residual row `x (C)`, `qkv (3C)`, `atty (C)`, `fch (4C)`, `logits (V)`.
+    pub x: wgpu::Buffer,
+    pub qkv: wgpu::Buffer,
+    pub atty: wgpu::Buffer,
+    pub fch: wgpu::Buffer,
+    pub logits: wgpu::Buffer,
+    /// A LayerNorm's output row and statistics when it runs on its own.
+    pub xn: wgpu::Buffer,
+    pub mean: wgpu::Buffer,
+    pub rstd: wgpu::Buffer,
+}
+
+impl Rows {
+    pub fn new(ctx: &GpuContext, c: usize, v: usize) -> Result<Self, GpuError> {
+        let row = |label: &str, len: usize| ctx.zeros(label, len);
+        Ok(Self {
+            token: row("decode_token", 1)?,
+            position: crate::ops::attention::decode_position_buffer(ctx),
+            x: row("decode_x", c)?,
+            qkv: row("decode_qkv", 3 * c)?,
+            atty: row("decode_atty", c)?,
+            fch: row("decode_fch", 4 * c)?,
+            logits: row("decode_logits", v)?,
+            xn: row("decode_xn", c)?,
+            mean: row("decode_mean", 1)?,
+            rstd: row("decode_rstd", 1)?,
+        })
+    }
+}
+
+/// A GEMV's input: a row, read through a LayerNorm prologue or not, with
+/// GELU after the bias or not.
+#[derive(Clone, Copy)]
+pub(super) struct Input<'a> {
+    row: &'a wgpu::Buffer,
+    fusion: RowFusion<'a>,
+}
+
+impl Input<'_> {
+    /// GELU of each output after its bias.
+    pub fn gelu(self) -> Self {
+        Self {
+            fusion: RowFusion {
+                gelu: true,
+                ..self.fusion
+            },
+            ..self
+        }
+    }
+}
+
+type R = Result<(), GpuError>;
+
+/// Binds a token step's kernels in order into `kernels`.
+pub(super) struct RowBuilder<'a> {
+    pub ctx: &'a GpuContext,
+    pub reg: &'a mut PipelineRegistry,
+    pub params: &'a Flat<'a>,
+    /// The f16 weights the linears read, when f16 storage is active.
+    pub f16: Option<&'a F16WeightCache>,
+    pub layout: DecoderKernels,
+    pub desc: DecodeDesc,
+    /// The vocabulary.
+    pub v: u32,
+    pub rows: &'a Rows,
+    pub kernels: Vec<BoundKernel>,
+}
+
+impl<'a> RowBuilder<'a> {
+    /// The kernels bound so far, leaving none.
+    pub fn take(&mut self) -> Vec<BoundKernel> {
+        std::mem::take(&mut self.kernels)
+    }
+
+    /// What every GEMV runs with: the column layout, or nothing.
+    fn plain(&self) -> RowFusion<'a> {
+        RowFusion {
+            columns: self.layout == DecoderKernels::Columns,
+            ..RowFusion::default()
+        }
+    }
+
+    /// `row` read as it is.
+    pub fn row(&self, row: &'a wgpu::Buffer) -> Input<'a> {
+        Input {
+            row,
+            fusion: self.plain(),
+        }
+    }
+
+    /// `x (C) = tok_emb[token] + pos_emb[position]`.
+    pub fn encoder(&mut self) -> R {
+        let emb = EmbeddingDesc {
+            n: 1,
+            t: 1,
+            c: self.desc.c,
+            v: self.v,
+            t_max: self.desc.t_max,
+        };
+        let (tok, pos) = (self.params.at(TokEmb, 0), self.params.at(PosEmb, 0));
+        let r = self.rows;
+        let k = bind_embedding_forward(
+            self.ctx,
+            self.reg,
+            emb,
+            &r.token,
+            tok,
+            pos,
+            &r.x,
+            Some(&r.position),
+        )?;
+        self.kernels.push(k);
+        Ok(())
+    }
+
+    /// LayerNorm `(w, b, l)` of `x`, as the next GEMV will read it: folded
+    /// into its prologue (`Fused`), or a kernel of its own writing `xn`.
+    pub fn layernorm(&mut self, (w, b, l): Linear) -> Result<Input<'a>, GpuError> {
+        let (w, b) = (self.params.at(w, l), self.params.at(b, l));
+        let r = self.rows;
+        if self.layout == DecoderKernels::Fused {
+            let fusion = RowFusion {
+                layernorm: Some((w, b)),
+                ..self.plain()
+            };
+            return Ok(Input { row: &r.x, fusion });
+        }
+        let desc = LayerNormDesc {
+            n: 1,
+            c: self.desc.c,
+            accumulate: false,
+            // The column layout's LayerNorm: one invocation for the row.
+            layout: match self.layout {
+                DecoderKernels::Columns => Layout::Cpu,
+                _ => Layout::Gpu,
+            },
+        };
+        let k = bind_layernorm_forward(
+            self.ctx, self.reg, desc, &r.x, w, b, &r.xn, &r.mean, &r.rstd,
+        )?;
+        self.kernels.push(k);
+        Ok(self.row(&r.xn))
+    }
+
+    /// `out (n) [+]= input (k) · Wᵀ + b`, adding into `out` with `add` (a
+    /// residual): the decoder's counterpart of `Builder::linear`, the only
+    /// other place a fast path swaps a kernel.
+    pub fn linear(
+        &mut self,
+        input: Input<'a>,
+        (w, b, l): Linear,
+        (k, n): (u32, u32),
+        add: bool,
+        out: &'a wgpu::Buffer,
+    ) -> R {
+        let desc = MatmulDesc {
+            accumulate: add,
+            ..MatmulDesc::linear(1, k, n)
+        };
+        let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
+        let (x, fusion) = (input.row, input.fusion);
+        let kernel = match self.f16 {
+            Some(f) => bind_gemv_f16w(
+                self.ctx,
+                self.reg,
+                desc,
+                x,
+                f.at(wv.offset),
+                bias,
+                fusion,
+                out,
+            )?,
+            None => bind_gemv(self.ctx, self.reg, desc, x, wv, bias, fusion, out)?,
+        };
+        self.kernels.push(kernel);
+        Ok(())
+    }
+
+    /// `atty (C)` from `qkv (3C)`, the token's keys and values appended to `cache`.
+    pub fn attention(&mut self, cache: &KvCache) -> R {
+        let (r, serial) = (self.rows, self.layout == DecoderKernels::Columns);
+        let k = bind_attention_decode(
+            self.ctx,
+            self.reg,
+            serial,
+            self.desc,
+            &r.position,
+            &r.qkv,
+            cache,
+            &r.atty,
+        )?;
+        self.kernels.push(k);
+        Ok(())
+    }
+
+    /// The tied head, always f32: `logits (V) = input · tok_embᵀ`.
+    pub fn head(&mut self, input: Input<'a>) -> R {
+        let desc = MatmulDesc {
+            m: 1,
+            k: self.desc.c,
+            n: self.v,
+            trans_b: true,
+            ..Default::default()
+        };
+        let tok = self.params.at(TokEmb, 0);
+        let k = bind_gemv(
+            self.ctx,
+            self.reg,
+            desc,
+            input.row,
+            tok,
+            None,
+            input.fusion,
+            &self.rows.logits,
+        )?;
+        self.kernels.push(k);
+        Ok(())
+    }
+}
