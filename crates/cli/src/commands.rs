@@ -1,8 +1,7 @@
 //! What each subcommand does.
 
-use crate::args::{Backend, Cli, Command, EvalArgs, GateArgs, SampleArgs, TrainArgs};
-use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+use crate::args::{Backend, Cli, Command, EvalArgs, GateArgs, SampleArgs};
+use anyhow::{Context, Result};
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -11,14 +10,12 @@ use std::time::Instant;
 use tinygpt_core::checkpoint::{self, WeightDtype};
 use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
-use tinygpt_core::{ModelConfig, Preset};
-use tinygpt_gpu::engine::run::Run;
 use tinygpt_gpu::engine::{Gpu, Session};
 use tinygpt_gpu::GpuContext;
 
 pub async fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Train(a) => train(*a).await,
+        Command::Train(a) => crate::train::train(*a).await,
         Command::Sample(a) => sample(a).await,
         Command::Eval(a) => eval(a).await,
         Command::Info => info().await,
@@ -37,7 +34,7 @@ pub async fn run(cli: Cli) -> Result<()> {
 }
 
 /// The GPU, unless `--cpu`; no adapter is an error that says what to do.
-async fn open_gpu(backend: &Backend) -> Result<Option<Rc<Gpu>>> {
+pub(crate) async fn open_gpu(backend: &Backend) -> Result<Option<Rc<Gpu>>> {
     if backend.cpu {
         return Ok(None);
     }
@@ -51,11 +48,11 @@ async fn open_gpu(backend: &Backend) -> Result<Option<Rc<Gpu>>> {
     Ok(Some(Gpu::new(ctx)))
 }
 
-fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
+pub(crate) fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))
 }
 
-fn load_session(path: &Path, gpu: Option<Rc<Gpu>>) -> Result<Session> {
+pub(crate) fn load_session(path: &Path, gpu: Option<Rc<Gpu>>) -> Result<Session> {
     let ckpt = checkpoint::load(&read(path, "checkpoint")?)
         .with_context(|| format!("{} is not a valid checkpoint", path.display()))?;
     Ok(Session::from_checkpoint(
@@ -74,7 +71,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-async fn save(session: &Session, path: &Path, f16: bool) -> Result<()> {
+pub(crate) async fn save(session: &Session, path: &Path, f16: bool) -> Result<()> {
     let mut ckpt = session.checkpoint().await?;
     let dtype = if f16 {
         // Shipping weights: moments are f32-only and not needed to sample.
@@ -84,140 +81,6 @@ async fn save(session: &Session, path: &Path, f16: bool) -> Result<()> {
         WeightDtype::F32
     };
     write_atomic(path, &checkpoint::save(&ckpt, dtype)?)
-}
-
-async fn train(a: TrainArgs) -> Result<()> {
-    let gpu = open_gpu(&a.backend).await?;
-    let preset = Preset::by_name(&a.preset)?;
-    let corpus = read(&a.corpus, "corpus")?;
-    let mut session = match &a.resume {
-        Some(path) => {
-            let mut s = load_session(path, gpu)?;
-            let data = Dataset::from_bytes(&corpus, a.val_fraction, s.train.seq_len)
-                .with_context(|| format!("reading corpus {}", a.corpus.display()))?;
-            s.attach_data(data)?;
-            s
-        }
-        None => {
-            let mut train = preset.train();
-            train.seq_len = a.seq_len.or(a.block_size).unwrap_or(train.seq_len);
-            let data = Dataset::from_bytes(&corpus, a.val_fraction, train.seq_len)
-                .with_context(|| format!("reading corpus {}", a.corpus.display()))?;
-            let mut model = preset.model(data.vocab.len());
-            model.n_layer = a.n_layer.unwrap_or(model.n_layer);
-            model.n_head = a.n_head.unwrap_or(model.n_head);
-            model.d_model = a.d_model.unwrap_or(model.d_model);
-            model.block_size = a.block_size.unwrap_or(model.block_size);
-            let source = format!("{} on {}", a.preset, a.corpus.display());
-            Session::new(model, override_train(train, &a), data, source, gpu)?
-        }
-    };
-    if a.resume.is_some() {
-        let t = override_train(session.train, &a);
-        t.validate(&session.config)?;
-        session.train = t;
-    }
-    let total = a.steps.unwrap_or(session.train.steps);
-    if total <= session.step {
-        bail!(
-            "the checkpoint is already at step {}; pass --steps larger than that",
-            session.step
-        );
-    }
-    session.set_total_steps(total)?;
-    let cfg: ModelConfig = session.config;
-    eprintln!(
-        "model: {} layers, {} heads, d_model {}, context {}, vocab {} — {} parameters, on the {} path",
-        cfg.n_layer, cfg.n_head, cfg.d_model, cfg.block_size, cfg.vocab_size, cfg.num_params(), session.backend_name()
-    );
-    let bar = (!a.json).then(|| {
-        let bar = ProgressBar::new(total as u64).with_position(session.step as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} steps · {msg} · {elapsed_precise} (eta {eta})",
-            )
-            .expect("valid template"),
-        );
-        bar
-    });
-    let tokens_per_step = session.train.batch_size * session.train.seq_len;
-    let start = Instant::now();
-    let first_step = session.step;
-    // The run's policy is the worker's (`engine::run`): chunks end at each
-    // report point (every eval interval, or every 100 steps without one)
-    // and at each save, counted from the last save.
-    let report_every = match session.train.eval_interval {
-        0 => 100,
-        every => every,
-    };
-    let mut run = Run::new(report_every, a.save_every, Some(first_step));
-    let now_ms = || start.elapsed().as_secs_f64() * 1e3;
-    run.begin(first_step, total - first_step, now_ms());
-    let mut last = (f32::NAN, f32::NAN);
-    while !run.done(session.step) {
-        let n = run.next_steps(session.step, usize::MAX);
-        let losses = session.train_losses(n).await?;
-        let loss = losses.last().copied().unwrap_or(f32::NAN);
-        let val = if run.at_eval(session.step) && session.train.eval_interval > 0 {
-            Some(session.eval_loss().await?)
-        } else {
-            None
-        };
-        last = (loss, val.unwrap_or(last.1));
-        let p = run
-            .record(&session, session.step, losses, val, now_ms())
-            .expect("a loss was recorded");
-        if a.json {
-            let line = serde_json::json!({
-                "step": p.step, "train_loss": loss, "val_loss": val, "lr": p.lr,
-                "tokens_per_s": p.tokens_per_s, "elapsed_s": p.elapsed_s,
-            });
-            println!("{line}");
-        }
-        if let Some(bar) = &bar {
-            bar.set_position(session.step as u64);
-            bar.set_message(format!(
-                "loss {loss:.4} · val {:.4} · {:.0} tok/s",
-                last.1, p.tokens_per_s
-            ));
-        }
-        if run.autosave_due(session.step) {
-            save(&session, &a.out, a.f16).await?;
-            run.saved_step = Some(session.step);
-        }
-    }
-    if let Some(bar) = bar {
-        bar.finish();
-    }
-    save(&session, &a.out, a.f16).await?;
-    let wall = start.elapsed().as_secs_f64();
-    eprintln!(
-        "done: step {} · train loss {:.4} · val loss {:.4} · {:.1} s · {:.0} tok/s → {}",
-        session.step,
-        last.0,
-        last.1,
-        wall,
-        ((session.step - first_step) * tokens_per_step) as f64 / wall.max(1e-9),
-        a.out.display()
-    );
-    Ok(())
-}
-
-fn override_train(mut t: tinygpt_core::TrainConfig, a: &TrainArgs) -> tinygpt_core::TrainConfig {
-    t.steps = a.steps.unwrap_or(t.steps);
-    t.batch_size = a.batch_size.unwrap_or(t.batch_size);
-    t.seq_len = a.seq_len.unwrap_or(t.seq_len);
-    t.lr = a.lr.unwrap_or(t.lr);
-    t.min_lr = a.min_lr.unwrap_or(t.min_lr);
-    // Unless given, warm-up is the preset's or a tenth of a short run.
-    t.warmup_steps = a.warmup_steps.unwrap_or(t.warmup_steps.min(t.steps / 10));
-    t.weight_decay = a.weight_decay.unwrap_or(t.weight_decay);
-    t.grad_clip = a.grad_clip.unwrap_or(t.grad_clip);
-    t.dropout = a.dropout.unwrap_or(t.dropout);
-    t.eval_interval = a.eval_interval.unwrap_or(t.eval_interval);
-    t.eval_batches = a.eval_batches.unwrap_or(t.eval_batches);
-    t.seed = a.seed.unwrap_or(t.seed);
-    t
 }
 
 async fn sample(a: SampleArgs) -> Result<()> {

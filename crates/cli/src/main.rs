@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod commands;
 mod profile;
+mod train;
 
 use clap::Parser;
 
