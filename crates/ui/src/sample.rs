@@ -1,7 +1,7 @@
 //! The sample panel: prompt and decoding settings, streamed output, and
 //! generation statistics.
 
-use crate::{format, Store};
+use crate::{format, train::Field, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::{SampleRequest, WorkerInput};
 
@@ -42,26 +42,6 @@ fn request(
         top_p: format::optional_decimal("Top-p", top_p)?,
         seed: format::seed("Seed", seed)?,
     })
-}
-
-/// A labelled text field bound to a signal.
-#[component]
-fn Setting(
-    /// `data-testid` of the input.
-    testid: &'static str,
-    /// The label shown.
-    label: &'static str,
-    /// Text of the field.
-    value: RwSignal<String>,
-    /// Shown on hover.
-    hint: &'static str,
-) -> impl IntoView {
-    view! {
-        <label class="field" title=hint>
-            <span>{label}</span>
-            <input type="text" inputmode="decimal" spellcheck="false" data-testid=testid bind:value=value />
-        </label>
-    }
 }
 
 /// Prompt, settings, Generate, the streamed text and its stats.
@@ -150,11 +130,11 @@ pub fn SamplePanel(
                 <textarea rows="3" spellcheck="false" data-testid="sample-prompt" bind:value=prompt></textarea>
             </label>
             <div class="fields">
-                <Setting testid="sample-length" label="length" value=length hint="characters to generate" />
-                <Setting testid="sample-temperature" label="temperature" value=temperature hint="0 is greedy" />
-                <Setting testid="sample-top-k" label="top-k" value=top_k hint="empty: off" />
-                <Setting testid="sample-top-p" label="top-p" value=top_p hint="empty: off" />
-                <Setting testid="sample-seed" label="seed" value=seed hint="same seed, same text" />
+                <Field testid="sample-length" label="length" value=length hint="characters to generate" />
+                <Field testid="sample-temperature" label="temperature" value=temperature hint="0 is greedy" />
+                <Field testid="sample-top-k" label="top-k" value=top_k hint="empty: off" />
+                <Field testid="sample-top-p" label="top-p" value=top_p hint="empty: off" />
+                <Field testid="sample-seed" label="seed" value=seed hint="same seed, same text" />
             </div>
             <p class="validation" data-testid="sample-validation" role="status"
                 hidden=move || problem.with(|p| p.is_none())>

@@ -88,9 +88,11 @@ impl HyperFields {
     }
 }
 
-/// A labelled text field bound to a signal.
+/// A labelled text field bound to a signal, with its hint shown on hover
+/// (an absent hint renders `title=""`); the training panel's hyper-parameters
+/// and the sample panel's decoding settings.
 #[component]
-fn Field(
+pub(crate) fn Field(
     /// `data-testid` of the input.
     testid: &'static str,
     /// The label shown.

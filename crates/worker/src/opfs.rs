@@ -6,61 +6,70 @@
 //! previous contents intact. The save layout (`saves.rs`) adds a second
 //! guarantee on top: checkpoints alternate between two slots and the small
 //! manifest naming the current slot is written last.
+//!
+//! Calls go through web-sys's typed bindings (none of them needs
+//! `web_sys_unstable_apis`). The one `Reflect` left is [`require`]: a method
+//! the browser lacks is looked up before it is called, so that it becomes an
+//! error here rather than a `TypeError` thrown through wasm.
 
-use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
+use js_sys::{IteratorNext, Promise, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
+use web_sys::{
+    DomException, File, FileSystemDirectoryHandle, FileSystemFileHandle,
+    FileSystemGetDirectoryOptions, FileSystemGetFileOptions, FileSystemRemoveOptions,
+    FileSystemWritableFileStream, StorageEstimate, StorageManager, WorkerGlobalScope,
+};
 
 /// An OPFS directory handle.
 #[derive(Clone)]
-pub struct Dir(JsValue);
-
-fn get(obj: &JsValue, key: &str) -> Result<JsValue, String> {
-    Reflect::get(obj, &JsValue::from_str(key)).map_err(describe)
-}
-
-/// `obj.method(...args)`, awaited when it returns a promise.
-async fn call(obj: &JsValue, method: &str, args: &[JsValue]) -> Result<JsValue, String> {
-    let f = get(obj, method)?
-        .dyn_into::<Function>()
-        .map_err(|_| format!("{method} is not available in this browser"))?;
-    let out = f
-        .apply(obj, &args.iter().collect::<Array>())
-        .map_err(describe)?;
-    match out.dyn_into::<Promise>() {
-        Ok(p) => JsFuture::from(p).await.map_err(describe),
-        Err(v) => Ok(v),
-    }
-}
+pub struct Dir(FileSystemDirectoryHandle);
 
 /// A JS error as one line (`NotFoundError: …`).
 pub fn describe(e: JsValue) -> String {
-    let name = Reflect::get(&e, &"name".into())
-        .ok()
-        .and_then(|v| v.as_string());
-    let message = Reflect::get(&e, &"message".into())
-        .ok()
-        .and_then(|v| v.as_string());
-    match (name, message) {
-        (Some(n), Some(m)) => format!("{n}: {m}"),
-        _ => e.as_string().unwrap_or_else(|| format!("{e:?}")),
+    if let Some(d) = e.dyn_ref::<DomException>() {
+        return format!("{}: {}", d.name(), d.message());
     }
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        if let (Some(n), Some(m)) = (err.name().as_string(), err.message().as_string()) {
+            return format!("{n}: {m}");
+        }
+    }
+    e.as_string().unwrap_or_else(|| format!("{e:?}"))
 }
 
 fn is_not_found(e: &str) -> bool {
     e.starts_with("NotFoundError")
 }
 
-fn create_opt(create: bool) -> JsValue {
-    let o = Object::new();
-    let _ = Reflect::set(&o, &"create".into(), &JsValue::from_bool(create));
-    o.into()
+/// Fails when `obj.method` is not a function in this browser.
+///
+/// The typed bindings call the method directly, and those without `catch`
+/// (`getDirectory`, `keys`, `createWritable`) would throw a `TypeError`
+/// through the wasm stack, unwinding it without running destructors. This
+/// feature check is a plain property read, hence `Reflect`; web-sys has no
+/// typed way to ask whether a method exists.
+fn require(obj: &JsValue, method: &str) -> Result<(), String> {
+    let f = Reflect::get(obj, &JsValue::from_str(method)).map_err(describe)?;
+    if f.is_function() {
+        Ok(())
+    } else {
+        Err(format!("{method} is not available in this browser"))
+    }
+}
+
+/// Awaits `promise`, its rejection described.
+async fn settle(promise: Promise) -> Result<JsValue, String> {
+    JsFuture::from(promise).await.map_err(describe)
 }
 
 /// `navigator.storage`, when the browser has it.
-fn storage() -> Result<JsValue, String> {
-    let nav = get(&js_sys::global(), "navigator")?;
-    let storage = get(&nav, "storage")?;
+fn storage() -> Result<StorageManager, String> {
+    let storage = js_sys::global()
+        .unchecked_into::<WorkerGlobalScope>()
+        .navigator()
+        .storage();
+    // The getter reads `undefined` where the attribute is not exposed.
     if storage.is_undefined() {
         return Err("navigator.storage is missing (private storage needs a secure context)".into());
     }
@@ -69,14 +78,27 @@ fn storage() -> Result<JsValue, String> {
 
 /// The origin's private root directory.
 pub async fn root() -> Result<Dir, String> {
-    Ok(Dir(call(&storage()?, "getDirectory", &[]).await?))
+    let storage = storage()?;
+    require(&storage, "getDirectory")?;
+    let handle = settle(storage.get_directory()).await?;
+    Ok(Dir(handle.unchecked_into()))
 }
 
 /// `(usage, quota)` from `navigator.storage.estimate()`.
 pub async fn estimate() -> Result<(u64, u64), String> {
-    let e = call(&storage()?, "estimate", &[]).await?;
-    let num = |k: &str| get(&e, k).ok().and_then(|v| v.as_f64()).unwrap_or(0.0) as u64;
-    Ok((num("usage"), num("quota")))
+    let storage = storage()?;
+    require(&storage, "estimate")?;
+    let e: StorageEstimate = settle(storage.estimate().map_err(describe)?)
+        .await?
+        .unchecked_into();
+    let num = |v: Option<f64>| v.unwrap_or(0.0) as u64;
+    Ok((num(e.get_usage()), num(e.get_quota())))
+}
+
+/// `storage.persisted()`.
+async fn call_persisted(s: &StorageManager) -> Result<JsValue, String> {
+    require(s, "persisted")?;
+    settle(s.persisted().map_err(describe)?).await
 }
 
 /// Asks the browser not to evict this origin's storage; whether it agreed.
@@ -84,16 +106,18 @@ pub async fn estimate() -> Result<(u64, u64), String> {
 /// window API in some browsers; the UI requests it from the page too.)
 pub async fn persist() -> Result<bool, String> {
     let s = storage()?;
-    if call(&s, "persisted", &[]).await?.as_bool() == Some(true) {
+    if call_persisted(&s).await?.as_bool() == Some(true) {
         return Ok(true);
     }
-    Ok(call(&s, "persist", &[]).await?.as_bool().unwrap_or(false))
+    require(&s, "persist")?;
+    let granted = settle(s.persist().map_err(describe)?).await?;
+    Ok(granted.as_bool().unwrap_or(false))
 }
 
 /// Whether the browser already agreed not to evict this origin's storage.
 pub async fn persisted() -> bool {
     match storage() {
-        Ok(s) => call(&s, "persisted", &[])
+        Ok(s) => call_persisted(&s)
             .await
             .ok()
             .and_then(|v| v.as_bool())
@@ -105,69 +129,83 @@ pub async fn persisted() -> bool {
 impl Dir {
     /// The sub-directory `name`, created when `create`; `None` when absent.
     pub async fn dir(&self, name: &str, create: bool) -> Result<Option<Dir>, String> {
-        match call(
-            &self.0,
-            "getDirectoryHandle",
-            &[name.into(), create_opt(create)],
-        )
-        .await
-        {
-            Ok(h) => Ok(Some(Dir(h))),
+        let opts = FileSystemGetDirectoryOptions::new();
+        opts.set_create(create);
+        match settle(self.0.get_directory_handle_with_options(name, &opts)).await {
+            Ok(h) => Ok(Some(Dir(h.unchecked_into()))),
             Err(e) if is_not_found(&e) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// The whole file `name`, `None` when absent.
-    pub async fn read(&self, name: &str) -> Result<Option<Vec<u8>>, String> {
-        let handle = match call(&self.0, "getFileHandle", &[name.into(), create_opt(false)]).await {
+    /// The handle of the file `name`, created when `create`.
+    async fn file_handle(&self, name: &str, create: bool) -> Result<FileSystemFileHandle, String> {
+        let opts = FileSystemGetFileOptions::new();
+        opts.set_create(create);
+        let h = settle(self.0.get_file_handle_with_options(name, &opts)).await?;
+        Ok(h.unchecked_into())
+    }
+
+    /// The file `name` as a `File` (a `Blob`), `None` when absent.
+    async fn file(&self, name: &str) -> Result<Option<File>, String> {
+        let handle = match self.file_handle(name, false).await {
             Ok(h) => h,
             Err(e) if is_not_found(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
-        let file = call(&handle, "getFile", &[]).await?;
-        let buf = call(&file, "arrayBuffer", &[]).await?;
+        Ok(Some(settle(handle.get_file()).await?.unchecked_into()))
+    }
+
+    /// The whole file `name`, `None` when absent.
+    pub async fn read(&self, name: &str) -> Result<Option<Vec<u8>>, String> {
+        let Some(file) = self.file(name).await? else {
+            return Ok(None);
+        };
+        let buf = settle(file.array_buffer()).await?;
         Ok(Some(Uint8Array::new(&buf).to_vec()))
     }
 
     /// Size of the file `name` in bytes (0 when absent).
     pub async fn size(&self, name: &str) -> Result<u64, String> {
-        let handle = match call(&self.0, "getFileHandle", &[name.into(), create_opt(false)]).await {
-            Ok(h) => h,
-            Err(e) if is_not_found(&e) => return Ok(0),
-            Err(e) => return Err(e),
-        };
-        let file = call(&handle, "getFile", &[]).await?;
-        Ok(get(&file, "size")?.as_f64().unwrap_or(0.0) as u64)
+        Ok(match self.file(name).await? {
+            Some(file) => file.size() as u64,
+            None => 0,
+        })
     }
 
     /// Replaces the file `name` with `bytes`, atomically (see the module doc).
     /// With `crash_halfway` (a test hook) it writes half and returns without
     /// committing, as a crash would.
     pub async fn write(&self, name: &str, bytes: &[u8], crash_halfway: bool) -> Result<(), String> {
-        let handle = call(&self.0, "getFileHandle", &[name.into(), create_opt(true)]).await?;
-        let stream = call(&handle, "createWritable", &[]).await?;
+        let handle = self.file_handle(name, true).await?;
+        require(&handle, "createWritable")?;
+        let stream: FileSystemWritableFileStream =
+            settle(handle.create_writable()).await?.unchecked_into();
         let data = if crash_halfway {
             &bytes[..bytes.len() / 2]
         } else {
             bytes
         };
-        // Chunks of 8 MiB keep the copy into JS memory small.
+        // Chunks of 8 MiB keep the copy into JS memory small. A copy, not
+        // `write_with_u8_array`: that passes a view of wasm memory, which
+        // the browser may read after the call returns, and which a memory
+        // growth while the write is pending would detach.
         for chunk in data.chunks(8 << 20) {
-            call(&stream, "write", &[Uint8Array::from(chunk).into()]).await?;
+            let chunk = Uint8Array::from(chunk);
+            settle(stream.write_with_js_u8_array(&chunk).map_err(describe)?).await?;
         }
         if crash_halfway {
             return Ok(());
         }
-        call(&stream, "close", &[]).await?;
+        settle(stream.close()).await?;
         Ok(())
     }
 
     /// Removes the entry `name` (recursively); absent is fine.
     pub async fn remove(&self, name: &str) -> Result<(), String> {
-        let opts = Object::new();
-        let _ = Reflect::set(&opts, &"recursive".into(), &JsValue::TRUE);
-        match call(&self.0, "removeEntry", &[name.into(), opts.into()]).await {
+        let opts = FileSystemRemoveOptions::new();
+        opts.set_recursive(true);
+        match settle(self.0.remove_entry_with_options(name, &opts)).await {
             Ok(_) => Ok(()),
             Err(e) if is_not_found(&e) => Ok(()),
             Err(e) => Err(e),
@@ -176,14 +214,17 @@ impl Dir {
 
     /// Names of the entries, via the async iterator `keys()`.
     pub async fn names(&self) -> Result<Vec<String>, String> {
-        let iter = call(&self.0, "keys", &[]).await?;
+        require(&self.0, "keys")?;
+        let iter = self.0.keys();
         let mut out = Vec::new();
         loop {
-            let next = call(&iter, "next", &[]).await?;
-            if get(&next, "done")?.as_bool() == Some(true) {
+            let next: IteratorNext = settle(iter.next().map_err(describe)?)
+                .await?
+                .unchecked_into();
+            if next.done() {
                 return Ok(out);
             }
-            if let Some(name) = get(&next, "value")?.as_string() {
+            if let Some(name) = next.value().as_string() {
                 out.push(name);
             }
         }
