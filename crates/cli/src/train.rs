@@ -3,7 +3,7 @@
 //! drives it, with a progress bar or JSON lines and atomic checkpoints.
 
 use crate::args::TrainArgs;
-use crate::commands::{load_session, open_gpu, read, save};
+use crate::files::{load_session, open_gpu, read, save};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
