@@ -200,46 +200,64 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
     for line in gates.iter().flat_map(|g| &g.lines) {
         eprintln!("{line}");
     }
-    let f16 = fast.f16_storage.is_some();
+    let f16 = fast.f16_storage.is_some().then_some(fast);
+    let (train, sample) = bench_models(ctx, &mut reg, quick, only, f16)?;
+    // A run of one shape is about that shape.
+    let matmul = match only {
+        Some(_) => Vec::new(),
+        None => bench_matmuls(ctx, &mut reg, quick, f16.is_some())?,
+    };
+    Ok(json!({
+        "adapter": ctx.adapter_desc(),
+        "gates": gates,
+        "train": train,
+        "sample": sample,
+        "matmul": matmul,
+    }))
+}
+
+/// Training and sampling of every wanted shape; sampling also on the `f16`
+/// fast paths when given.
+fn bench_models(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    quick: bool,
+    only: Option<&str>,
+    f16: Option<FastPaths>,
+) -> Result<(Vec<Value>, Vec<Value>)> {
     let (warmup, steps, tokens) = if quick { (1, 2, 8) } else { (5, 20, 200) };
-    let mut train = Vec::new();
-    let mut sample = Vec::new();
+    let (mut train, mut sample) = (Vec::new(), Vec::new());
     for (name, l, h, c, t, b) in SHAPES {
         if !wanted(name, quick, only) {
             continue;
         }
+        let shape = (l, h, c, t, b);
         eprintln!("bench: training {name}");
-        train.push(bench_train(
-            ctx,
-            &mut reg,
-            name,
-            (l, h, c, t, b),
-            warmup,
-            steps,
-        )?);
+        train.push(bench_train(ctx, reg, name, shape, warmup, steps)?);
         eprintln!("bench: sampling {name}");
-        sample.push(bench_sample(
-            ctx,
-            &mut reg,
-            name,
-            (l, h, c, t, b),
-            tokens,
-            None,
-        )?);
-        if f16 {
-            let shape = (l, h, c, t, b);
-            sample.push(bench_sample(
-                ctx,
-                &mut reg,
-                name,
-                shape,
-                tokens,
-                Some(fast),
-            )?);
+        sample.push(bench_sample(ctx, reg, name, shape, tokens, None)?);
+        if f16.is_some() {
+            sample.push(bench_sample(ctx, reg, name, shape, tokens, f16)?);
         }
     }
-    let mut matmul = Vec::new();
+    Ok((train, sample))
+}
+
+/// The matmuls of the nanogpt shape, a square one and a GEMV, f32 and
+/// (but the square) f16 storage when its gate passed.
+fn bench_matmuls(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    quick: bool,
+    f16: bool,
+) -> Result<Vec<Value>> {
     let big = if quick { 256 } else { 4096 };
+    let square = MatmulDesc {
+        m: big,
+        k: big,
+        n: big,
+        ..Default::default()
+    };
     let shapes = [
         (
             "nanogpt fc (B·T=16384, 384→1536)",
@@ -249,40 +267,21 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
             "nanogpt qkv (16384, 384→1152)",
             MatmulDesc::linear(16384, 384, 1152),
         ),
-        (
-            "square",
-            MatmulDesc {
-                m: big,
-                k: big,
-                n: big,
-                ..Default::default()
-            },
-        ),
+        ("square", square),
         ("GEMV M=1 (4096→4096)", MatmulDesc::linear(1, big, big)),
     ];
-    // A run of one shape is about that shape.
-    let shapes = if only.is_some() {
-        &shapes[..0]
-    } else {
-        &shapes[..]
-    };
-    for &(label, mut desc) in shapes {
+    let iters = if quick { 2 } else { 20 };
+    let mut out = Vec::new();
+    for (label, mut desc) in shapes {
         if quick {
             desc.m = desc.m.min(256);
         }
         desc.bias = false;
         eprintln!("bench: matmul {label}");
-        let iters = if quick { 2 } else { 20 };
-        matmul.push(bench_matmul(ctx, &mut reg, label, desc, iters, false)?);
-        if f16 && !label.starts_with("square") {
-            matmul.push(bench_matmul(ctx, &mut reg, label, desc, iters, true)?);
+        out.push(bench_matmul(ctx, reg, label, desc, iters, false)?);
+        if f16 && label != "square" {
+            out.push(bench_matmul(ctx, reg, label, desc, iters, true)?);
         }
     }
-    Ok(json!({
-        "adapter": ctx.adapter_desc(),
-        "gates": gates,
-        "train": train,
-        "sample": sample,
-        "matmul": matmul,
-    }))
+    Ok(out)
 }

@@ -179,51 +179,7 @@ pub fn bind_adamw(
     b: AdamWBuffers<'_>,
 ) -> Result<BoundOp, GpuError> {
     let op = "adamw";
-    let len = n as u64 * 4;
-    for (name, buf) in [
-        ("params", b.params),
-        ("grads", b.grads),
-        ("m", b.m),
-        ("v", b.v),
-    ] {
-        if buf.size() < len {
-            return Err(shape_error(
-                op,
-                format!(
-                    "{name} holds {} bytes, {n} parameters need {len}",
-                    buf.size()
-                ),
-            ));
-        }
-    }
-    let sizes = [
-        ("decay_mask", b.decay_mask, (n as u64).div_ceil(32) * 4),
-        ("norm", b.norm, 4),
-        ("state", b.state, OPT_STATE_BYTES),
-        ("scalars", b.scalars, STEP_SCALARS_BYTES),
-    ];
-    for (name, buf, need) in sizes {
-        if buf.size() < need {
-            return Err(shape_error(
-                op,
-                format!("{name} holds {} bytes, needs {need}", buf.size()),
-            ));
-        }
-    }
-    check_no_alias(
-        op,
-        &[("state", b.state), ("scalars", b.scalars)],
-        &[("norm", b.norm)],
-    )?;
-    check_no_alias(
-        op,
-        &[("params", b.params), ("m", b.m), ("v", b.v)],
-        &[
-            ("grads", b.grads),
-            ("decay_mask", b.decay_mask),
-            ("scalars", b.scalars),
-        ],
-    )?;
+    b.check(n)?;
     let params = uniform(
         ctx,
         "adamw_params",
@@ -241,31 +197,81 @@ pub fn bind_adamw(
             cfg.grad_clip.to_bits(),
         ],
     );
+    let schedule_buffers = [(1, b.norm), (2, b.state), (3, b.scalars)];
     let schedule = bind_kernel(
         ctx,
         registry,
         &ADAMW_SCHEDULE,
         &params,
-        &[(1, b.norm), (2, b.state), (3, b.scalars)],
+        &schedule_buffers,
         [1, 1, 1],
     );
+    let update_buffers = [
+        (4, b.scalars),
+        (5, b.decay_mask),
+        (6, b.grads),
+        (7, b.params),
+        (8, b.m),
+        (9, b.v),
+    ];
+    let groups = grid(ctx, n.div_ceil(256));
     let update = bind_kernel(
         ctx,
         registry,
         &ADAMW_UPDATE,
         &params,
-        &[
-            (4, b.scalars),
-            (5, b.decay_mask),
-            (6, b.grads),
-            (7, b.params),
-            (8, b.m),
-            (9, b.v),
-        ],
-        grid(ctx, n.div_ceil(256)),
+        &update_buffers,
+        groups,
     );
     Ok(BoundOp {
         kernels: vec![schedule, update],
         scratch: Vec::new(),
     })
+}
+
+impl AdamWBuffers<'_> {
+    /// Refuses buffers too small for `n` parameters (and the fixed-size
+    /// state), and a written buffer that a dispatch also reads.
+    fn check(&self, n: u32) -> Result<(), GpuError> {
+        let op = "adamw";
+        let len = n as u64 * 4;
+        for (name, buf) in [
+            ("params", self.params),
+            ("grads", self.grads),
+            ("m", self.m),
+            ("v", self.v),
+        ] {
+            if buf.size() < len {
+                let detail = format!(
+                    "{name} holds {} bytes, {n} parameters need {len}",
+                    buf.size()
+                );
+                return Err(shape_error(op, detail));
+            }
+        }
+        let sizes = [
+            ("decay_mask", self.decay_mask, (n as u64).div_ceil(32) * 4),
+            ("norm", self.norm, 4),
+            ("state", self.state, OPT_STATE_BYTES),
+            ("scalars", self.scalars, STEP_SCALARS_BYTES),
+        ];
+        for (name, buf, need) in sizes {
+            if buf.size() < need {
+                let detail = format!("{name} holds {} bytes, needs {need}", buf.size());
+                return Err(shape_error(op, detail));
+            }
+        }
+        check_no_alias(
+            op,
+            &[("state", self.state), ("scalars", self.scalars)],
+            &[("norm", self.norm)],
+        )?;
+        let written = [("params", self.params), ("m", self.m), ("v", self.v)];
+        let read = [
+            ("grads", self.grads),
+            ("decay_mask", self.decay_mask),
+            ("scalars", self.scalars),
+        ];
+        check_no_alias(op, &written, &read)
+    }
 }

@@ -181,100 +181,84 @@ pub fn bind_layernorm_backward(
     desc: LayerNormDesc,
     g: LayerNormGrads<'_>,
 ) -> Result<BoundOp, GpuError> {
-    let (n, c) = desc.check("layernorm_backward")?;
     let op = "layernorm_backward";
-    g.dout.need(op, "dout", n * c)?;
-    g.x.need(op, "x", n * c)?;
-    g.w.need(op, "w", c)?;
-    g.mean.need(op, "mean", n)?;
-    g.rstd.need(op, "rstd", n)?;
-    g.dx.need(op, "dx", n * c)?;
-    g.dw.need(op, "dw", c)?;
-    g.db.need(op, "db", c)?;
-    check_no_alias(
-        op,
-        &[
-            ("dx", g.dx.buffer),
-            ("dw", g.dw.buffer),
-            ("db", g.db.buffer),
-        ],
-        &[
-            ("dout", g.dout.buffer),
-            ("x", g.x.buffer),
-            ("w", g.w.buffer),
-            ("mean", g.mean.buffer),
-            ("rstd", g.rstd.buffer),
-        ],
-    )?;
+    g.check(desc.check(op)?)?;
     let n_chunks = chunks(desc.n).max(1);
     check_dim(ctx, op, "row chunks", n_chunks)?;
+    let words = [
+        desc.n,
+        desc.c,
+        desc.accumulate as u32,
+        rows_per_chunk(desc.n),
+    ];
+    let offsets = [g.dout, g.x, g.mean, g.rstd, g.w, g.dx].map(|v| v.offset);
     let params = uniform(
         ctx,
         "layernorm_backward_params",
-        &[
-            desc.n,
-            desc.c,
-            desc.accumulate as u32,
-            rows_per_chunk(desc.n),
-            g.dout.offset,
-            g.x.offset,
-            g.mean.offset,
-            g.rstd.offset,
-            g.w.offset,
-            g.dx.offset,
-        ],
+        &[words.as_slice(), &offsets].concat(),
     );
-    let shared = [
+    let [b1, b2, b3, b4] = [
         (1, g.dout.buffer),
         (2, g.x.buffer),
         (3, g.mean.buffer),
         (4, g.rstd.buffer),
     ];
     let (src, groups) = desc.rows(ctx, &LAYERNORM_BACKWARD_DX, &LAYERNORM_BACKWARD_DX_SERIAL);
-    let dx = bind_kernel(
-        ctx,
-        registry,
-        src,
-        &params,
-        &[
-            shared[0],
-            shared[1],
-            shared[2],
-            shared[3],
-            (5, g.w.buffer),
-            (6, g.dx.buffer),
-        ],
-        groups,
-    );
+    let dx_buffers = [b1, b2, b3, b4, (5, g.w.buffer), (6, g.dx.buffer)];
+    let dx = bind_kernel(ctx, registry, src, &params, &dx_buffers, groups);
     // dw's partials (chunks, C), then db's.
     let partials = ctx.zeros("layernorm_dwdb_partials", (2 * n_chunks * desc.c) as usize)?;
     let (src, columns) = match desc.layout {
         Layout::Gpu => (&LAYERNORM_BACKWARD_DWDB, 32),
         Layout::Cpu => (&LAYERNORM_BACKWARD_DWDB_SERIAL, 64),
     };
-    let stage1 = bind_kernel(
-        ctx,
-        registry,
-        src,
-        &params,
-        &[shared[0], shared[1], shared[2], shared[3], (7, &partials)],
-        [desc.c.div_ceil(columns), n_chunks, 1],
-    );
+    let stage1_buffers = [b1, b2, b3, b4, (7, &partials)];
+    let stage1_groups = [desc.c.div_ceil(columns), n_chunks, 1];
+    let stage1 = bind_kernel(ctx, registry, src, &params, &stage1_buffers, stage1_groups);
+    let columns = [
+        ((&partials).into(), g.dw),
+        (View::at(&partials, n_chunks * desc.c), g.db),
+    ];
+    let (layout, acc) = (desc.layout, desc.accumulate);
     let sums = bind_column_sum(
-        ctx,
-        registry,
-        desc.layout,
-        n_chunks,
-        desc.c,
-        n_chunks,
-        desc.accumulate,
-        &[
-            ((&partials).into(), g.dw),
-            (View::at(&partials, n_chunks * desc.c), g.db),
-        ],
+        ctx, registry, layout, n_chunks, desc.c, n_chunks, acc, &columns,
     )?;
     Ok(BoundOp {
         kernels: vec![dx, stage1, sums],
         scratch: vec![partials],
     })
+}
+
+impl LayerNormGrads<'_> {
+    /// Refuses operands too small for `n` rows of `c`, and a written
+    /// gradient sharing a buffer with a read operand.
+    fn check(&self, (n, c): (u64, u64)) -> Result<(), GpuError> {
+        let op = "layernorm_backward";
+        let sizes = [
+            (self.dout, "dout", n * c),
+            (self.x, "x", n * c),
+            (self.w, "w", c),
+            (self.mean, "mean", n),
+            (self.rstd, "rstd", n),
+            (self.dx, "dx", n * c),
+            (self.dw, "dw", c),
+            (self.db, "db", c),
+        ];
+        for (v, name, len) in sizes {
+            v.need(op, name, len)?;
+        }
+        let written = [
+            ("dx", self.dx.buffer),
+            ("dw", self.dw.buffer),
+            ("db", self.db.buffer),
+        ];
+        let read = [
+            ("dout", self.dout.buffer),
+            ("x", self.x.buffer),
+            ("w", self.w.buffer),
+            ("mean", self.mean.buffer),
+            ("rstd", self.rstd.buffer),
+        ];
+        check_no_alias(op, &written, &read)
+    }
 }
