@@ -1,6 +1,7 @@
 //! What wgpu cannot see on the web, read from the JS objects directly:
 //! `GPUAdapterInfo`, the `subgroups` feature, `navigator.ml`, the clock.
 
+use crate::error::{FetchError, FetchFailure};
 use js_sys::{Function, Promise, Reflect};
 use tinygpt_protocol::AdapterDesc;
 use wasm_bindgen::{JsCast, JsValue};
@@ -122,37 +123,42 @@ pub const BUNDLED_CORPUS: &str = "./shakespeare.txt";
 pub const BUNDLED_MODEL: &str = "./shakespeare.safetensors";
 
 /// `fetch(url)` → bytes, with the HTTP status in the error.
-pub async fn fetch_bytes(url: &str) -> Result<Vec<u8>, String> {
+pub async fn fetch_bytes(url: &str) -> Result<Vec<u8>, FetchError> {
+    let fail = |failure: FetchFailure| FetchError {
+        url: url.to_string(),
+        failure,
+    };
+    let api = |what| fail(FetchFailure::Api(what));
     let global = js_sys::global();
     let fetch = get(&global, "fetch")
-        .ok_or("fetch is missing")?
+        .ok_or_else(|| api("fetch is missing"))?
         .dyn_into::<Function>()
-        .map_err(|_| "fetch is not a function")?;
+        .map_err(|_| api("fetch is not a function"))?;
     let promise = fetch
         .call1(&global, &JsValue::from_str(url))
-        .map_err(|e| format!("{e:?}"))?
+        .map_err(|e| fail(FetchFailure::Threw(format!("{e:?}"))))?
         .dyn_into::<Promise>()
-        .map_err(|_| "fetch returned no promise")?;
+        .map_err(|_| api("fetch returned no promise"))?;
     let resp = JsFuture::from(promise)
         .await
-        .map_err(|e| format!("fetching {url}: {e:?}"))?;
+        .map_err(|e| fail(FetchFailure::Rejected(format!("{e:?}"))))?;
     let ok = get(&resp, "ok").and_then(|v| v.as_bool()).unwrap_or(false);
     if !ok {
         let status = get(&resp, "status").and_then(|v| v.as_f64()).unwrap_or(0.0);
-        return Err(format!("fetching {url}: HTTP {status}"));
+        return Err(fail(FetchFailure::Status(status)));
     }
     let array_buffer = get(&resp, "arrayBuffer")
-        .ok_or("no arrayBuffer")?
+        .ok_or_else(|| api("no arrayBuffer"))?
         .dyn_into::<Function>()
-        .map_err(|_| "arrayBuffer is not a function")?;
+        .map_err(|_| api("arrayBuffer is not a function"))?;
     let buf_promise = array_buffer
         .call0(&resp)
-        .map_err(|e| format!("{e:?}"))?
+        .map_err(|e| fail(FetchFailure::Threw(format!("{e:?}"))))?
         .dyn_into::<Promise>()
-        .map_err(|_| "arrayBuffer returned no promise")?;
+        .map_err(|_| api("arrayBuffer returned no promise"))?;
     let buf = JsFuture::from(buf_promise)
         .await
-        .map_err(|e| format!("reading {url}: {e:?}"))?;
+        .map_err(|e| fail(FetchFailure::Read(format!("{e:?}"))))?;
     Ok(js_sys::Uint8Array::new(&buf).to_vec())
 }
 

@@ -2,6 +2,8 @@
 //! The UI talks to it only through `tinygpt_protocol` messages.
 
 #[cfg(target_arch = "wasm32")]
+mod error;
+#[cfg(target_arch = "wasm32")]
 mod js;
 #[cfg(target_arch = "wasm32")]
 mod opfs;

@@ -11,6 +11,7 @@
 //! A crash at any point leaves the previous manifest naming the previous,
 //! complete slot: the last save is never lost to the next one.
 
+use crate::error::{ManifestError, SaveError};
 use crate::opfs::{self, Dir};
 use serde::{Deserialize, Serialize};
 use tinygpt_protocol::{ModelConfig, SavedRunInfo, TrainConfig};
@@ -73,8 +74,8 @@ impl Manifest {
     }
 }
 
-async fn runs_dir(create: bool) -> Result<Option<Dir>, String> {
-    opfs::root().await?.dir(RUNS, create).await
+async fn runs_dir(create: bool) -> Result<Option<Dir>, SaveError> {
+    Ok(opfs::root().await?.dir(RUNS, create).await?)
 }
 
 /// Writes `manifest`'s run: the checkpoint into the slot after `previous`'s,
@@ -87,7 +88,7 @@ pub async fn save(
     checkpoint: &[u8],
     corpus: Option<&[u8]>,
     crash_halfway: bool,
-) -> Result<Manifest, String> {
+) -> Result<Manifest, SaveError> {
     let runs = runs_dir(true).await?.expect("created");
     let dir = runs.dir(&manifest.id, true).await?.expect("created");
     manifest.version = VERSION;
@@ -99,9 +100,9 @@ pub async fn save(
     dir.write(&slot_file(&manifest.slot), checkpoint, crash_halfway)
         .await?;
     if crash_halfway {
-        return Err("test hook: crashed halfway through the checkpoint".into());
+        return Err(SaveError::CrashedHalfway);
     }
-    let json = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
+    let json = serde_json::to_vec(&manifest).map_err(ManifestError::Encode)?;
     dir.write(MANIFEST, &json, false).await?;
     Ok(manifest)
 }
@@ -117,7 +118,7 @@ async fn run_bytes(dir: &Dir) -> u64 {
 
 /// Every readable saved run, newest first; unreadable ones are reported in
 /// the second list (name and why) and left alone.
-pub async fn list() -> Result<(Vec<SavedRunInfo>, Vec<String>), String> {
+pub async fn list() -> Result<(Vec<SavedRunInfo>, Vec<String>), SaveError> {
     let Some(runs) = runs_dir(false).await? else {
         return Ok((Vec::new(), Vec::new()));
     };
@@ -135,49 +136,45 @@ pub async fn list() -> Result<(Vec<SavedRunInfo>, Vec<String>), String> {
     Ok((out, problems))
 }
 
-async fn read_manifest(dir: &Dir) -> Result<Manifest, String> {
-    let bytes = dir
-        .read(MANIFEST)
-        .await?
-        .ok_or("no manifest (a save that never completed)")?;
-    let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| format!("bad manifest: {e}"))?;
+async fn read_manifest(dir: &Dir) -> Result<Manifest, SaveError> {
+    let bytes = dir.read(MANIFEST).await?.ok_or(ManifestError::Missing)?;
+    let m: Manifest = serde_json::from_slice(&bytes).map_err(ManifestError::Unparsable)?;
     if m.version != VERSION {
-        return Err(format!(
-            "manifest version {} (expected {VERSION})",
-            m.version
-        ));
+        return Err(ManifestError::Version {
+            found: m.version,
+            expected: VERSION,
+        }
+        .into());
     }
     Ok(m)
 }
 
 /// A saved run: its manifest, the current slot's checkpoint, and its stored
 /// corpus when it has one.
-pub async fn load(id: &str) -> Result<(Manifest, Vec<u8>, Option<Vec<u8>>), String> {
+pub async fn load(id: &str) -> Result<(Manifest, Vec<u8>, Option<Vec<u8>>), SaveError> {
     let dir = runs_dir(false)
         .await?
-        .ok_or("there are no saved runs")?
+        .ok_or(SaveError::NoSavedRuns)?
         .dir(id, false)
         .await?
-        .ok_or_else(|| format!("no saved run {id:?}"))?;
+        .ok_or_else(|| SaveError::NoSuchRun { id: id.to_string() })?;
     let m = read_manifest(&dir).await?;
     let ckpt = dir
         .read(&slot_file(&m.slot))
         .await?
-        .ok_or_else(|| format!("the checkpoint slot {} is missing", m.slot))?;
+        .ok_or_else(|| SaveError::MissingSlot {
+            slot: m.slot.clone(),
+        })?;
     let corpus = match &m.corpus {
         CorpusRef::Bundled => None,
-        CorpusRef::Stored { .. } => Some(
-            dir.read(CORPUS)
-                .await?
-                .ok_or("the run's corpus file is missing")?,
-        ),
+        CorpusRef::Stored { .. } => Some(dir.read(CORPUS).await?.ok_or(SaveError::MissingCorpus)?),
     };
     Ok((m, ckpt, corpus))
 }
 
-pub async fn delete(id: &str) -> Result<(), String> {
-    match runs_dir(false).await? {
-        Some(runs) => runs.remove(id).await,
-        None => Ok(()),
+pub async fn delete(id: &str) -> Result<(), SaveError> {
+    if let Some(runs) = runs_dir(false).await? {
+        runs.remove(id).await?;
     }
+    Ok(())
 }

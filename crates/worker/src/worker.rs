@@ -366,7 +366,7 @@ async fn handle(runner: &mut Runner, msg: WorkerInput) {
             }
             Err(e) => post(&WorkerOutput::Error {
                 context: "loading the bundled model".into(),
-                message: e,
+                message: e.to_string(),
             }),
         },
         WorkerInput::SetAutosave { every_steps } => runner.autosave_every = every_steps,

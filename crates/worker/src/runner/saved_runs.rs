@@ -1,6 +1,7 @@
 //! Saved runs: autosave, restore, list, delete.
 
 use super::{set_state, RunMeta, Runner};
+use crate::error::WorkerError;
 use crate::js;
 use crate::outbox::{error, log, post};
 use crate::saves::{self, CorpusRef, Manifest};
@@ -95,18 +96,16 @@ impl Runner {
 
     /// Replaces the model by a saved run, exactly as it was saved. The
     /// current model stays when anything is wrong with the save.
-    pub(super) async fn restore(&mut self, id: &str) -> Result<Manifest, String> {
+    pub(super) async fn restore(&mut self, id: &str) -> Result<Manifest, WorkerError> {
         let (m, ckpt_bytes, corpus) = saves::load(id).await?;
-        let ckpt = checkpoint::load(&ckpt_bytes).map_err(|e| e.to_string())?;
+        let ckpt = checkpoint::load(&ckpt_bytes)?;
         let corpus = match corpus {
             Some(bytes) => bytes,
             None => js::fetch_bytes(js::BUNDLED_CORPUS).await?,
         };
-        let mut s = Session::from_checkpoint(ckpt, m.name.clone(), self.gpu.clone())
-            .map_err(|e| e.to_string())?;
-        let data = Dataset::from_bytes(&corpus, VAL_FRACTION, s.train.seq_len)
-            .map_err(|e| e.to_string())?;
-        s.attach_data(data).map_err(|e| e.to_string())?;
+        let mut s = Session::from_checkpoint(ckpt, m.name.clone(), self.gpu.clone())?;
+        let data = Dataset::from_bytes(&corpus, VAL_FRACTION, s.train.seq_len)?;
+        s.attach_data(data)?;
         s.set_sampler_state(m.sampler);
         self.in_flight = None;
         self.session = Some(s);
@@ -183,7 +182,7 @@ impl Runner {
                 runs
             }
             Err(e) => {
-                storage.problem = Some(e);
+                storage.problem = Some(e.to_string());
                 Vec::new()
             }
         };
