@@ -160,74 +160,15 @@ fn decode_into(entry: &Entry<'_>, out: &mut Vec<f32>) -> Result<(), CheckpointEr
 pub fn load(bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
     let file = container::parse(bytes)?;
     let meta = Meta::parse(&file.metadata)?;
-    let cfg = &meta.config;
-
-    // Slots by role and kind, in PARAM_KINDS order.
-    let mut slots: [[Option<&Entry<'_>>; PARAM_KINDS.len()]; 3] = Default::default();
-    for entry in &file.tensors {
-        let Some((role, k)) = classify(&entry.name) else {
-            return Err(CheckpointError::UnknownTensor {
-                name: entry.name.clone(),
-            });
-        };
-        if role != Role::Weight && entry.dtype != Dtype::F32 {
-            return Err(CheckpointError::BadDtype {
-                name: entry.name.clone(),
-                dtype: entry.dtype.name().to_string(),
-                expected: "F32",
-            });
-        }
-        slots[role as usize][k] = Some(entry);
-    }
-    // Shapes in a fixed order (weights, then moments, each in layout order)
-    // so the error names the same tensor whatever the header order.
-    for role_slots in &slots {
-        for (entry, kind) in role_slots.iter().zip(PARAM_KINDS) {
-            let Some(entry) = entry else {
-                continue;
-            };
-            let expected = kind.shape(cfg);
-            if !entry
-                .shape
-                .iter()
-                .copied()
-                .eq(expected.iter().map(|&d| d as u64))
-            {
-                return Err(CheckpointError::ShapeMismatch {
-                    name: entry.name.clone(),
-                    shape: entry.shape.clone(),
-                    expected,
-                });
-            }
-        }
-    }
+    let slots = slots(&file.tensors, &meta.config)?;
     let has_adam = meta.adam_step.is_some() || slots[1..].iter().flatten().any(Option::is_some);
-    let roles: &[(Role, &str)] = if has_adam {
-        &[
-            (Role::Weight, ""),
-            (Role::AdamM, ADAM_M_PREFIX),
-            (Role::AdamV, ADAM_V_PREFIX),
-        ]
-    } else {
-        &[(Role::Weight, "")]
-    };
-    for &(role, prefix) in roles {
-        for (k, kind) in PARAM_KINDS.iter().enumerate() {
-            if slots[role as usize][k].is_none() {
-                return Err(CheckpointError::MissingTensor {
-                    name: format!("{prefix}{}", kind.name()),
-                });
-            }
-        }
-    }
-
+    check_complete(&slots, has_adam)?;
     if has_adam && meta.adam_step.is_none() {
         return Err(CheckpointError::MissingMetadata { key: "adam_step" });
     }
-
     // Every tensor matched its config shape and fits in `bytes`, so the
     // layout's total is bounded by the file size.
-    let layout = ParamLayout::new(cfg);
+    let layout = ParamLayout::new(&meta.config);
     let decode = |role: Role| -> Result<Vec<f32>, CheckpointError> {
         let mut out = Vec::with_capacity(layout.total);
         for entry in slots[role as usize].iter().flatten() {
@@ -256,4 +197,77 @@ pub fn load(bytes: &[u8]) -> Result<Checkpoint, CheckpointError> {
         train_config: meta.train_config,
         extra: meta.extra,
     })
+}
+
+/// The file's tensors by role and kind, in PARAM_KINDS order.
+type Slots<'f, 'a> = [[Option<&'f Entry<'a>>; PARAM_KINDS.len()]; 3];
+
+/// Sorts the tensors into their slots, refusing unknown names, moments
+/// that are not F32, and shapes that are not the config's — checked in a
+/// fixed order (weights, then moments, each in layout order) so the error
+/// names the same tensor whatever the header order.
+fn slots<'f, 'a>(
+    tensors: &'f [Entry<'a>],
+    cfg: &ModelConfig,
+) -> Result<Slots<'f, 'a>, CheckpointError> {
+    let mut slots: Slots<'f, 'a> = Default::default();
+    for entry in tensors {
+        let Some((role, k)) = classify(&entry.name) else {
+            return Err(CheckpointError::UnknownTensor {
+                name: entry.name.clone(),
+            });
+        };
+        if role != Role::Weight && entry.dtype != Dtype::F32 {
+            return Err(CheckpointError::BadDtype {
+                name: entry.name.clone(),
+                dtype: entry.dtype.name().to_string(),
+                expected: "F32",
+            });
+        }
+        slots[role as usize][k] = Some(entry);
+    }
+    for role_slots in &slots {
+        for (entry, kind) in role_slots.iter().zip(PARAM_KINDS) {
+            let Some(entry) = entry else {
+                continue;
+            };
+            let expected = kind.shape(cfg);
+            if !entry
+                .shape
+                .iter()
+                .copied()
+                .eq(expected.iter().map(|&d| d as u64))
+            {
+                return Err(CheckpointError::ShapeMismatch {
+                    name: entry.name.clone(),
+                    shape: entry.shape.clone(),
+                    expected,
+                });
+            }
+        }
+    }
+    Ok(slots)
+}
+
+/// Refuses a missing weight, or (with moments) a missing moment.
+fn check_complete(slots: &Slots<'_, '_>, has_adam: bool) -> Result<(), CheckpointError> {
+    let roles: &[(Role, &str)] = if has_adam {
+        &[
+            (Role::Weight, ""),
+            (Role::AdamM, ADAM_M_PREFIX),
+            (Role::AdamV, ADAM_V_PREFIX),
+        ]
+    } else {
+        &[(Role::Weight, "")]
+    };
+    for &(role, prefix) in roles {
+        for (k, kind) in PARAM_KINDS.iter().enumerate() {
+            if slots[role as usize][k].is_none() {
+                return Err(CheckpointError::MissingTensor {
+                    name: format!("{prefix}{}", kind.name()),
+                });
+            }
+        }
+    }
+    Ok(())
 }
