@@ -24,47 +24,7 @@ use safetensors::tensor::{Metadata, TensorInfo};
 use safetensors::{SafeTensorError, SafeTensors};
 
 use super::error::CheckpointError;
-use super::MAX_HEADER_LEN;
-
-/// The element types this format stores.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Dtype {
-    F32,
-    F16,
-}
-
-impl Dtype {
-    pub(super) fn parse(s: &str) -> Option<Dtype> {
-        match s {
-            "F32" => Some(Dtype::F32),
-            "F16" => Some(Dtype::F16),
-            _ => None,
-        }
-    }
-
-    /// The crate's dtype, if this format stores it.
-    fn from_crate(dtype: safetensors::Dtype) -> Option<Dtype> {
-        match dtype {
-            safetensors::Dtype::F32 => Some(Dtype::F32),
-            safetensors::Dtype::F16 => Some(Dtype::F16),
-            _ => None,
-        }
-    }
-
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Dtype::F32 => "F32",
-            Dtype::F16 => "F16",
-        }
-    }
-
-    pub(super) fn size(self) -> usize {
-        match self {
-            Dtype::F32 => 4,
-            Dtype::F16 => 2,
-        }
-    }
-}
+use super::format::{Dtype, MAX_HEADER_LEN};
 
 /// A tensor entry whose dtype is supported and whose bytes lie inside the
 /// data region and match its declared shape.

@@ -11,10 +11,11 @@
 
 use half::f16;
 
-use super::container::Dtype;
-use super::{
-    Checkpoint, CheckpointError, WeightDtype, ADAM_M_PREFIX, ADAM_V_PREFIX, EXTRA_PREFIX, FORMAT,
-    FORMAT_VERSION, MAX_HEADER_LEN,
+use super::format::Dtype;
+use super::error::CheckpointError;
+use super::format::{
+    Checkpoint, WeightDtype, ADAM_M_PREFIX, ADAM_V_PREFIX, EXTRA_PREFIX, FORMAT, FORMAT_VERSION,
+    MAX_HEADER_LEN,
 };
 
 /// One tensor on its way to the file.

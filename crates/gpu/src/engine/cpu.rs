@@ -1,7 +1,7 @@
 //! The CPU backend: the reference model trained by the reference AdamW. It is
 //! the worker's fallback when there is no WebGPU, and `tinygpt train --cpu`.
 
-use super::{moments, EngineError};
+use super::error::EngineError;
 use crate::model::StepStats;
 use tinygpt_core::checkpoint::{AdamMoments, Checkpoint};
 use tinygpt_core::data::Batch;
@@ -77,5 +77,13 @@ impl CpuTrainer {
     /// Parameters, gradients-free training state (two moments).
     pub fn memory_bytes(&self) -> u64 {
         (self.model.params.len() * 3 * 4) as u64
+    }
+}
+
+fn moments(m: &[f32], v: &[f32], step: u64) -> AdamMoments {
+    AdamMoments {
+        m: m.to_vec(),
+        v: v.to_vec(),
+        step,
     }
 }

@@ -1,6 +1,6 @@
 //! The GPU backend of a session: a [`GpuModel`] on a shared device.
 
-use super::EngineError;
+use super::error::EngineError;
 use crate::model::FastPaths;
 use crate::model::{Decoder, GpuModel, StepLogRead, StepStats, STEP_LOG_CAPACITY};
 use crate::ops::adamw::OptState;

@@ -3,10 +3,12 @@
 //! with its data, schedule, evaluation, sampling and checkpoints.
 
 mod cpu;
+mod error;
 mod gpu;
 pub mod run;
 
 pub use cpu::CpuTrainer;
+pub use error::EngineError;
 pub use gpu::{generate_greedy, Gpu, GpuTrainer, GREEDY_CHUNK};
 use std::rc::Rc;
 
@@ -15,44 +17,11 @@ use crate::profile::DispatchTime;
 use crate::GpuError;
 use std::future::Future;
 use std::ops::ControlFlow;
-use tinygpt_core::checkpoint::{self, AdamMoments, Checkpoint, CheckpointError, WeightDtype};
-use tinygpt_core::data::{BatchSampler, DataError, Dataset, Vocab};
-use tinygpt_core::model::ModelError;
-use tinygpt_core::optim::{lr_at, OptimError};
-use tinygpt_core::sample::{SampleError, SampleParams, Sampler};
+use tinygpt_core::checkpoint::{self, Checkpoint, WeightDtype};
+use tinygpt_core::data::{BatchSampler, Dataset, Vocab};
+use tinygpt_core::optim::lr_at;
+use tinygpt_core::sample::{SampleParams, Sampler};
 use tinygpt_core::{ModelConfig, TrainConfig};
-use tinygpt_protocol::ConfigError;
-
-/// Everything a session can refuse or fail at, as values.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error(transparent)]
-    Data(#[from] DataError),
-    #[error(transparent)]
-    Model(#[from] ModelError),
-    #[error(transparent)]
-    Sample(#[from] SampleError),
-    #[error(transparent)]
-    Checkpoint(#[from] CheckpointError),
-    #[error(transparent)]
-    Optim(#[from] OptimError),
-    #[error(transparent)]
-    Gpu(#[from] GpuError),
-    #[error("this run does not fit on this GPU: {0}")]
-    TooBig(String),
-    #[error("this model has no training data: load a corpus to continue training it")]
-    NoData,
-    #[error("the corpus's characters ({corpus}) differ from the model's vocabulary ({model}); continue training on the corpus it was trained on")]
-    VocabMismatch { corpus: usize, model: usize },
-    #[error("training diverged at step {step} (loss {loss}, gradient norm {grad_norm}); that update was not applied")]
-    NonFinite {
-        step: usize,
-        loss: f32,
-        grad_norm: f32,
-    },
-}
 
 /// Seed offset of the validation sampler: every evaluation draws the same
 /// windows, so successive validation losses are comparable.
@@ -459,14 +428,5 @@ impl Session {
     /// The serialized checkpoint.
     pub async fn save(&self, dtype: WeightDtype) -> Result<Vec<u8>, EngineError> {
         Ok(checkpoint::save(&self.checkpoint().await?, dtype)?)
-    }
-}
-
-/// Moments as the checkpoint stores them.
-fn moments(m: &[f32], v: &[f32], step: u64) -> AdamMoments {
-    AdamMoments {
-        m: m.to_vec(),
-        v: v.to_vec(),
-        step,
     }
 }

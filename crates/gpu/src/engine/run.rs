@@ -4,7 +4,8 @@
 //! drives it from the JS event loop and the CLI from its own loop; both pass
 //! the time in (milliseconds from any fixed origin).
 
-use super::{EngineError, Session};
+use super::error::EngineError;
+use super::Session;
 use tinygpt_core::ModelConfig;
 use tinygpt_protocol::TrainProgress;
 

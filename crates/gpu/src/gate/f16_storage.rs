@@ -9,11 +9,13 @@
 //! N=128 plus K=256, K=1024, K=vocab and the M=1 decode shape, inputs
 //! seeded uniform in [−0.2, 0.2]. Any failure rejects the path.
 
+use super::framework::{headline, FastPath, GateFuture, GateOptions};
 use super::stats::{error_distribution, gate_stats};
-use super::{headline, F16Storage, FastPath, FastPaths, Fault, GateFuture, GateOptions};
+use crate::model::FastPaths;
 use crate::ops::matmul::f16w::{
     bind_matmul_f16w, bind_pack_f16, half_bits, pack_cpu, packed_words, PackedW,
 };
+use crate::ops::matmul::f16w::{F16Storage, Fault};
 use crate::ops::matmul::{matmul_once, MatmulDesc};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::Rng;

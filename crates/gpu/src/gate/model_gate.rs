@@ -4,8 +4,9 @@
 //! path and on the fast path must be identical.
 
 use super::f16_storage::{case_line, compare_case, Packer, PATH};
-use super::{F16Storage, FastPaths};
 use crate::engine::{EngineError, GpuTrainer};
+use crate::model::FastPaths;
+use crate::ops::matmul::f16w::F16Storage;
 use crate::ops::matmul::MatmulDesc;
 use std::ops::ControlFlow;
 use tinygpt_core::sample::SampleParams;

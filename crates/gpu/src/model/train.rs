@@ -1,7 +1,9 @@
 //! Training on the GPU: the graph bound once per batch shape, a step
 //! recorded into one submission, and the step log its losses travel in.
 
-use super::{graph, Acts, Builder, F16WeightCache, Flat, GpuModel, Graph};
+use super::builder::{Builder, Flat};
+use super::gpu_model::{GpuModel, Graph};
+use super::{graph, Acts, F16WeightCache};
 use crate::kernel::BoundKernel;
 use crate::ops::adamw::{bind_adamw, AdamWBuffers};
 use crate::ops::dropout::DropoutDesc;

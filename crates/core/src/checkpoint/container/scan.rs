@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use super::super::error::CheckpointError;
 use super::super::MAX_HEADER_LEN;
-use super::Dtype;
+use super::super::format::Dtype;
 
 /// The two parts of a file behind its 8-byte length prefix.
 #[derive(Debug)]

@@ -18,7 +18,10 @@
 //! decoding therefore submits many tokens at once and reads back only their
 //! ids; sampling with temperature reads the `V` logits of each token.
 
+mod layout;
 mod rows;
+
+pub use layout::DecoderKernels;
 
 use super::builder::Flat;
 use super::F16WeightCache;
@@ -40,40 +43,6 @@ enum Out {
     Logits,
     /// The logits and the greedy pick.
     Pick,
-}
-
-/// How the decoder lays out a token's LayerNorms and GEMVs.
-///
-/// `Fused`: each LayerNorm in the prologue of the GEMV that reads it, every
-/// workgroup recomputing the row's mean and 1/σ — one dispatch fewer per
-/// LayerNorm, which a GPU's idle lanes pay for. `Separate`: the LayerNorm
-/// kernel on the one row, then the same GEMV (8 columns × 32 lanes per
-/// workgroup); both give the same bits (`gemv_row.wgsl` reproduces
-/// `layernorm.wgsl`'s sums). `Columns`: the LayerNorms on their own, the
-/// column-layout GEMVs ([`RowFusion::columns`]: one invocation per output
-/// column, no workgroup memory, no barrier) and the attention with one
-/// invocation per head (`attention_decode.wgsl`'s `main_serial`) — on a
-/// CPU implementation of WebGPU, which pays per workgroup and per barrier,
-/// the fastest by far (BENCHMARKS.md, "The decoder on CPU devices").
-/// Its sums run in another order, so
-/// its logits differ from the others' in the last bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DecoderKernels {
-    Fused,
-    Separate,
-    Columns,
-}
-
-impl DecoderKernels {
-    /// `Columns` on a CPU implementation ([`GpuContext::cpu_device`]),
-    /// `Fused` on a GPU.
-    pub fn for_device(ctx: &GpuContext) -> Self {
-        if ctx.cpu_device {
-            Self::Columns
-        } else {
-            Self::Fused
-        }
-    }
 }
 
 /// The one-row buffers, caches and bound kernels of batch-1 decoding.

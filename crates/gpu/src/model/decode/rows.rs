@@ -2,7 +2,7 @@
 //! binding its one-row kernel in the decoder's layout ([`DecoderKernels`]),
 //! so that `Decoder::new` reads as one line per op.
 
-use super::DecoderKernels;
+use super::layout::DecoderKernels;
 use crate::kernel::{BoundKernel, Layout};
 use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;

@@ -2,7 +2,7 @@
 //! around its dot products ([`RowFusion`]), in the lane layout GPUs run
 //! fastest and the column layout of CPU implementations.
 
-use super::{check_operands, MatmulDesc};
+use super::desc::{check_operands, MatmulDesc};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, grid, shape_error};
 use crate::ops::View;

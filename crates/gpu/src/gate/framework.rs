@@ -1,0 +1,64 @@
+//! What every fast path's gate is made of: the options a run is given, a
+//! path's registration ([`FastPath`]) and the headline console line.
+
+use crate::model::FastPaths;
+use crate::ops::matmul::f16w::Fault;
+use crate::{GpuContext, GpuError, PipelineRegistry};
+use std::future::Future;
+use std::pin::Pin;
+use tinygpt_protocol::{GateReport, GateStats};
+
+/// What every gate run is given.
+#[derive(Clone, Copy, Debug)]
+pub struct GateOptions {
+    /// Test-only fault to inject into the path's kernels.
+    pub fault: Option<Fault>,
+    /// Vocabulary of the loaded model (the head-output shape), else 83.
+    pub vocab: u32,
+    /// Clock in milliseconds (performance.now on the web).
+    pub now_ms: fn() -> f64,
+}
+
+/// The vocabulary of the bundled Shakespeare corpus: the K=vocab shape when
+/// no model is loaded.
+pub const DEFAULT_VOCAB: u32 = 83;
+
+/// A gate's future (not `Send`: the web's GPU futures are not).
+pub type GateFuture<'a> = Pin<Box<dyn Future<Output = Result<GateReport, GpuError>> + 'a>>;
+
+/// One registered fast path.
+pub struct FastPath {
+    /// Stable id (`f16_storage`), the key in reports and `gpu_caps.active`.
+    pub id: &'static str,
+    /// Name in console lines (`f16-storage`).
+    pub label: &'static str,
+    /// Activation pill (`+f16 storage`).
+    pub pill: &'static str,
+    /// Appended to the status line when active.
+    pub status: &'static str,
+    /// The capability the path needs is present.
+    pub detect: fn(&GpuContext) -> bool,
+    /// Runs the gate: compare the path against the f32 reference.
+    pub gate: for<'a> fn(&'a GpuContext, &'a mut PipelineRegistry, GateOptions) -> GateFuture<'a>,
+    /// Turns a passing report into activation.
+    pub activate: fn(&GateReport, Option<Fault>, &mut FastPaths),
+}
+
+/// The headline console line, in the format docs/precision.md documents:
+/// `[ops] f16-storage gate: mean|ref|=…, max_abs=… (limit …), mean_rel=…% (limit 0.500%), max_rel=…% — PASS — f16 path active`.
+pub fn headline(label: &str, s: &GateStats, passed: bool, active_note: &str) -> String {
+    let verdict = if passed {
+        format!("PASS — {active_note}")
+    } else {
+        "FAIL".to_string()
+    };
+    format!(
+        "[ops] {label} gate: mean|ref|={:.2e}, max_abs={:.2e} (limit {:.2e}), mean_rel={:.3}% (limit {:.3}%), max_rel={:.2}% — {verdict}",
+        s.mean_abs_ref,
+        s.max_abs_err,
+        s.abs_limit,
+        s.mean_rel_err * 100.0,
+        s.rel_limit * 100.0,
+        s.max_rel_err * 100.0,
+    )
+}

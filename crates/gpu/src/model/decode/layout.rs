@@ -1,0 +1,37 @@
+//! How the decoder lays out a token's kernels, per device class.
+
+use crate::GpuContext;
+
+/// How the decoder lays out a token's LayerNorms and GEMVs.
+///
+/// `Fused`: each LayerNorm in the prologue of the GEMV that reads it, every
+/// workgroup recomputing the row's mean and 1/σ — one dispatch fewer per
+/// LayerNorm, which a GPU's idle lanes pay for. `Separate`: the LayerNorm
+/// kernel on the one row, then the same GEMV (8 columns × 32 lanes per
+/// workgroup); both give the same bits (`gemv_row.wgsl` reproduces
+/// `layernorm.wgsl`'s sums). `Columns`: the LayerNorms on their own, the
+/// column-layout GEMVs ([`RowFusion::columns`]: one invocation per output
+/// column, no workgroup memory, no barrier) and the attention with one
+/// invocation per head (`attention_decode.wgsl`'s `main_serial`) — on a
+/// CPU implementation of WebGPU, which pays per workgroup and per barrier,
+/// the fastest by far (BENCHMARKS.md, "The decoder on CPU devices").
+/// Its sums run in another order, so
+/// its logits differ from the others' in the last bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecoderKernels {
+    Fused,
+    Separate,
+    Columns,
+}
+
+impl DecoderKernels {
+    /// `Columns` on a CPU implementation ([`GpuContext::cpu_device`]),
+    /// `Fused` on a GPU.
+    pub fn for_device(ctx: &GpuContext) -> Self {
+        if ctx.cpu_device {
+            Self::Columns
+        } else {
+            Self::Fused
+        }
+    }
+}

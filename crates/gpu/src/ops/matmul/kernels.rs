@@ -1,0 +1,68 @@
+//! The f32 matmul kernels' sources (each with `matmul_common.wgsl`
+//! appended) and the tile and step sizes their binders use.
+
+use crate::registry::KernelSource;
+
+/// Each f32 matmul kernel with what they share appended.
+macro_rules! with_common {
+    ($file:literal) => {
+        concat!(
+            include_str!(concat!("../../../../../shaders/", $file)),
+            include_str!("../../../../../shaders/matmul_common.wgsl")
+        )
+    };
+}
+const MATMUL_WGSL: &str = with_common!("matmul.wgsl");
+const MATMUL_SMALL_WGSL: &str = with_common!("matmul_small.wgsl");
+const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
+
+pub const MATMUL_F32: KernelSource = KernelSource {
+    key: "matmul_f32_64x64_k16",
+    wgsl: MATMUL_WGSL,
+    entry: "main",
+    constants: &[],
+};
+
+pub const MATMUL_F32_SMALL: KernelSource = KernelSource {
+    key: "matmul_f32_32x32_k4x8",
+    wgsl: MATMUL_SMALL_WGSL,
+    entry: "main",
+    constants: &[],
+};
+
+/// The cell layout of matmul_small.wgsl ([`TileKernel::Cells`]).
+pub const MATMUL_F32_CELLS: KernelSource = KernelSource {
+    key: "matmul_f32_cells",
+    wgsl: MATMUL_SMALL_WGSL,
+    entry: "main_cells",
+    constants: &[],
+};
+
+pub const MATMUL_F32_128: KernelSource = KernelSource {
+    key: "matmul_f32_128x128_k8",
+    wgsl: MATMUL_128_WGSL,
+    entry: "main",
+    constants: &[],
+};
+
+pub const MATMUL_REDUCE: KernelSource = KernelSource {
+    key: "matmul_split_k_reduce",
+    wgsl: MATMUL_WGSL,
+    entry: "reduce_slices",
+    constants: &[],
+};
+
+/// K per step of the 64×64 kernel's loop; K slices are multiples of it.
+pub(super) const KT: u32 = 16;
+/// K per step of the small-output kernel's loop (8 per group of threads).
+pub(super) const KT_SMALL: u32 = 32;
+/// Threads per workgroup of `reduce_slices`.
+pub(super) const REDUCE_THREADS: u32 = 256;
+/// Output tile edge of the large-output kernel.
+pub const MATMUL_TILE_LARGE: u32 = 128;
+/// Fewest 128×128 tiles for which the large-output kernel is used: about
+/// two per SM of a 132-SM GPU; below that the 64×64 kernel's four times as
+/// many workgroups fill the GPU better.
+pub(super) const LARGE_MIN_TILES: u32 = 256;
+/// Invocations per workgroup of the cell kernel, each a 4×4 block of C.
+pub(super) const CELL_GROUP: u32 = 64;

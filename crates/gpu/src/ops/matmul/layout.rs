@@ -1,0 +1,53 @@
+//! The f32 matmul in each kernel [`Layout`].
+
+use super::desc::{MatmulDesc, TileKernel};
+use super::split_k::bind_matmul_split_k;
+use super::tiled::{bind_matmul, bind_matmul_tiled};
+use crate::kernel::{BoundKernel, Layout};
+use crate::ops::{BoundOp, View};
+use crate::registry::PipelineRegistry;
+use crate::{GpuContext, GpuError};
+
+/// The f32 matmul in a [`Layout`]: on a GPU the tile kernel of
+/// [`MatmulDesc::tile_kernel`] (the GEMV for one row times a linear
+/// weight), split along K where [`MatmulDesc::split_k`] says so; on a CPU
+/// implementation [`TileKernel::Cells`] for every shape, never split
+/// (splitting K only helps fill a GPU's cores).
+impl Layout {
+    /// [`bind_matmul`] in this layout.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind<'a>(
+        self,
+        ctx: &GpuContext,
+        registry: &mut PipelineRegistry,
+        desc: MatmulDesc,
+        a: impl Into<View<'a>>,
+        b: impl Into<View<'a>>,
+        bias: Option<View<'a>>,
+        c: impl Into<View<'a>>,
+    ) -> Result<BoundKernel, GpuError> {
+        match self {
+            Self::Gpu => bind_matmul(ctx, registry, desc, a, b, bias, c),
+            Self::Cpu => bind_matmul_tiled(ctx, registry, TileKernel::Cells, desc, a, b, bias, c),
+        }
+    }
+
+    /// [`bind_matmul_split_k`] in this layout.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind_split_k<'a>(
+        self,
+        ctx: &GpuContext,
+        registry: &mut PipelineRegistry,
+        desc: MatmulDesc,
+        a: impl Into<View<'a>>,
+        b: impl Into<View<'a>>,
+        bias: Option<View<'a>>,
+        c: impl Into<View<'a>>,
+        scratch: Option<&wgpu::Buffer>,
+    ) -> Result<BoundOp, GpuError> {
+        match self {
+            Self::Gpu => bind_matmul_split_k(ctx, registry, desc, a, b, bias, c, scratch),
+            Self::Cpu => Ok(self.bind(ctx, registry, desc, a, b, bias, c)?.into()),
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Binding one f32 matmul: the GEMV for one row times a linear weight,
+//! else a tile kernel.
+
+use super::desc::{check_operands, MatmulDesc, TileKernel};
+use super::gemv::{bind_gemv, RowFusion};
+use super::kernels::KT;
+use crate::kernel::BoundKernel;
+use crate::ops::common::bind_kernel;
+use crate::ops::View;
+use crate::registry::{KernelSource, PipelineRegistry};
+use crate::{GpuContext, GpuError};
+
+/// Binds one matmul to its operands (views into larger buffers allowed):
+/// the GEMV kernel for `M = 1` with `trans_b`, else the tile kernel of
+/// [`MatmulDesc::tile_kernel`]. The 64×64 and 128×128 kernels sum each
+/// output over K in the same order; the small-output kernel and the GEMV
+/// in others. `bias` is required iff
+/// `desc.bias`. C must not share a buffer with A, B or the bias (WebGPU
+/// forbids reading and writing one buffer in a dispatch).
+pub fn bind_matmul<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    // One row times a linear weight (B stored (N, K)) is a GEMV; with
+    // M = 1, A's layout does not matter.
+    if desc.m == 1 && desc.trans_b {
+        return bind_gemv(ctx, registry, desc, a, b, bias, RowFusion::default(), c);
+    }
+    bind_matmul_tiled(ctx, registry, desc.tile_kernel(), desc, a, b, bias, c)
+}
+
+/// Binds `desc` to tile kernel `kernel` whatever its size (what
+/// [`bind_matmul`] does with the kernel of [`MatmulDesc::tile_kernel`]):
+/// for tests on small shapes.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_matmul_tiled<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    kernel: TileKernel,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let groups = kernel.grid(ctx, &desc);
+    bind_with(ctx, registry, kernel.source(), groups, desc, a, b, bias, c)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bind_with<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    src: &KernelSource,
+    workgroups: [u32; 3],
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let (a, b, c) = (a.into(), b.into(), c.into());
+    check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
+    // An unused bias binding still needs a buffer: A is read-only, so reuse it.
+    let bias = bias.unwrap_or(a);
+    let offsets = [a.offset, b.offset, bias.offset, c.offset];
+    let k_chunk = desc.k.next_multiple_of(KT).max(KT);
+    let bytes = desc.uniform_bytes(offsets, k_chunk, 1);
+    let uniform = ctx.uniform("matmul_params", &bytes);
+    let buffers = [
+        (1, a.buffer),
+        (2, b.buffer),
+        (3, bias.buffer),
+        (4, c.buffer),
+    ];
+    Ok(bind_kernel(
+        ctx, registry, src, &uniform, &buffers, workgroups,
+    ))
+}
