@@ -1,9 +1,11 @@
-//! The small-output f32 matmul (32×32 tiles, K summed by four groups of
-//! threads) and the cell kernel of CPU devices against the CPU reference and
-//! the 64×64 kernel in every layout, on odd shapes around its tile and
-//! 32-wide K step, with bias, accumulation and operands at offsets; the
-//! small tiles chosen by `bind_matmul` only for outputs of fewer than 128
-//! tiles of 64×64, the cells for every shape in the `Cpu` kernel layout.
+//! The f32 tile kernels against the CPU reference, one test body run per
+//! kernel: the small-output kernel (32×32 tiles, K summed by four groups
+//! of threads), the cell kernel of CPU devices and the large-output kernel
+//! (128×128 tiles), each in every layout on odd shapes around its tile and
+//! K step, with bias, accumulation and operands at offsets, and each
+//! against the 64×64 kernel (bit for bit where both sum K in the same
+//! order: the large kernel); then which kernel `bind_matmul` and the `Cpu`
+//! layout choose for which shape.
 
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
@@ -12,17 +14,17 @@ use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::matmul::{
     bind_matmul, bind_matmul_tiled, matmul_reference, MatmulDesc, TileKernel, MATMUL_F32,
-    MATMUL_F32_CELLS, MATMUL_F32_SMALL,
+    MATMUL_F32_128, MATMUL_F32_CELLS, MATMUL_F32_SMALL,
 };
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
 
 /// Runs `desc` on `kernel` and the 64×64 kernel with every operand 5
-/// floats into its buffer and C starting from random values; compares both
-/// with the reference (they sum in different orders, so they agree to
-/// rounding, not bit for bit).
-fn check(gpu: &TestGpu, kernel: TileKernel, desc: MatmulDesc, seed: u64) {
+/// floats into its buffer and C starting from random values; compares
+/// `kernel` with the reference, and with the 64×64 kernel bit for bit when
+/// `exact` (same summation order) or to rounding otherwise.
+fn check(gpu: &TestGpu, kernel: TileKernel, exact: bool, desc: MatmulDesc, seed: u64) {
     let ctx = &gpu.ctx;
     let mut rng = Rng::new(seed);
     let pad = |v: &[f32]| [&[3.0; 5][..], v].concat();
@@ -33,8 +35,8 @@ fn check(gpu: &TestGpu, kernel: TileKernel, desc: MatmulDesc, seed: u64) {
     let a_buf = ctx.upload("a", &pad(&a)).unwrap();
     let b_buf = ctx.upload("b", &pad(&b)).unwrap();
     let bias_buf = ctx.upload("bias", &pad(&bias)).unwrap();
-    let (small, general) = (
-        ctx.upload("c_small", &pad(&c0)).unwrap(),
+    let (tested, general) = (
+        ctx.upload("c_tested", &pad(&c0)).unwrap(),
         ctx.upload("c_general", &pad(&c0)).unwrap(),
     );
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
@@ -43,12 +45,13 @@ fn check(gpu: &TestGpu, kernel: TileKernel, desc: MatmulDesc, seed: u64) {
     let bind = |reg: &mut _, kernel, c| {
         bind_matmul_tiled(ctx, reg, kernel, desc, av, bv, biasv, View::at(c, 5)).unwrap()
     };
-    let k_small = bind(&mut reg, kernel, &small);
+    let k_tested = bind(&mut reg, kernel, &tested);
     let k_general = bind(&mut reg, TileKernel::General, &general);
-    assert_eq!(k_small.key, kernel.source().key);
-    submit(ctx, "matmul_small", &[&k_small, &k_general]);
+    assert_eq!(k_tested.key, kernel.source().key);
+    assert_eq!(k_general.key, MATMUL_F32.key);
+    submit(ctx, "matmul_tiles", &[&k_tested, &k_general]);
     let len = 5 + (desc.m * desc.n) as usize;
-    let got = pollster::block_on(ctx.read_f32(&small, len)).unwrap();
+    let got = pollster::block_on(ctx.read_f32(&tested, len)).unwrap();
     let other = pollster::block_on(ctx.read_f32(&general, len)).unwrap();
     assert_eq!(&got[..5], &[3.0; 5], "nothing before C's offset is written");
     let mut want = matmul_reference(desc, &a, &b, desc.bias.then_some(&bias[..]));
@@ -56,31 +59,30 @@ fn check(gpu: &TestGpu, kernel: TileKernel, desc: MatmulDesc, seed: u64) {
         want.iter_mut().zip(&c0).for_each(|(x, c)| *x += c);
     }
     let atol = 1e-5 * (desc.k as f64).sqrt() * 4.0;
-    assert_close(&format!("{desc:?}"), &got[5..], &want, atol, 1e-5);
     assert_close(
-        &format!("{desc:?} (64×64)"),
+        &format!("{kernel:?} {desc:?}"),
         &got[5..],
-        &other[5..],
+        &want,
         atol,
         1e-5,
     );
+    if exact {
+        assert!(
+            got == other,
+            "{kernel:?} {desc:?}: differs from the 64×64 kernel"
+        );
+    } else {
+        let what = format!("{kernel:?} {desc:?} vs 64×64");
+        assert_close(&what, &got[5..], &other[5..], atol, 1e-5);
+    }
 }
 
-#[test]
-fn small_tiles_match_the_reference_in_every_layout() {
+/// [`check`] on every `(M, K, N)` of `shapes` in all four layouts, with
+/// bias and accumulation in turn.
+fn tile_kernel_matches(kernel: TileKernel, exact: bool, shapes: &[(u32, u32, u32)], seed0: u64) {
     let gpu = gpu_or_skip!();
-    // (M, K, N): below, at and past one tile, one 8-wide group step and
-    // one 32-wide K step; several steps with a partial last one.
-    let shapes = [
-        (1, 1, 1),
-        (3, 5, 7),
-        (32, 32, 32),
-        (33, 17, 31),
-        (31, 65, 33),
-        (70, 200, 45),
-    ];
-    let mut seed = 100;
-    for &(m, k, n) in &shapes {
+    let mut seed = seed0;
+    for &(m, k, n) in shapes {
         for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
             seed += 1;
             let desc = MatmulDesc {
@@ -89,14 +91,46 @@ fn small_tiles_match_the_reference_in_every_layout() {
                 n,
                 trans_a,
                 trans_b,
-                bias: seed % 2 == 0,
-                accumulate: seed % 3 == 0,
+                bias: seed.is_multiple_of(2),
+                accumulate: seed.is_multiple_of(3),
             };
-            for kernel in [TileKernel::Small, TileKernel::Cells] {
-                check(gpu, kernel, desc, seed);
-            }
+            check(gpu, kernel, exact, desc, seed);
         }
     }
+}
+
+/// Below, at and past one 32×32 tile, one 8-wide group step and one
+/// 32-wide K step; several steps with a partial last one.
+const SMALL_SHAPES: [(u32, u32, u32); 6] = [
+    (1, 1, 1),
+    (3, 5, 7),
+    (32, 32, 32),
+    (33, 17, 31),
+    (31, 65, 33),
+    (70, 200, 45),
+];
+/// Below, at and past one 128×128 tile and one 8-wide K step.
+const LARGE_SHAPES: [(u32, u32, u32); 5] = [
+    (1, 1, 1),
+    (3, 5, 7),
+    (128, 8, 128),
+    (129, 17, 130),
+    (200, 33, 257),
+];
+
+#[test]
+fn small_tiles_match_the_reference_in_every_layout() {
+    tile_kernel_matches(TileKernel::Small, false, &SMALL_SHAPES, 100);
+}
+
+#[test]
+fn cells_match_the_reference_in_every_layout() {
+    tile_kernel_matches(TileKernel::Cells, false, &SMALL_SHAPES, 100);
+}
+
+#[test]
+fn large_tiles_match_the_reference_in_every_layout_and_the_64x64_kernel_bit_for_bit() {
+    tile_kernel_matches(TileKernel::Large, true, &LARGE_SHAPES, 0);
 }
 
 #[test]
@@ -161,5 +195,24 @@ fn the_cpu_layout_runs_cells_for_every_shape_and_never_splits() {
             .bind_split_k(ctx, &mut reg, desc, &a, &w, bias, &c, Some(&scratch))
             .unwrap();
         assert!(gpu_op.kernels.iter().all(|k| k.key != MATMUL_F32_CELLS.key));
+    }
+}
+
+#[test]
+fn bind_matmul_uses_large_tiles_only_for_large_outputs() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let big = MatmulDesc::linear(2048, 16, 2048);
+    let small = MatmulDesc::linear(2048, 16, 1920);
+    assert!(big.uses_large_tiles(), "16 × 16 tiles of 128");
+    assert!(!small.uses_large_tiles(), "15 × 16 tiles of 128");
+    let a = ctx.zeros("a", 2048 * 16).unwrap();
+    let w = ctx.zeros("w", 2048 * 16).unwrap();
+    let bias = ctx.zeros("bias", 2048).unwrap();
+    let c = ctx.zeros("c", 2048 * 2048).unwrap();
+    for (desc, key) in [(big, MATMUL_F32_128.key), (small, MATMUL_F32.key)] {
+        let k = bind_matmul(ctx, &mut reg, desc, &a, &w, Some((&bias).into()), &c).unwrap();
+        assert_eq!(k.key, key, "{desc:?}");
     }
 }
