@@ -138,6 +138,11 @@ fn a_run_refuses_what_it_cannot_do_with_one_clear_reason() {
     assert!(big.num_params() > CPU_TRAIN_MAX_PARAMS);
     let e = run::check_cpu_trainable(&big, "no adapter").unwrap_err();
     assert!(e.contains("no adapter") && e.contains("nano"), "{e}");
+    assert!(run::check_sample_tokens(1).is_ok());
+    for bad in [0, run::MAX_SAMPLE_TOKENS + 1] {
+        let e = run::check_sample_tokens(bad).unwrap_err();
+        assert!(e.contains(&bad.to_string()), "{e}");
+    }
     assert!(run::check_continue_steps(1).is_ok());
     for bad in [0, run::MAX_CONTINUE_STEPS + 1] {
         let e = run::check_continue_steps(bad).unwrap_err();

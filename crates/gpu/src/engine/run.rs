@@ -38,6 +38,19 @@ pub fn check_continue_steps(steps: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Most tokens one generation may ask for.
+pub const MAX_SAMPLE_TOKENS: usize = 100_000;
+
+/// Refuses a generation length out of range.
+pub fn check_sample_tokens(tokens: usize) -> Result<(), String> {
+    if tokens == 0 || tokens > MAX_SAMPLE_TOKENS {
+        return Err(format!(
+            "length must be in 1..={MAX_SAMPLE_TOKENS} (got {tokens})"
+        ));
+    }
+    Ok(())
+}
+
 /// Time spent training, pauses excluded: tokens/s divides by this, so the
 /// figure stays honest across pauses and hidden tabs.
 #[derive(Clone, Copy, Debug, Default)]

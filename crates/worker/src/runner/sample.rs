@@ -6,12 +6,63 @@ use crate::outbox::{error, log, post};
 use std::ops::ControlFlow;
 use tinygpt_core::checkpoint;
 use tinygpt_core::sample::SampleParams;
-use tinygpt_gpu::engine::run::Run;
+use tinygpt_gpu::engine::run::{self, Run};
 use tinygpt_gpu::engine::Session;
 use tinygpt_protocol::{LogLevel, RunState, SampleRequest, WorkerOutput};
 
 /// The CPU sampling path yields to the event loop this often.
 const YIELD_MS: f64 = 30.0;
+
+/// A generation's figures as it streams.
+struct Stream {
+    t0: f64,
+    tokens: usize,
+    first_token_ms: f64,
+}
+
+impl Stream {
+    /// One more token: the chunk to post.
+    fn token(&mut self, text: &str) -> WorkerOutput {
+        self.tokens += 1;
+        let dt = js::now_ms() - self.t0;
+        if self.tokens == 1 {
+            self.first_token_ms = dt;
+        }
+        WorkerOutput::SampleChunk {
+            text: text.to_string(),
+            tokens: self.tokens,
+            tokens_per_s: self.tokens as f64 / (dt / 1e3).max(1e-9),
+            first_token_ms: self.first_token_ms,
+        }
+    }
+
+    fn done(&self) -> WorkerOutput {
+        let secs = (js::now_ms() - self.t0) / 1e3;
+        WorkerOutput::SampleDone {
+            tokens: self.tokens,
+            tokens_per_s: self.tokens as f64 / secs.max(1e-9),
+            first_token_ms: self.first_token_ms,
+        }
+    }
+}
+
+/// The CPU path computes without awaiting: this lets the event loop
+/// deliver a Stop every [`YIELD_MS`].
+fn yielder() -> impl FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> {
+    let mut last = js::now_ms();
+    move || {
+        let now = js::now_ms();
+        let due = now - last > YIELD_MS;
+        if due {
+            last = now;
+        }
+        Box::pin(async move {
+            if due {
+                js::yield_now().await;
+            }
+        })
+    }
+}
 
 impl Runner {
     /// Generates and streams text; a Stop message ends it early.
@@ -23,79 +74,44 @@ impl Runner {
                 "there is no model yet: train one or load a checkpoint",
             );
         };
+        if let Err(e) = run::check_sample_tokens(req.max_tokens) {
+            return error("sampling", e);
+        }
         let params = SampleParams {
             temperature: req.temperature,
             top_k: req.top_k,
             top_p: req.top_p,
             seed: req.seed,
         };
-        if req.max_tokens == 0 || req.max_tokens > 100_000 {
-            return error(
-                "sampling",
-                format!("length must be in 1..=100000 (got {})", req.max_tokens),
-            );
-        }
         post(&WorkerOutput::Busy { busy: true });
         self.stop_sampling.set(false);
         let stop = self.stop_sampling.clone();
-        let t0 = js::now_ms();
-        let mut first_token_ms = 0.0;
-        let mut tokens = 0usize;
-        let mut last_yield = t0;
+        let mut stream = Stream {
+            t0: js::now_ms(),
+            tokens: 0,
+            first_token_ms: 0.0,
+        };
+        let on_token = |text: &str| {
+            post(&stream.token(text));
+            match stop.get() {
+                true => ControlFlow::Break(()),
+                false => ControlFlow::Continue(()),
+            }
+        };
         let result = s
-            .generate(
-                &req.prompt,
-                req.max_tokens,
-                &params,
-                |text| {
-                    tokens += 1;
-                    let dt = js::now_ms() - t0;
-                    if tokens == 1 {
-                        first_token_ms = dt;
-                    }
-                    post(&WorkerOutput::SampleChunk {
-                        text: text.to_string(),
-                        tokens,
-                        tokens_per_s: tokens as f64 / (dt / 1e3).max(1e-9),
-                        first_token_ms,
-                    });
-                    if stop.get() {
-                        ControlFlow::Break(())
-                    } else {
-                        ControlFlow::Continue(())
-                    }
-                },
-                // The CPU path computes without awaiting: let the event loop
-                // deliver a Stop every few tens of milliseconds.
-                || {
-                    let now = js::now_ms();
-                    let due = now - last_yield > YIELD_MS;
-                    if due {
-                        last_yield = now;
-                    }
-                    async move {
-                        if due {
-                            js::yield_now().await;
-                        }
-                    }
-                },
-            )
+            .generate(&req.prompt, req.max_tokens, &params, on_token, yielder())
             .await;
-        let secs = (js::now_ms() - t0) / 1e3;
         post(&WorkerOutput::Busy { busy: false });
         match result {
             Ok(_) => {
                 if stop.get() {
-                    log(
-                        LogLevel::Info,
-                        format!("[sample] stopped by the user after {tokens} tokens"),
+                    let text = format!(
+                        "[sample] stopped by the user after {} tokens",
+                        stream.tokens
                     );
+                    log(LogLevel::Info, text);
                 }
-                post(&WorkerOutput::SampleDone {
-                    tokens,
-                    tokens_per_s: tokens as f64 / secs.max(1e-9),
-                    first_token_ms,
-                })
+                post(&stream.done())
             }
             Err(e) => error("sampling", e),
         }

@@ -15,6 +15,47 @@ use tinygpt_protocol::{CorpusSource, LogLevel, ModelShape, RunState, WorkerOutpu
 /// responsive and progress is reported several times a second.
 const CHUNK_MS: f64 = 150.0;
 
+/// An uploaded corpus kept to copy into the run's directory.
+type KeptCorpus = Option<(String, Vec<u8>)>;
+
+/// A new run's corpus read into a dataset, with its name and (uploaded) its
+/// bytes; `None` once an error is posted.
+async fn corpus_dataset(
+    corpus: CorpusSource,
+    seq_len: usize,
+) -> Option<(String, Dataset, KeptCorpus)> {
+    let (name, bytes, kept) = match corpus {
+        CorpusSource::Bundled => match js::fetch_bytes(js::BUNDLED_CORPUS).await {
+            Ok(b) => ("the bundled Shakespeare corpus".to_string(), b, None),
+            Err(e) => {
+                error("loading the bundled corpus", e);
+                return None;
+            }
+        },
+        CorpusSource::Upload { name, bytes } => {
+            let kept = Some((name.clone(), bytes.clone()));
+            (name, bytes, kept)
+        }
+    };
+    let reading = format!("reading the corpus {name}");
+    if bytes.len() > tinygpt_protocol::MAX_CORPUS_BYTES {
+        let mib = bytes.len() as f64 / (1u64 << 20) as f64;
+        let max = tinygpt_protocol::MAX_CORPUS_BYTES >> 20;
+        error(
+            &reading,
+            format!("it is {mib:.1} MiB; the playground trains on corpora up to {max} MiB"),
+        );
+        return None;
+    }
+    match Dataset::from_bytes(&bytes, VAL_FRACTION, seq_len) {
+        Ok(d) => Some((name, d, kept)),
+        Err(e) => {
+            error(&reading, e);
+            None
+        }
+    }
+}
+
 impl Runner {
     /// Starts a fresh run; on any error the current model stays.
     pub async fn start(
@@ -25,29 +66,8 @@ impl Runner {
         run_name: Option<String>,
     ) {
         self.drain().await;
-        let (name, bytes, corpus_bytes) = match corpus {
-            CorpusSource::Bundled => match js::fetch_bytes(js::BUNDLED_CORPUS).await {
-                Ok(b) => ("the bundled Shakespeare corpus".to_string(), b, None),
-                Err(e) => return error("loading the bundled corpus", e),
-            },
-            CorpusSource::Upload { name, bytes } => {
-                let kept = Some((name.clone(), bytes.clone()));
-                (name, bytes, kept)
-            }
-        };
-        if bytes.len() > tinygpt_protocol::MAX_CORPUS_BYTES {
-            return error(
-                &format!("reading the corpus {name}"),
-                format!(
-                    "it is {:.1} MiB; the playground trains on corpora up to {} MiB",
-                    bytes.len() as f64 / (1u64 << 20) as f64,
-                    tinygpt_protocol::MAX_CORPUS_BYTES >> 20
-                ),
-            );
-        }
-        let data = match Dataset::from_bytes(&bytes, VAL_FRACTION, train.seq_len) {
-            Ok(d) => d,
-            Err(e) => return error(&format!("reading the corpus {name}"), e),
+        let Some((name, data, corpus_bytes)) = corpus_dataset(corpus, train.seq_len).await else {
+            return;
         };
         let config = ModelConfig {
             vocab_size: data.vocab.len(),
