@@ -54,10 +54,13 @@ pub struct F16Storage {
     pub fault: Option<Fault>,
 }
 
-/// matmul_f16w.wgsl with what its GEMVs fold around the dot products
-/// (gemv_row.wgsl, erf.wgsl).
+/// The f16-storage kernels (f16w_common.wgsl, the tiled matmul_f16w.wgsl
+/// and gemv_f16w.wgsl) with what the GEMVs fold around the dot products
+/// (gemv_row.wgsl, erf.wgsl): one source, every entry point.
 const MATMUL_WGSL: &str = concat!(
+    include_str!("../../../../../shaders/f16w_common.wgsl"),
     include_str!("../../../../../shaders/matmul_f16w.wgsl"),
+    include_str!("../../../../../shaders/gemv_f16w.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
     include_str!("../../../../../shaders/erf.wgsl")
 );

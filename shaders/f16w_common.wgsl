@@ -1,0 +1,73 @@
+// What the f16-storage kernels share (matmul_f16w.wgsl: the tiled kernel;
+// gemv_f16w.wgsl: the GEMVs), appended with them into one source by
+// ops/matmul/f16w.rs. The op: C (M, N) = A (M, K) · Wᵀ [+ bias (N)].
+//
+// W is stored (N, K) — the (out, in) layout of a linear weight — as packed
+// halves: word i of `w` holds elements 2i (low half) and 2i+1 (high half) of
+// the flat parameter buffer, read with the core built-in unpack2x16float (no
+// `enable f16` needed). A, bias and C are f32, and every product is summed in
+// an f32 register: only the storage of W is narrow (see docs/precision.md).
+//
+// Every entry point has deliberately wrong variants, selected by the
+// pipeline-overridable FAULT, that exist only so tests can prove the gate
+// catches them (ops/matmul/f16w.rs registers them under keys of their own).
+
+struct Params {
+    m: u32,
+    k: u32,
+    n: u32,
+    // bit 2: add bias; bit 3: accumulate into C (GEMV only); bit 4 (tiled
+    // kernel): W's element offset and K are both even, so a K-pair never
+    // straddles two words; bit 6: GELU epilogue (GEMV only, gemv_row.wgsl).
+    flags: u32,
+    a_off: u32,
+    // Offset of W in halves (elements of the flat parameter buffer).
+    w_off: u32,
+    bias_off: u32,
+    c_off: u32,
+    ln_w_off: u32,
+    ln_b_off: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> c: array<f32>;
+
+// K per step of the tiled kernel; the drop-tail fault skips the last
+// partial step of K in every kernel.
+const KT: u32 = 16u;
+
+// Fault selectors: the pipeline-overridable FAULT picks a deliberately
+// wrong test-only variant of every entry point (0, the default, is none).
+const FAULT_NONE: u32 = 0u;
+const FAULT_F16_ACC: u32 = 1u;
+const FAULT_DROP_TAIL: u32 = 2u;
+override FAULT: u32 = FAULT_NONE;
+
+// Element e of the flat half buffer.
+fn w_at(e: u32) -> f32 {
+    let pair = unpack2x16float(w[e >> 1u]);
+    return select(pair.x, pair.y, (e & 1u) == 1u);
+}
+
+// What an f16 register would hold: round to f16, saturating to ±inf past
+// the f16 range as f16 hardware does (pack2x16float leaves that case
+// undefined, so it is spelled out).
+fn to_f16(x: f32) -> f32 {
+    if (abs(x) >= 65520.0) {
+        return bitcast<f32>((bitcast<u32>(x) & 0x80000000u) | 0x7f800000u);
+    }
+    return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0))).x;
+}
+
+// The K extent summed: the drop-tail fault skips the last partial K tile.
+fn k_end(fault: u32) -> u32 {
+    if (fault == FAULT_DROP_TAIL) {
+        return (p.k / KT) * KT;
+    }
+    return p.k;
+}
