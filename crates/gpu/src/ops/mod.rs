@@ -12,3 +12,61 @@ pub mod layernorm;
 pub mod matmul;
 pub mod residual;
 pub use common::{BoundOp, View};
+
+use crate::registry::KernelSource;
+
+/// Every pipeline the engine can create, variants included: the shader
+/// validation test (`tests/shaders.rs`) validates each with naga and fails
+/// on a `KernelSource` key anywhere in the crate that is not listed here.
+pub fn all_kernels() -> Vec<&'static KernelSource> {
+    use matmul::*;
+    let mut all: Vec<&'static KernelSource> = vec![
+        &argmax::GREEDY_PICK,
+        &embedding::EMBEDDING_FORWARD,
+        &embedding::EMBEDDING_FORWARD_DECODE,
+        &embedding::EMBEDDING_BACKWARD_TOK,
+        &embedding::EMBEDDING_BACKWARD_TOK_SERIAL,
+        &embedding::EMBEDDING_BACKWARD_POS,
+        &adamw::ADAMW_SCHEDULE,
+        &adamw::ADAMW_UPDATE,
+        &layernorm::LAYERNORM_FORWARD,
+        &layernorm::LAYERNORM_FORWARD_SERIAL,
+        &layernorm::LAYERNORM_BACKWARD_DX,
+        &layernorm::LAYERNORM_BACKWARD_DX_SERIAL,
+        &layernorm::LAYERNORM_BACKWARD_DWDB,
+        &layernorm::LAYERNORM_BACKWARD_DWDB_SERIAL,
+        &attention::ATTENTION_FWD,
+        &attention::ATTENTION_FWD_SERIAL,
+        &attention::ATTENTION_BWD_DQ,
+        &attention::ATTENTION_BWD_DQ_SERIAL,
+        &attention::ATTENTION_BWD_DKV,
+        &attention::ATTENTION_BWD_DKV_SERIAL,
+        &attention::ATTENTION_DECODE,
+        &attention::ATTENTION_DECODE_SERIAL,
+        &bias_grad::COLUMN_SUM,
+        &bias_grad::COLUMN_SUM_SERIAL,
+        &grad_norm::GRAD_NORM_PARTIALS,
+        &grad_norm::GRAD_NORM_PARTIALS_SERIAL,
+        &grad_norm::GRAD_NORM_FINISH,
+        &dropout::DROPOUT,
+        &crossentropy::CROSSENTROPY_FORWARD,
+        &crossentropy::CROSSENTROPY_FORWARD_BACKWARD,
+        &crossentropy::CROSSENTROPY_FORWARD_SERIAL,
+        &crossentropy::CROSSENTROPY_FORWARD_BACKWARD_SERIAL,
+        &crossentropy::CROSSENTROPY_MEAN,
+        &gelu::GELU_FORWARD,
+        &gelu::GELU_BACKWARD,
+        &residual::RESIDUAL_FORWARD,
+        &residual::RESIDUAL_ACCUMULATE,
+        &MATMUL_F32,
+        &MATMUL_F32_SMALL,
+        &MATMUL_F32_CELLS,
+        &MATMUL_F32_128,
+        &MATMUL_REDUCE,
+        &GEMV_F32,
+        &GEMV_F32_LN,
+        &GEMV_F32_COLS,
+    ];
+    all.extend(f16w::all_kernels());
+    all
+}

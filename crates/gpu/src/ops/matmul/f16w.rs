@@ -152,6 +152,17 @@ const GEMV_COLS: [KernelSource; 3] = variants(
     "gemv_cols",
 );
 
+/// Every f16-storage pipeline, fault variants included (see
+/// [`crate::ops::all_kernels`]).
+pub fn all_kernels() -> impl Iterator<Item = &'static KernelSource> {
+    let tiled: &'static [KernelSource; 3] = &TILED;
+    let gemvs: &'static [[[KernelSource; 3]; 2]; 2] = &GEMVS;
+    let cols: &'static [KernelSource; 3] = &GEMV_COLS;
+    let packs: [&'static KernelSource; 2] = [&PACK_F16, &PACK_F16_TRUNC];
+    let gemvs = gemvs.iter().flatten().flatten();
+    tiled.iter().chain(gemvs).chain(cols).chain(packs)
+}
+
 pub const PACK_F16: KernelSource = KernelSource {
     key: "pack_f16",
     wgsl: PACK_WGSL,

@@ -1,0 +1,136 @@
+//! Every WGSL module, entry point and override variant the engine can
+//! create, validated without a GPU by the naga that wgpu uses: parsed,
+//! validated, its `override` constants applied as the pipeline sets them,
+//! and written as SPIR-V for its entry point (what the Vulkan backend does;
+//! naga's writer has panicked on valid-looking WGSL before). The list is
+//! `ops::all_kernels()`, and a `KernelSource` key anywhere in the crate's
+//! source that the list lacks fails the test, so a new shader cannot
+//! escape it.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use tinygpt_gpu::ops::all_kernels;
+use tinygpt_gpu::registry::KernelSource;
+
+/// Validates one pipeline: the module, its entry point, its constants and
+/// the SPIR-V of that entry point with those constants.
+fn validate(src: &KernelSource) -> Result<(), String> {
+    use naga::valid::{Capabilities, ValidationFlags, Validator};
+    let module = naga::front::wgsl::parse_str(src.wgsl)
+        .map_err(|e| format!("parse: {}", e.emit_to_string(src.wgsl)))?;
+    // What WebGPU grants every device: pack2x16float/unpack2x16float are
+    // core WGSL (wgpu sets this capability for every adapter it runs on).
+    let caps = Capabilities::default() | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    let info = Validator::new(ValidationFlags::all(), caps)
+        .validate(&module)
+        .map_err(|e| format!("validate: {}", e.emit_to_string(src.wgsl)))?;
+    let entry = module
+        .entry_points
+        .iter()
+        .find(|e| e.name == src.entry)
+        .ok_or_else(|| format!("no entry point `{}`", src.entry))?;
+    if entry.stage != naga::ShaderStage::Compute {
+        return Err(format!("`{}` is not a compute entry point", src.entry));
+    }
+    let mut constants = naga::back::PipelineConstants::default();
+    for &(name, value) in src.constants {
+        if !module
+            .overrides
+            .iter()
+            .any(|(_, o)| o.name.as_deref() == Some(name))
+        {
+            return Err(format!("no override `{name}`"));
+        }
+        constants.insert(name.to_string(), value);
+    }
+    let stage = Some((naga::ShaderStage::Compute, src.entry));
+    let (module, info) =
+        naga::back::pipeline_constants::process_overrides(&module, &info, stage, &constants)
+            .map_err(|e| format!("overrides: {e}"))?;
+    let options = naga::back::spv::Options::default();
+    let pipeline = naga::back::spv::PipelineOptions {
+        shader_stage: naga::ShaderStage::Compute,
+        entry_point: src.entry.to_string(),
+    };
+    naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline))
+        .map_err(|e| format!("SPIR-V: {e}"))?;
+    Ok(())
+}
+
+#[test]
+fn every_pipeline_validates_with_its_constants() {
+    let kernels = all_kernels();
+    let mut failures = Vec::new();
+    for src in &kernels {
+        if let Err(e) = validate(src) {
+            failures.push(format!("{} ({}): {e}", src.key, src.entry));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let keys: BTreeSet<_> = kernels.iter().map(|k| k.key).collect();
+    assert_eq!(keys.len(), kernels.len(), "two pipelines share a key");
+    println!("{} pipelines validated", kernels.len());
+}
+
+/// Every key literal of a `KernelSource` in the crate's source: `key: "…"`
+/// fields, and the key lists of `variants(…)` (ops/matmul/f16w.rs).
+fn keys_in_source(dir: &Path, out: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            keys_in_source(&path, out);
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for part in text.split("key: \"").skip(1) {
+            out.insert(part.split('"').next().unwrap().to_string());
+        }
+        for part in text.split("variants(").skip(1) {
+            let Some(list) = part.trim_start().strip_prefix('[') else {
+                continue;
+            };
+            let list = list.split(']').next().unwrap();
+            for key in list.split('"').skip(1).step_by(2) {
+                out.insert(key.to_string());
+            }
+        }
+    }
+}
+
+#[test]
+fn no_pipeline_escapes_the_list() {
+    let listed: BTreeSet<String> = all_kernels().iter().map(|k| k.key.to_string()).collect();
+    let mut found = BTreeSet::new();
+    keys_in_source(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut found,
+    );
+    assert!(
+        found.len() >= listed.len() - 1,
+        "the source scan found only {found:?}"
+    );
+    let missing: Vec<_> = found.difference(&listed).collect();
+    assert!(missing.is_empty(), "not in ops::all_kernels(): {missing:?}");
+}
+
+#[test]
+fn a_broken_shader_or_an_unknown_constant_is_refused() {
+    let good = all_kernels()[0];
+    let broken = KernelSource {
+        wgsl: "@compute @workgroup_size(1) fn main() { let x: f32 = 1u; }",
+        entry: "main",
+        ..*good
+    };
+    let e = validate(&broken).unwrap_err();
+    assert!(e.starts_with("parse") || e.starts_with("validate"), "{e}");
+    let unknown = KernelSource {
+        constants: &[("NO_SUCH_CONSTANT", 1.0)],
+        ..*good
+    };
+    assert!(validate(&unknown).unwrap_err().contains("NO_SUCH_CONSTANT"));
+    let no_entry = KernelSource {
+        entry: "no_such_entry",
+        ..*good
+    };
+    assert!(validate(&no_entry).unwrap_err().contains("no_such_entry"));
+}
