@@ -154,6 +154,88 @@ impl Frame {
     }
 }
 
+/// The x axis's ticks and their labels, below the axis at `x_axis_y`.
+fn x_ticks(f: &Frame, x_axis_y: f64) -> impl IntoView {
+    f.x_ticks
+        .iter()
+        .map(|&t| {
+            let x = f.x(t);
+            view! {
+                <line class="tick" x1=x x2=x y1=x_axis_y y2=x_axis_y + 5.0 />
+                <text class="tick-label" x=x y=x_axis_y + 18.0 text-anchor="middle">
+                    {tick_label(t, f.x_step)}
+                </text>
+            }
+        })
+        .collect_view()
+}
+
+/// The loss gridlines and their labels, left of the plot.
+fn y_ticks(f: &Frame) -> impl IntoView {
+    f.y_ticks
+        .iter()
+        .map(|&t| {
+            let y = f.y(t);
+            view! {
+                <line class="gridline" x1=LEFT x2=W - RIGHT y1=y y2=y />
+                <text class="tick-label" x=LEFT - 8.0 y=y + 4.0 text-anchor="end">
+                    {tick_label(t, f.y_step)}
+                </text>
+            }
+        })
+        .collect_view()
+}
+
+/// Gridlines, both axes and their ticks.
+fn axes(f: &Frame) -> impl IntoView {
+    let x_axis_y = f.y(f.y_ticks[0]);
+    view! {
+        {y_ticks(f)}
+        <line class="axis" x1=LEFT x2=W - RIGHT y1=x_axis_y y2=x_axis_y />
+        <line class="axis" x1=LEFT x2=LEFT y1=TOP y2=x_axis_y />
+        {x_ticks(f, x_axis_y)}
+    }
+}
+
+/// A dot on each validation point, thinned like the lines.
+fn val_dots(h: &LossHistory, f: &Frame) -> impl IntoView {
+    let stride = h.val.len().div_ceil(MAX_DRAWN).max(1);
+    h.val
+        .iter()
+        .step_by(stride)
+        .map(|&(s, l)| {
+            view! { <circle class="val-dot" cx=f.x(s as f64) cy=f.y(l as f64) r="3.5" /> }
+        })
+        .collect_view()
+}
+
+/// The axes' titles.
+#[component]
+fn AxisTitles() -> impl IntoView {
+    view! {
+        <text class="axis-title" x=(LEFT + W - RIGHT) / 2.0 y=H - 4.0 text-anchor="middle">"step"</text>
+        <text class="axis-title" x="14" y=(TOP + H - BOTTOM) / 2.0 text-anchor="middle"
+            transform=format!("rotate(-90 14 {})", (TOP + H - BOTTOM) / 2.0)>
+            "loss (nats/char)"
+        </text>
+    }
+}
+
+/// Which line is which, in the top right corner.
+#[component]
+fn Legend() -> impl IntoView {
+    view! {
+        <g class="legend" transform=format!("translate({} {})", W - RIGHT - 150.0, TOP + 4.0)>
+            <rect class="legend-bg" x="-8" y="-4" width="150" height="40" rx="4" />
+            <line class="train-line" x1="0" x2="22" y1="8" y2="8" />
+            <text class="legend-label" x="30" y="12">"train loss"</text>
+            <line class="val-line" x1="0" x2="22" y1="26" y2="26" />
+            <circle class="val-dot" cx="11" cy="26" r="3.5" />
+            <text class="legend-label" x="30" y="30">"validation loss"</text>
+        </g>
+    }
+}
+
 /// The loss chart. `data-train-points` and `data-val-points` count the
 /// points in the history; `data-first-train-loss` and `data-last-train-loss`
 /// let a test see the trend without reading the drawing.
@@ -171,57 +253,6 @@ pub fn LossChart(
             (f.points(&h.train), f.points(&h.val), f)
         })
     });
-    let axes = move || {
-        frame.with(|(_, _, f)| {
-            let x_axis_y = f.y(f.y_ticks[0]);
-            let x_ticks = f
-                .x_ticks
-                .iter()
-                .map(|&t| {
-                    let x = f.x(t);
-                    view! {
-                        <line class="tick" x1=x x2=x y1=x_axis_y y2=x_axis_y + 5.0 />
-                        <text class="tick-label" x=x y=x_axis_y + 18.0 text-anchor="middle">
-                            {tick_label(t, f.x_step)}
-                        </text>
-                    }
-                })
-                .collect_view();
-            let y_ticks = f
-                .y_ticks
-                .iter()
-                .map(|&t| {
-                    let y = f.y(t);
-                    view! {
-                        <line class="gridline" x1=LEFT x2=W - RIGHT y1=y y2=y />
-                        <text class="tick-label" x=LEFT - 8.0 y=y + 4.0 text-anchor="end">
-                            {tick_label(t, f.y_step)}
-                        </text>
-                    }
-                })
-                .collect_view();
-            view! {
-                {y_ticks}
-                <line class="axis" x1=LEFT x2=W - RIGHT y1=x_axis_y y2=x_axis_y />
-                <line class="axis" x1=LEFT x2=LEFT y1=TOP y2=x_axis_y />
-                {x_ticks}
-            }
-        })
-    };
-    let val_dots = move || {
-        history.with(|h| {
-            frame.with(|(_, _, f)| {
-                let stride = h.val.len().div_ceil(MAX_DRAWN).max(1);
-                h.val
-                    .iter()
-                    .step_by(stride)
-                    .map(|&(s, l)| {
-                        view! { <circle class="val-dot" cx=f.x(s as f64) cy=f.y(l as f64) r="3.5" /> }
-                    })
-                    .collect_view()
-            })
-        })
-    };
     let empty = move || history.with(|h| h.train.is_empty() && h.val.is_empty());
     view! {
         <svg
@@ -235,23 +266,12 @@ pub fn LossChart(
             role="img"
             aria-label="training and validation loss by step"
         >
-            {axes}
-            <text class="axis-title" x=(LEFT + W - RIGHT) / 2.0 y=H - 4.0 text-anchor="middle">"step"</text>
-            <text class="axis-title" x="14" y=(TOP + H - BOTTOM) / 2.0 text-anchor="middle"
-                transform=format!("rotate(-90 14 {})", (TOP + H - BOTTOM) / 2.0)>
-                "loss (nats/char)"
-            </text>
+            {move || frame.with(|(_, _, f)| axes(f))}
+            <AxisTitles />
             <polyline class="train-line" data-testid="train-line" points=move || frame.with(|f| f.0.clone()) />
             <polyline class="val-line" data-testid="val-line" points=move || frame.with(|f| f.1.clone()) />
-            {val_dots}
-            <g class="legend" transform=format!("translate({} {})", W - RIGHT - 150.0, TOP + 4.0)>
-                <rect class="legend-bg" x="-8" y="-4" width="150" height="40" rx="4" />
-                <line class="train-line" x1="0" x2="22" y1="8" y2="8" />
-                <text class="legend-label" x="30" y="12">"train loss"</text>
-                <line class="val-line" x1="0" x2="22" y1="26" y2="26" />
-                <circle class="val-dot" cx="11" cy="26" r="3.5" />
-                <text class="legend-label" x="30" y="30">"validation loss"</text>
-            </g>
+            {move || history.with(|h| frame.with(|(_, _, f)| val_dots(h, f)))}
+            <Legend />
             <Show when=empty>
                 <text class="chart-empty" x=(LEFT + W - RIGHT) / 2.0 y=(TOP + H - BOTTOM) / 2.0 text-anchor="middle">
                     "no training yet — press Train"

@@ -3,11 +3,14 @@
 //! It depends only on the message types: every GPU and model operation
 //! happens in the worker, so the page never freezes. [`App`] owns one
 //! [`Store`] of signals; each panel reads it and sends [`WorkerInput`]s
-//! through it, and [`Store::apply`] folds every [`WorkerOutput`] into it.
+//! through it, and [`Store::apply`] folds every
+//! [`WorkerOutput`](tinygpt_protocol::WorkerOutput) into it.
 
+mod apply;
 mod caps;
 mod chart;
 mod checkpoint;
+mod field;
 mod files;
 mod format;
 mod progress;
@@ -21,7 +24,7 @@ use leptos::prelude::*;
 use sample::SampleView;
 use tinygpt_protocol::{
     GateReport, GpuCaps, LogLevel, ModelInfo, RunState, SavedRunInfo, StorageInfo, TestHook,
-    TrainProgress, WorkerInput, WorkerOutput,
+    TrainProgress, WorkerInput,
 };
 use worker_link::WorkerLink;
 
@@ -240,112 +243,6 @@ impl Store {
     /// The worker is computing: a running run or a request in flight.
     pub fn busy(&self) -> bool {
         self.worker_busy.get() || self.run_state.get() == RunState::Running
-    }
-
-    /// Folds one worker message into the signals.
-    fn apply(&self, msg: WorkerOutput) {
-        match msg {
-            WorkerOutput::Ready => self.worker_ready.set(true),
-            WorkerOutput::GpuCaps(c) => self.caps.set(Some(c)),
-            WorkerOutput::Status { text } => self.status.set(text),
-            WorkerOutput::Log { level, text } => self.log(level, text),
-            WorkerOutput::Error { context, message } => {
-                if self.pending.get_untracked() == Pending::Load {
-                    self.checkpoint_note.set(None);
-                }
-                self.pending.set(Pending::None);
-                if context.starts_with("sampling") {
-                    self.sample.update(|s| s.running = false);
-                }
-                self.banner(&context, message);
-            }
-            WorkerOutput::ModelInfo(info) => {
-                let resume = self.resume_pending.get_untracked();
-                if resume.is_some() && resume == info.run_id {
-                    self.resume_pending.set(None);
-                    if info.target_step > info.step {
-                        self.send(WorkerInput::Continue {
-                            steps: info.target_step - info.step,
-                        });
-                    }
-                }
-                self.model.set(Some(info));
-            }
-            WorkerOutput::SavedRuns { runs, storage } => {
-                if let Some(id) = self.restore_after_restart.get_untracked() {
-                    self.restore_after_restart.set(None);
-                    if runs.iter().any(|r| r.id == id) {
-                        self.send(WorkerInput::LoadSavedRun { id });
-                    }
-                }
-                self.saved_runs.set(runs);
-                self.storage.set(Some(storage));
-            }
-            WorkerOutput::RunSaved { id, step } => self.last_saved.set(Some((id, step))),
-            WorkerOutput::History { train, val } => {
-                self.progress.set(None);
-                self.history.set(LossHistory { train, val });
-            }
-            WorkerOutput::RunState { state } => {
-                let pending = self.pending.get_untracked();
-                let starts_new = pending == Pending::NewRun && state == RunState::Running;
-                let loaded = pending == Pending::Load && state == RunState::Idle;
-                if loaded {
-                    self.checkpoint_note
-                        .set(Some("Checkpoint loaded.".to_string()));
-                }
-                if starts_new {
-                    self.runs_started.update(|n| *n += 1);
-                }
-                if starts_new || loaded {
-                    self.history.set(LossHistory::default());
-                    self.progress.set(None);
-                    self.pending.set(Pending::None);
-                }
-                self.run_state.set(state);
-            }
-            WorkerOutput::Progress(p) => {
-                self.history.update(|h| h.push(&p));
-                self.progress.set(Some(p));
-            }
-            WorkerOutput::SampleChunk {
-                text,
-                tokens,
-                tokens_per_s,
-                first_token_ms,
-            } => self.sample.update(|s| {
-                s.text.push_str(&text);
-                s.tokens = tokens;
-                s.tokens_per_s = tokens_per_s;
-                s.first_token_ms = first_token_ms;
-            }),
-            WorkerOutput::SampleDone {
-                tokens,
-                tokens_per_s,
-                first_token_ms,
-            } => self.sample.update(|s| {
-                s.tokens = tokens;
-                s.tokens_per_s = tokens_per_s;
-                s.first_token_ms = first_token_ms;
-                s.running = false;
-                s.done = true;
-            }),
-            WorkerOutput::Checkpoint { name, bytes } => match files::download(&name, &bytes) {
-                Ok(()) => self.checkpoint_note.set(Some(format!(
-                    "Saved {name} ({}).",
-                    format::bytes(bytes.len() as u64)
-                ))),
-                Err(e) => self.show_error(&format!("downloading {name}"), e),
-            },
-            WorkerOutput::Busy { busy } => self.worker_busy.set(busy),
-            WorkerOutput::GateReport(report) => {
-                self.gates
-                    .update(|g| match g.iter_mut().find(|r| r.path == report.path) {
-                        Some(old) => *old = report,
-                        None => g.push(report),
-                    })
-            }
-        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! The sample panel: prompt and decoding settings, streamed output, and
 //! generation statistics.
 
-use crate::{format, train::Field, Store};
+use crate::{field::Field, format, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::{SampleRequest, WorkerInput};
 
@@ -44,34 +44,46 @@ fn request(
     })
 }
 
-/// Prompt, settings, Generate, the streamed text and its stats.
-#[component]
-pub fn SamplePanel(
-    /// The playground's state.
-    store: Store,
-) -> impl IntoView {
-    let prompt = RwSignal::new("ROMEO:\n".to_string());
-    let length = RwSignal::new("300".to_string());
-    let temperature = RwSignal::new("0.8".to_string());
-    let top_k = RwSignal::new("40".to_string());
-    let top_p = RwSignal::new(String::new());
-    let seed = RwSignal::new("42".to_string());
-    let problem = RwSignal::new(None::<String>);
-    let sample = store.sample;
+/// The typed prompt and decoding settings.
+#[derive(Clone, Copy)]
+struct SampleForm {
+    prompt: RwSignal<String>,
+    length: RwSignal<String>,
+    temperature: RwSignal<String>,
+    top_k: RwSignal<String>,
+    top_p: RwSignal<String>,
+    seed: RwSignal<String>,
+    /// Why the last Generate was refused.
+    problem: RwSignal<Option<String>>,
+}
 
-    let on_generate = move |_| {
+impl SampleForm {
+    fn new() -> Self {
+        Self {
+            prompt: RwSignal::new("ROMEO:\n".to_string()),
+            length: RwSignal::new("300".to_string()),
+            temperature: RwSignal::new("0.8".to_string()),
+            top_k: RwSignal::new("40".to_string()),
+            top_p: RwSignal::new(String::new()),
+            seed: RwSignal::new("42".to_string()),
+            problem: RwSignal::new(None),
+        }
+    }
+
+    /// Starts a generation from the typed settings, or shows why not.
+    fn generate(&self, store: Store) {
         let req = request(
-            prompt.get_untracked(),
-            &length.get_untracked(),
-            &temperature.get_untracked(),
-            &top_k.get_untracked(),
-            &top_p.get_untracked(),
-            &seed.get_untracked(),
+            self.prompt.get_untracked(),
+            &self.length.get_untracked(),
+            &self.temperature.get_untracked(),
+            &self.top_k.get_untracked(),
+            &self.top_p.get_untracked(),
+            &self.seed.get_untracked(),
         );
         match req {
             Ok(req) => {
-                problem.set(None);
-                sample.update(|s| {
+                self.problem.set(None);
+                store.sample.update(|s| {
                     *s = SampleView {
                         prompt: req.prompt.clone(),
                         running: true,
@@ -81,11 +93,101 @@ pub fn SamplePanel(
                 });
                 store.send(WorkerInput::Sample(req));
             }
-            Err(e) => problem.set(Some(e)),
+            Err(e) => self.problem.set(Some(e)),
         }
-    };
-    // Streamed text is appended to the DOM, not re-rendered whole: a long
-    // generation would otherwise copy its text once per token.
+    }
+}
+
+/// The statistics line of a generation.
+fn stats(s: &SampleView) -> String {
+    if s.tokens == 0 {
+        return if s.running {
+            "waiting for the first token…".to_string()
+        } else {
+            "—".to_string()
+        };
+    }
+    format!(
+        "{} tokens · {} · first token after {:.0} ms{}",
+        s.tokens,
+        format::rate(s.tokens_per_s, "tok"),
+        s.first_token_ms,
+        if s.done { " · done" } else { "" },
+    )
+}
+
+/// Prompt, settings, Generate, the streamed text and its stats.
+#[component]
+pub fn SamplePanel(
+    /// The playground's state.
+    store: Store,
+) -> impl IntoView {
+    let form = SampleForm::new();
+    let prompt = form.prompt;
+    let problem = form.problem;
+    let sample = store.sample;
+    view! {
+        <section class="card sample" data-testid="sample-panel">
+            <h2>"Sample"</h2>
+            <label class="field wide">
+                <span>"prompt"</span>
+                <textarea rows="3" spellcheck="false" data-testid="sample-prompt" bind:value=prompt></textarea>
+            </label>
+            <div class="fields">
+                <Field testid="sample-length" label="length" value=form.length hint="characters to generate" />
+                <Field testid="sample-temperature" label="temperature" value=form.temperature hint="0 is greedy" />
+                <Field testid="sample-top-k" label="top-k" value=form.top_k hint="empty: off" />
+                <Field testid="sample-top-p" label="top-p" value=form.top_p hint="empty: off" />
+                <Field testid="sample-seed" label="seed" value=form.seed hint="same seed, same text" />
+            </div>
+            <p class="validation" data-testid="sample-validation" role="status"
+                hidden=move || problem.with(|p| p.is_none())>
+                {move || problem.get().unwrap_or_default()}
+            </p>
+            <SampleButtons store=store form=form />
+            <SampleOutput sample=sample />
+            <p class="stats" data-testid="sample-stats"
+                data-tokens-per-s=move || sample.with(|s| s.tokens_per_s)
+                data-first-token-ms=move || sample.with(|s| s.first_token_ms)>{move || sample.with(stats)}</p>
+        </section>
+    }
+}
+
+/// Generate and Stop, and why Generate is off without a model.
+#[component]
+fn SampleButtons(
+    /// The playground's state.
+    store: Store,
+    /// The typed settings.
+    form: SampleForm,
+) -> impl IntoView {
+    let sample = store.sample;
+    let no_model = move || store.model.with(|m| m.is_none());
+    view! {
+        <div class="buttons">
+            <button class="primary" data-testid="generate" on:click=move |_| form.generate(store)
+                disabled=move || sample.with(|s| s.running) || no_model()
+                title=move || if no_model() { "train or load a model first" } else { "" }>
+                "Generate"
+            </button>
+            <button data-testid="stop-sampling" on:click=move |_| store.send(WorkerInput::StopSampling)
+                disabled=move || !sample.with(|s| s.running)>
+                "Stop"
+            </button>
+
+            <span class="muted" hidden=move || !no_model()>"train or load a model first"</span>
+        </div>
+    }
+}
+
+/// The prompt and the streamed text. The text is appended to the DOM, not
+/// re-rendered whole: a long generation would otherwise copy its text once
+/// per token.
+#[component]
+fn SampleOutput(
+    /// The generation shown.
+    sample: RwSignal<SampleView>,
+) -> impl IntoView {
     let output = NodeRef::<leptos::html::Span>::new();
     let shown = StoredValue::new((0u64, 0usize));
     Effect::new(move |_| {
@@ -102,61 +204,7 @@ pub fn SamplePanel(
             shown.set_value((s.generation, s.text.len()));
         });
     });
-    let no_model = move || store.model.with(|m| m.is_none());
-    let stats = move || {
-        sample.with(|s| {
-            if s.tokens == 0 {
-                return if s.running {
-                    "waiting for the first token…".to_string()
-                } else {
-                    "—".to_string()
-                };
-            }
-            format!(
-                "{} tokens · {} · first token after {:.0} ms{}",
-                s.tokens,
-                format::rate(s.tokens_per_s, "tok"),
-                s.first_token_ms,
-                if s.done { " · done" } else { "" },
-            )
-        })
-    };
-
     view! {
-        <section class="card sample" data-testid="sample-panel">
-            <h2>"Sample"</h2>
-            <label class="field wide">
-                <span>"prompt"</span>
-                <textarea rows="3" spellcheck="false" data-testid="sample-prompt" bind:value=prompt></textarea>
-            </label>
-            <div class="fields">
-                <Field testid="sample-length" label="length" value=length hint="characters to generate" />
-                <Field testid="sample-temperature" label="temperature" value=temperature hint="0 is greedy" />
-                <Field testid="sample-top-k" label="top-k" value=top_k hint="empty: off" />
-                <Field testid="sample-top-p" label="top-p" value=top_p hint="empty: off" />
-                <Field testid="sample-seed" label="seed" value=seed hint="same seed, same text" />
-            </div>
-            <p class="validation" data-testid="sample-validation" role="status"
-                hidden=move || problem.with(|p| p.is_none())>
-                {move || problem.get().unwrap_or_default()}
-            </p>
-            <div class="buttons">
-                <button class="primary" data-testid="generate" on:click=on_generate
-                    disabled=move || sample.with(|s| s.running) || no_model()
-                    title=move || if no_model() { "train or load a model first" } else { "" }>
-                    "Generate"
-                </button>
-                <button data-testid="stop-sampling" on:click=move |_| store.send(WorkerInput::StopSampling)
-                    disabled=move || !sample.with(|s| s.running)>
-                    "Stop"
-                </button>
-
-                <span class="muted" hidden=move || !no_model()>"train or load a model first"</span>
-            </div>
-            <pre class="sample-box" data-running=move || sample.with(|s| s.running).to_string()><span class="sample-prompt">{move || sample.with(|s| s.prompt.clone())}</span><span data-testid="sample-output" node_ref=output></span></pre>
-            <p class="stats" data-testid="sample-stats"
-                data-tokens-per-s=move || sample.with(|s| s.tokens_per_s)
-                data-first-token-ms=move || sample.with(|s| s.first_token_ms)>{stats}</p>
-        </section>
+        <pre class="sample-box" data-running=move || sample.with(|s| s.running).to_string()><span class="sample-prompt">{move || sample.with(|s| s.prompt.clone())}</span><span data-testid="sample-output" node_ref=output></span></pre>
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::{format, Store};
 use leptos::prelude::*;
-use tinygpt_protocol::{SavedRunInfo, WorkerInput, DEFAULT_AUTOSAVE_STEPS};
+use tinygpt_protocol::{SavedRunInfo, StorageInfo, WorkerInput, DEFAULT_AUTOSAVE_STEPS};
 
 fn describe(r: &SavedRunInfo) -> String {
     format!(
@@ -55,9 +55,59 @@ pub fn ResumeOffer(
     }
 }
 
+/// What the private storage holds, or why runs are not saved.
+fn storage_line(storage: Option<&StorageInfo>) -> String {
+    match storage {
+        None => "checking private storage…".to_string(),
+        Some(s) if !s.available => format!(
+            "private storage is unavailable: {} — runs are not saved",
+            s.problem.clone().unwrap_or_default()
+        ),
+        Some(s) => format!(
+            "{} of {} used{}",
+            format::bytes(s.usage),
+            format::bytes(s.quota),
+            if s.persisted {
+                " · persistent (the browser will not evict it)"
+            } else {
+                " · not persistent: the browser may evict it under storage pressure"
+            }
+        ),
+    }
+}
+
 /// Every saved run with its actions, storage usage and the save settings.
 #[component]
 pub fn SavedRunsPanel(
+    /// The playground's state.
+    store: Store,
+) -> impl IntoView {
+    view! {
+        <section class="card saves" data-testid="saves-panel">
+            <h2>"Saved runs"</h2>
+            <p class="muted" data-testid="storage"
+                data-persisted=move || store.storage.with(|s| s.as_ref().is_some_and(|s| s.persisted)).to_string()>
+                {move || store.storage.with(|s| storage_line(s.as_ref()))}
+            </p>
+            <SaveSettings store=store />
+            <p class="muted" data-testid="last-save">
+                {move || store.last_saved.with(|s| match s {
+                    Some((id, step)) => format!("last save: {id} at step {step}"),
+                    None => "no save yet in this session".to_string(),
+                })}
+            </p>
+            <ul class="runs" data-testid="saved-runs" data-count=move || store.saved_runs.with(|r| r.len())>
+                <For each=move || store.saved_runs.get() key=|r| (r.id.clone(), r.step, r.saved_ms.to_bits())
+                    children=move |r: SavedRunInfo| view! { <SavedRun store=store run=r /> } />
+            </ul>
+        </section>
+    }
+}
+
+/// The autosave interval and the hidden-tab setting, and why an interval
+/// typed was refused.
+#[component]
+fn SaveSettings(
     /// The playground's state.
     store: Store,
 ) -> impl IntoView {
@@ -70,80 +120,57 @@ pub fn SavedRunsPanel(
         }
         Err(e) => problem.set(Some(e)),
     };
-    let storage_line = move || {
-        store.storage.with(|s| match s {
-            None => "checking private storage…".to_string(),
-            Some(s) if !s.available => format!(
-                "private storage is unavailable: {} — runs are not saved",
-                s.problem.clone().unwrap_or_default()
-            ),
-            Some(s) => format!(
-                "{} of {} used{}",
-                format::bytes(s.usage),
-                format::bytes(s.quota),
-                if s.persisted {
-                    " · persistent (the browser will not evict it)"
-                } else {
-                    " · not persistent: the browser may evict it under storage pressure"
-                }
-            ),
-        })
+    view! {
+        <div class="buttons">
+            <label class="field inline" title="0: save only on pause, stop and at the end">
+                <span>"autosave every"</span>
+                <input type="text" inputmode="numeric" data-testid="autosave-steps" bind:value=autosave
+                    on:change=on_autosave />
+                <span>"steps"</span>
+            </label>
+            <label class="check" title="pause training while this tab is hidden, resume when it is shown">
+                <input type="checkbox" data-testid="pause-hidden"
+                    prop:checked=move || store.pause_when_hidden.get()
+                    on:change=move |ev| store.pause_when_hidden.set(event_target_checked(&ev)) />
+                " pause while the tab is hidden"
+            </label>
+        </div>
+        <p class="validation" role="status" hidden=move || problem.with(|p| p.is_none())>
+            {move || problem.get().unwrap_or_default()}
+        </p>
+    }
+}
+
+/// One saved run: its name and figures, Load, Resume and Delete.
+#[component]
+fn SavedRun(
+    /// The playground's state.
+    store: Store,
+    /// The run listed.
+    run: SavedRunInfo,
+) -> impl IntoView {
+    let (a, b, c) = (run.id.clone(), run.id.clone(), run.id.clone());
+    let current = {
+        let id = run.id.clone();
+        move || {
+            store
+                .model
+                .with(|m| m.as_ref().and_then(|m| m.run_id.clone()) == Some(id.clone()))
+        }
     };
     view! {
-        <section class="card saves" data-testid="saves-panel">
-            <h2>"Saved runs"</h2>
-            <p class="muted" data-testid="storage"
-                data-persisted=move || store.storage.with(|s| s.as_ref().is_some_and(|s| s.persisted)).to_string()>
-                {storage_line}
-            </p>
-            <div class="buttons">
-                <label class="field inline" title="0: save only on pause, stop and at the end">
-                    <span>"autosave every"</span>
-                    <input type="text" inputmode="numeric" data-testid="autosave-steps" bind:value=autosave
-                        on:change=on_autosave />
-                    <span>"steps"</span>
-                </label>
-                <label class="check" title="pause training while this tab is hidden, resume when it is shown">
-                    <input type="checkbox" data-testid="pause-hidden"
-                        prop:checked=move || store.pause_when_hidden.get()
-                        on:change=move |ev| store.pause_when_hidden.set(event_target_checked(&ev)) />
-                    " pause while the tab is hidden"
-                </label>
-            </div>
-            <p class="validation" role="status" hidden=move || problem.with(|p| p.is_none())>
-                {move || problem.get().unwrap_or_default()}
-            </p>
-            <p class="muted" data-testid="last-save">
-                {move || store.last_saved.with(|s| match s {
-                    Some((id, step)) => format!("last save: {id} at step {step}"),
-                    None => "no save yet in this session".to_string(),
-                })}
-            </p>
-            <ul class="runs" data-testid="saved-runs" data-count=move || store.saved_runs.with(|r| r.len())>
-                <For each=move || store.saved_runs.get() key=|r| (r.id.clone(), r.step, r.saved_ms.to_bits())
-                    children=move |r: SavedRunInfo| {
-                        let (a, b, c) = (r.id.clone(), r.id.clone(), r.id.clone());
-                        let current = {
-                            let id = r.id.clone();
-                            move || store.model.with(|m| m.as_ref().and_then(|m| m.run_id.clone()) == Some(id.clone()))
-                        };
-                        view! {
-                            <li data-testid="saved-run" data-run-id=r.id.clone() data-step=r.step
-                                class:current=current>
-                                <span class="run-name">{r.name.clone()}</span>
-                                <span class="muted">{describe(&r)}" · "{format::bytes(r.bytes)}</span>
-                                <button data-testid="saved-load" disabled=move || store.run_active()
-                                    on:click=move |_| open(store, a.clone(), false)>"Load"</button>
-                                <button data-testid="saved-resume" disabled=move || store.run_active()
-                                    on:click=move |_| open(store, b.clone(), true)>"Resume"</button>
-                                <button data-testid="saved-delete"
-                                    on:click=move |_| store.send(WorkerInput::DeleteSavedRun { id: c.clone() })>
-                                    "Delete"
-                                </button>
-                            </li>
-                        }
-                    } />
-            </ul>
-        </section>
+        <li data-testid="saved-run" data-run-id=run.id.clone() data-step=run.step
+            class:current=current>
+            <span class="run-name">{run.name.clone()}</span>
+            <span class="muted">{describe(&run)}" · "{format::bytes(run.bytes)}</span>
+            <button data-testid="saved-load" disabled=move || store.run_active()
+                on:click=move |_| open(store, a.clone(), false)>"Load"</button>
+            <button data-testid="saved-resume" disabled=move || store.run_active()
+                on:click=move |_| open(store, b.clone(), true)>"Resume"</button>
+            <button data-testid="saved-delete"
+                on:click=move |_| store.send(WorkerInput::DeleteSavedRun { id: c.clone() })>
+                "Delete"
+            </button>
+        </li>
     }
 }

@@ -1,7 +1,7 @@
 //! The training panel: preset, hyper-parameters, corpus, and the run's
 //! controls (Train, Pause, Resume, Stop, Continue).
 
-use crate::{files, format, Store};
+use crate::{field::Field, files, format, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::{
     training_memory, CorpusSource, ModelShape, Preset, RunState, TrainConfig, WorkerInput,
@@ -88,63 +88,104 @@ impl HyperFields {
     }
 }
 
-/// A labelled text field bound to a signal, with its hint shown on hover
-/// (an absent hint renders `title=""`); the training panel's hyper-parameters
-/// and the sample panel's decoding settings.
-#[component]
-pub(crate) fn Field(
-    /// `data-testid` of the input.
-    testid: &'static str,
-    /// The label shown.
-    label: &'static str,
-    /// Text of the field.
-    value: RwSignal<String>,
-    /// Shown on hover.
-    #[prop(optional)]
-    hint: &'static str,
-) -> impl IntoView {
-    view! {
-        <label class="field" title=hint>
-            <span>{label}</span>
-            <input type="text" inputmode="decimal" spellcheck="false" data-testid=testid bind:value=value />
-        </label>
-    }
+/// The form's whole state: what the next run will be.
+#[derive(Clone, Copy)]
+struct TrainForm {
+    /// Name of the preset chosen.
+    preset_name: RwSignal<String>,
+    fields: HyperFields,
+    corpus: RwSignal<CorpusChoice>,
+    /// The uploaded corpus once read: its file name and bytes.
+    upload: RwSignal<Option<(String, Vec<u8>)>>,
+    /// The uploaded corpus is being read.
+    reading: RwSignal<bool>,
+    /// Why the last Train or Continue was refused.
+    problem: RwSignal<Option<String>>,
+    continue_steps: RwSignal<String>,
+    run_name: RwSignal<String>,
 }
 
-/// Preset, hyper-parameters, corpus and run controls.
-#[component]
-pub fn TrainPanel(
-    /// The playground's state.
-    store: Store,
-) -> impl IntoView {
-    let preset_name = RwSignal::new(DEFAULT_PRESET.to_string());
-    let fields = HyperFields::new(&preset(DEFAULT_PRESET).train());
-    let corpus = RwSignal::new(CorpusChoice::Bundled);
-    let upload = RwSignal::new(None::<(String, Vec<u8>)>);
-    let reading = RwSignal::new(false);
-    let problem = RwSignal::new(None::<String>);
-    let continue_steps = RwSignal::new("100".to_string());
-    let run_name = RwSignal::new(String::new());
+impl TrainForm {
+    fn new() -> Self {
+        Self {
+            preset_name: RwSignal::new(DEFAULT_PRESET.to_string()),
+            fields: HyperFields::new(&preset(DEFAULT_PRESET).train()),
+            corpus: RwSignal::new(CorpusChoice::Bundled),
+            upload: RwSignal::new(None),
+            reading: RwSignal::new(false),
+            problem: RwSignal::new(None),
+            continue_steps: RwSignal::new("100".to_string()),
+            run_name: RwSignal::new(String::new()),
+        }
+    }
 
-    let estimate = Memo::new(move |_| {
-        let p = preset(&preset_name.get());
-        let vocab = store.vocab_size();
-        let batch = format::whole("", &fields.batch.get()).unwrap_or(p.batch_size);
-        (
-            p.model(vocab).num_params(),
-            memory_estimate(p, vocab, batch),
-            batch,
-            p.block_size,
-        )
-    });
+    /// A preset was chosen: its defaults replace the typed fields.
+    fn choose_preset(&self, name: String) {
+        self.fields.fill(&preset(&name).train());
+        self.preset_name.set(name);
+        self.problem.set(None);
+    }
 
-    let on_preset = move |ev: leptos::ev::Event| {
-        let name = event_target_value(&ev);
-        fields.fill(&preset(&name).train());
-        preset_name.set(name);
-        problem.set(None);
-    };
-    let on_file = move |ev: leptos::ev::Event| {
+    /// Sends `request`, or shows why it cannot be sent.
+    fn submit(&self, store: Store, request: Result<WorkerInput, String>) {
+        match request {
+            Ok(msg) => {
+                self.problem.set(None);
+                store.send(msg);
+            }
+            Err(e) => self.problem.set(Some(e)),
+        }
+    }
+
+    /// The corpus the next run reads, or why there is none yet.
+    fn source(&self) -> Result<CorpusSource, String> {
+        match self.corpus.get_untracked() {
+            CorpusChoice::Bundled => Ok(CorpusSource::Bundled),
+            CorpusChoice::Upload => match self.upload.get_untracked() {
+                Some((name, bytes)) => Ok(CorpusSource::Upload { name, bytes }),
+                None if self.reading.get_untracked() => {
+                    Err("The corpus file is still being read — try again in a moment.".into())
+                }
+                None => Err("Choose a .txt file to upload, or pick the bundled corpus.".into()),
+            },
+        }
+    }
+
+    /// The run the form describes, or the first problem with it.
+    fn train_request(&self) -> Result<WorkerInput, String> {
+        let p = preset(&self.preset_name.get_untracked());
+        let train = self.fields.read(p)?;
+        let corpus = self.source()?;
+        let model = ModelShape {
+            block_size: p.block_size,
+            n_layer: p.n_layer,
+            n_head: p.n_head,
+            d_model: p.d_model,
+        };
+        let name = Some(self.run_name.get_untracked().trim().to_string()).filter(|n| !n.is_empty());
+        Ok(WorkerInput::Train {
+            model,
+            train,
+            corpus,
+            name,
+        })
+    }
+
+    /// The steps typed for Continue, as a request.
+    fn continue_request(&self) -> Result<WorkerInput, String> {
+        format::whole("Continue steps", &self.continue_steps.get_untracked())
+            .map(|steps| WorkerInput::Continue { steps })
+    }
+
+    /// Reads the corpus file chosen in `ev`'s input; one over the limit is
+    /// refused before reading, as a huge file would fill the page's memory.
+    fn read_corpus(&self, store: Store, ev: leptos::ev::Event) {
+        let Self {
+            corpus,
+            upload,
+            reading,
+            ..
+        } = *self;
         let input: HtmlInputElement = event_target(&ev);
         let Some(file) = files::chosen_file(&input) else {
             return;
@@ -152,7 +193,6 @@ pub fn TrainPanel(
         let name = file.name();
         let size = file.size();
         if size > MAX_CORPUS_BYTES as f64 {
-            // Refused before reading: a huge file would fill the page's memory.
             input.set_value("");
             upload.set(None);
             return store.show_error(
@@ -176,52 +216,126 @@ pub fn TrainPanel(
                 }
             }
         });
-    };
-    let on_train = move |_| {
-        let p = preset(&preset_name.get_untracked());
-        let train = match fields.read(p) {
-            Ok(t) => t,
-            Err(e) => return problem.set(Some(e)),
-        };
-        let source = match corpus.get_untracked() {
-            CorpusChoice::Bundled => CorpusSource::Bundled,
-            CorpusChoice::Upload => match upload.get_untracked() {
-                Some((name, bytes)) => CorpusSource::Upload { name, bytes },
-                None if reading.get_untracked() => {
-                    return problem.set(Some(
-                        "The corpus file is still being read — try again in a moment.".into(),
-                    ))
-                }
-                None => {
-                    return problem.set(Some(
-                        "Choose a .txt file to upload, or pick the bundled corpus.".into(),
-                    ))
-                }
-            },
-        };
-        problem.set(None);
-        let model = ModelShape {
-            block_size: p.block_size,
-            n_layer: p.n_layer,
-            n_head: p.n_head,
-            d_model: p.d_model,
-        };
-        store.send(WorkerInput::Train {
-            model,
-            train,
-            corpus: source,
-            name: Some(run_name.get_untracked().trim().to_string()).filter(|n| !n.is_empty()),
-        });
-    };
-    let on_continue =
-        move |_| match format::whole("Continue steps", &continue_steps.get_untracked()) {
-            Ok(steps) => {
-                problem.set(None);
-                store.send(WorkerInput::Continue { steps });
-            }
-            Err(e) => problem.set(Some(e)),
-        };
-    let state = store.run_state;
+    }
+}
+
+/// Preset, hyper-parameters, corpus and run controls.
+#[component]
+pub fn TrainPanel(
+    /// The playground's state.
+    store: Store,
+) -> impl IntoView {
+    let form = TrainForm::new();
+    let run_name = form.run_name;
+    let problem = form.problem;
+    view! {
+        <section class="card train" data-testid="train-panel">
+            <h2>"Train"</h2>
+            <PresetPicker store=store form=form />
+            <HyperParams fields=form.fields />
+            <label class="field wide" title="the name of this run in Saved runs (default: shape, corpus and time)">
+                <span>"run name"</span>
+                <input type="text" spellcheck="false" placeholder="optional" data-testid="run-name" bind:value=run_name />
+            </label>
+            <CorpusPicker store=store form=form />
+            <p class="validation" data-testid="train-validation" role="status"
+                hidden=move || problem.with(|p| p.is_none())>
+                {move || problem.get().unwrap_or_default()}
+            </p>
+            <RunControls store=store form=form />
+        </section>
+    }
+}
+
+/// The preset menu, and the chosen shape's size and training memory.
+#[component]
+fn PresetPicker(
+    /// The playground's state.
+    store: Store,
+    /// The training form.
+    form: TrainForm,
+) -> impl IntoView {
+    let preset_name = form.preset_name;
+    let estimate = Memo::new(move |_| {
+        let p = preset(&preset_name.get());
+        let vocab = store.vocab_size();
+        let batch = format::whole("", &form.fields.batch.get()).unwrap_or(p.batch_size);
+        (
+            p.model(vocab).num_params(),
+            memory_estimate(p, vocab, batch),
+            batch,
+            p.block_size,
+        )
+    });
+    view! {
+        <label class="field wide">
+            <span>"model preset"</span>
+            <select data-testid="preset" on:change=move |ev| form.choose_preset(event_target_value(&ev))>
+                {PRESETS.iter().map(|p| {
+                    let label = move || format!(
+                        "{} — {}L/{}H/{}C · {} params",
+                        p.name, p.n_layer, p.n_head, p.d_model,
+                        format::short_count(p.model(store.vocab_size()).num_params()),
+                    );
+                    view! {
+                        <option value=p.name selected=move || preset_name.get() == p.name>{label}</option>
+                    }
+                }).collect_view()}
+            </select>
+        </label>
+        <p class="estimate" data-testid="preset-estimate"
+            data-params=move || estimate.get().0
+            data-memory-bytes=move || estimate.get().1>
+            {move || {
+                let (params, mem, batch, t) = estimate.get();
+                format!(
+                    "{} parameters (vocab {}) · ≈ {} to train at B={batch}, T={t} (weights, gradients, AdamW moments, activations)",
+                    format::thousands(params), store.vocab_size(), format::bytes(mem),
+                )
+            }}
+        </p>
+    }
+}
+
+/// The hyper-parameter fields.
+#[component]
+fn HyperParams(
+    /// The typed fields.
+    fields: HyperFields,
+) -> impl IntoView {
+    view! {
+        <div class="fields">
+            <Field testid="hp-steps" label="steps" value=fields.steps />
+            <Field testid="hp-batch" label="batch size" value=fields.batch hint="sequences per step (B)" />
+            <Field testid="hp-lr" label="learning rate" value=fields.lr hint="peak; cosine decay to a tenth of it" />
+            <Field testid="hp-warmup" label="warm-up steps" value=fields.warmup />
+            <Field testid="hp-dropout" label="dropout" value=fields.dropout hint="rate on the embedding and each residual branch while training (0: off; nanoGPT uses 0.2 on Shakespeare)" />
+            <Field testid="hp-eval-interval" label="eval interval" value=fields.eval_interval hint="validation loss every N steps (0: only at the end)" />
+            <Field
+                testid="hp-eval-batches"
+                label="eval batches"
+                value=fields.eval_batches
+                hint="batches averaged per validation estimate"
+            />
+            <Field testid="hp-seed" label="seed" value=fields.seed />
+        </div>
+    }
+}
+
+/// The bundled corpus or an uploaded `.txt` file, and the upload's status.
+#[component]
+fn CorpusPicker(
+    /// The playground's state.
+    store: Store,
+    /// The training form.
+    form: TrainForm,
+) -> impl IntoView {
+    let TrainForm {
+        corpus,
+        upload,
+        reading,
+        ..
+    } = form;
     let upload_label = move || {
         if reading.get() {
             return "reading…".to_string();
@@ -231,100 +345,62 @@ pub fn TrainPanel(
             None => String::new(),
         })
     };
-
     view! {
-        <section class="card train" data-testid="train-panel">
-            <h2>"Train"</h2>
-            <label class="field wide">
-                <span>"model preset"</span>
-                <select data-testid="preset" on:change=on_preset>
-                    {PRESETS.iter().map(|p| {
-                        let label = move || format!(
-                            "{} — {}L/{}H/{}C · {} params",
-                            p.name, p.n_layer, p.n_head, p.d_model,
-                            format::short_count(p.model(store.vocab_size()).num_params()),
-                        );
-                        view! {
-                            <option value=p.name selected=move || preset_name.get() == p.name>{label}</option>
-                        }
-                    }).collect_view()}
-                </select>
+        <fieldset class="corpus">
+            <legend>"corpus"</legend>
+            <label>
+                <input type="radio" name="corpus" data-testid="corpus-bundled"
+                    prop:checked=move || corpus.get() == CorpusChoice::Bundled
+                    on:change=move |_| corpus.set(CorpusChoice::Bundled) />
+                " bundled Shakespeare"
             </label>
-            <p class="estimate" data-testid="preset-estimate"
-                data-params=move || estimate.get().0
-                data-memory-bytes=move || estimate.get().1>
-                {move || {
-                    let (params, mem, batch, t) = estimate.get();
-                    format!(
-                        "{} parameters (vocab {}) · ≈ {} to train at B={batch}, T={t} (weights, gradients, AdamW moments, activations)",
-                        format::thousands(params), store.vocab_size(), format::bytes(mem),
-                    )
-                }}
-            </p>
-            <div class="fields">
-                <Field testid="hp-steps" label="steps" value=fields.steps />
-                <Field testid="hp-batch" label="batch size" value=fields.batch hint="sequences per step (B)" />
-                <Field testid="hp-lr" label="learning rate" value=fields.lr hint="peak; cosine decay to a tenth of it" />
-                <Field testid="hp-warmup" label="warm-up steps" value=fields.warmup />
-                <Field testid="hp-dropout" label="dropout" value=fields.dropout hint="rate on the embedding and each residual branch while training (0: off; nanoGPT uses 0.2 on Shakespeare)" />
-                <Field testid="hp-eval-interval" label="eval interval" value=fields.eval_interval hint="validation loss every N steps (0: only at the end)" />
-                <Field
-                    testid="hp-eval-batches"
-                    label="eval batches"
-                    value=fields.eval_batches
-                    hint="batches averaged per validation estimate"
-                />
-                <Field testid="hp-seed" label="seed" value=fields.seed />
-            </div>
-            <label class="field wide" title="the name of this run in Saved runs (default: shape, corpus and time)">
-                <span>"run name"</span>
-                <input type="text" spellcheck="false" placeholder="optional" data-testid="run-name" bind:value=run_name />
+            <label>
+                <input type="radio" name="corpus" data-testid="corpus-upload"
+                    prop:checked=move || corpus.get() == CorpusChoice::Upload
+                    on:change=move |_| corpus.set(CorpusChoice::Upload) />
+                " my .txt file: "
             </label>
-            <fieldset class="corpus">
-                <legend>"corpus"</legend>
-                <label>
-                    <input type="radio" name="corpus" data-testid="corpus-bundled"
-                        prop:checked=move || corpus.get() == CorpusChoice::Bundled
-                        on:change=move |_| corpus.set(CorpusChoice::Bundled) />
-                    " bundled Shakespeare"
-                </label>
-                <label>
-                    <input type="radio" name="corpus" data-testid="corpus-upload"
-                        prop:checked=move || corpus.get() == CorpusChoice::Upload
-                        on:change=move |_| corpus.set(CorpusChoice::Upload) />
-                    " my .txt file: "
-                </label>
-                <input type="file" accept=".txt,text/plain" data-testid="corpus-file" on:change=on_file />
-                <span class="muted" data-testid="corpus-file-status"
-                    data-loaded=move || upload.with(|u| u.is_some()).to_string()>
-                    {upload_label}
-                </span>
-            </fieldset>
-            <p class="validation" data-testid="train-validation" role="status"
-                hidden=move || problem.with(|p| p.is_none())>
-                {move || problem.get().unwrap_or_default()}
-            </p>
-            <div class="buttons">
-                <button class="primary" data-testid="train" on:click=on_train
-                    disabled=move || store.run_active()>"Train"</button>
-                <button data-testid="pause" on:click=move |_| store.send(WorkerInput::Pause)
-                    disabled=move || state.get() != RunState::Running>"Pause"</button>
-                <button data-testid="resume" on:click=move |_| store.send(WorkerInput::Resume)
-                    disabled=move || state.get() != RunState::Paused>"Resume"</button>
-                <button data-testid="stop" on:click=move |_| store.send(WorkerInput::Stop)
-                    disabled=move || !store.run_active()>"Stop"</button>
-            </div>
-            <div class="buttons">
-                <label class="field inline">
-                    <span>"continue for"</span>
-                    <input type="text" inputmode="numeric" data-testid="continue-steps" bind:value=continue_steps />
-                </label>
-                <button data-testid="continue" on:click=on_continue
-                    disabled=move || store.run_active() || store.model.with(|m| m.is_none())>
-                    "Continue"
-                </button>
-            </div>
-        </section>
+            <input type="file" accept=".txt,text/plain" data-testid="corpus-file"
+                on:change=move |ev| form.read_corpus(store, ev) />
+            <span class="muted" data-testid="corpus-file-status"
+                data-loaded=move || upload.with(|u| u.is_some()).to_string()>
+                {upload_label}
+            </span>
+        </fieldset>
+    }
+}
+
+/// Train, Pause, Resume, Stop, and Continue for a number of steps.
+#[component]
+fn RunControls(
+    /// The playground's state.
+    store: Store,
+    /// The training form.
+    form: TrainForm,
+) -> impl IntoView {
+    let state = store.run_state;
+    let continue_steps = form.continue_steps;
+    view! {
+        <div class="buttons">
+            <button class="primary" data-testid="train" on:click=move |_| form.submit(store, form.train_request())
+                disabled=move || store.run_active()>"Train"</button>
+            <button data-testid="pause" on:click=move |_| store.send(WorkerInput::Pause)
+                disabled=move || state.get() != RunState::Running>"Pause"</button>
+            <button data-testid="resume" on:click=move |_| store.send(WorkerInput::Resume)
+                disabled=move || state.get() != RunState::Paused>"Resume"</button>
+            <button data-testid="stop" on:click=move |_| store.send(WorkerInput::Stop)
+                disabled=move || !store.run_active()>"Stop"</button>
+        </div>
+        <div class="buttons">
+            <label class="field inline">
+                <span>"continue for"</span>
+                <input type="text" inputmode="numeric" data-testid="continue-steps" bind:value=continue_steps />
+            </label>
+            <button data-testid="continue" on:click=move |_| form.submit(store, form.continue_request())
+                disabled=move || store.run_active() || store.model.with(|m| m.is_none())>
+                "Continue"
+            </button>
+        </div>
     }
 }
 

@@ -1,0 +1,27 @@
+//! The labelled text field shared by the training panel's hyper-parameters
+//! and the sample panel's decoding settings.
+
+use leptos::prelude::*;
+
+/// A labelled text field bound to a signal, with its hint shown on hover
+/// (an absent hint renders `title=""`); the training panel's hyper-parameters
+/// and the sample panel's decoding settings.
+#[component]
+pub(crate) fn Field(
+    /// `data-testid` of the input.
+    testid: &'static str,
+    /// The label shown.
+    label: &'static str,
+    /// Text of the field.
+    value: RwSignal<String>,
+    /// Shown on hover.
+    #[prop(optional)]
+    hint: &'static str,
+) -> impl IntoView {
+    view! {
+        <label class="field" title=hint>
+            <span>{label}</span>
+            <input type="text" inputmode="decimal" spellcheck="false" data-testid=testid bind:value=value />
+        </label>
+    }
+}
