@@ -107,7 +107,7 @@ test("a fault-injected f16 kernel (?fault=f16acc) fails the gate: no pill, f32 s
     assert.equal(await page.getByTestId("pill-f16-storage").count(), 0, "no +f16 storage pill");
     const worker = logs.filter((l) => l.source === "worker").map((l) => l.text);
     assert.ok(worker.some((t) => /injecting the f16acc fault/.test(t)), "the switch reached the worker");
-    assert.ok(worker.some((t) => /^\[ops\] f16-storage gate: mean\|ref\|=.* — FAIL$/.test(t)), "a FAIL line");
+    assert.ok(worker.some((t) => /^\[ops\] f16-storage gate: mean\|ref\|=.* — FAIL \(.+\)$/.test(t)), "a FAIL line that says why");
     // Still works, on f32: the bundled model samples.
     await page.getByTestId("load-bundled").click();
     await page.waitForFunction(() => /bundled/.test(document.querySelector('[data-testid="model-info"]')?.innerText ?? ""), null, {

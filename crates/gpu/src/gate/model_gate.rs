@@ -61,29 +61,35 @@ pub async fn real_weight_cases(
             let desc = MatmulDesc::linear(m, c as u32, n as u32);
             // Moved out for the awaits (a RefCell guard must not cross one).
             let mut reg = std::mem::take(&mut *t.gpu.registry.borrow_mut());
+            let name = format!("layer {l} {name} (real weights)");
+            let (ctx, fault) = (&t.gpu.ctx, f16.fault);
             let r = compare_case(
-                &t.gpu.ctx,
+                ctx,
                 &mut reg,
-                &format!("layer {l} {name} (real weights)"),
+                &name,
                 packer,
-                f16.fault,
+                fault,
                 desc,
                 &x,
                 ws,
-                bs,
+                Some(bs),
                 true,
             )
             .await;
             *t.gpu.registry.borrow_mut() = reg;
             let r = r?;
-            lines.push(case_line(PATH.label, &r.case));
+            let mut case = r.case;
+            // The verdict first, then the line that reports it.
+            case.stats.passed &= r.pack_mismatches == 0;
+            let mut line = case_line(PATH.label, &case);
             if r.pack_mismatches > 0 {
-                let mut case = r.case;
-                case.stats.passed = false;
-                cases.push(case);
-            } else {
-                cases.push(r.case);
+                line.push_str(&format!(
+                    " — {} packed halves differ from round-to-nearest-even",
+                    r.pack_mismatches
+                ));
             }
+            lines.push(line);
+            cases.push(case);
         }
     }
     Ok((cases, lines))
@@ -159,17 +165,36 @@ pub async fn run_model_gates(
             Some(i) => format!("diverge at token {i} — FAIL"),
         }
     ));
-    let passed = sample.passed && cases.iter().all(|c| c.stats.passed);
+    let failed: Vec<String> = cases
+        .iter()
+        .filter(|c| !c.stats.passed)
+        .map(|c| format!("{}: {}", c.name, super::f16_storage::failure_reason(c)))
+        .chain(
+            sample
+                .first_divergence
+                .map(|i| format!("the sample diverges at token {i}")),
+        )
+        .collect();
     report.cases.extend(cases);
     report.sample = Some(sample);
     report.lines.extend(lines);
-    if !passed {
+    if !failed.is_empty() {
         report.passed = false;
         report.active = false;
+        let why = failed.join("; ");
         report.lines.push(format!(
-            "[ops] {} gate on the loaded model — FAIL — back to f32",
+            "[ops] {} gate on the loaded model — FAIL ({why}) — back to f32",
             PATH.label
         ));
+        // The headline no longer says the path is active.
+        if let Some(head) = report.lines.first_mut() {
+            if let Some(i) = head.find(" — PASS") {
+                head.truncate(i);
+                head.push_str(
+                    " — PASS on random inputs, FAIL on the loaded model — f32 path active",
+                );
+            }
+        }
         let mut off = t.gpu.fast_paths.get();
         off.f16_storage = None;
         t.gpu.fast_paths.set(off);
