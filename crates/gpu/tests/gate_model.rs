@@ -8,6 +8,7 @@ use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::engine::{Gpu, GpuTrainer};
+use tinygpt_gpu::gate::freshness::check_f16_cache;
 use tinygpt_gpu::gate::model_gate::run_model_gates;
 use tinygpt_gpu::gate::{run_gates, F16Storage, FastPaths, Fault, GateOptions};
 use tinygpt_gpu::model::GpuModel;
@@ -235,4 +236,63 @@ fn a_failed_gate_leaves_the_model_on_f32() {
         let t = GpuTrainer::new(gpu.clone(), config(), train_config(10)).unwrap();
         assert_eq!(t.model.fast_paths(), FastPaths::default(), "{fault:?}");
     }
+}
+
+/// The freshness gate: after train steps a cache that follows its own
+/// invalidation equals the f32 weights (GPU and CPU packing); the `stale`
+/// variant, which skips it, differs, fails the check, and the path turns
+/// off on the device — the model trains on in f32 with nothing lost.
+#[test]
+fn the_cache_check_passes_a_fresh_cache_and_turns_a_stale_one_off() {
+    let Some(gpu) = engine_gpu() else { return };
+    let cfg = config();
+    let tc = train_config(200);
+    let b = batches(4, 21, &tc, cfg.vocab_size as u32);
+    let params = tinygpt_core::init_params(&cfg, 5);
+    let trainer = |fast: FastPaths| {
+        gpu.fast_paths.set(fast);
+        GpuTrainer {
+            gpu: gpu.clone(),
+            model: model(&gpu, &params, fast),
+        }
+    };
+    for pack_on_gpu in [true, false] {
+        let mut t = trainer(f16(pack_on_gpu, None));
+        pollster::block_on(t.steps(&b)).unwrap();
+        let check = pollster::block_on(check_f16_cache(&mut t))
+            .unwrap()
+            .unwrap();
+        eprintln!("{}", check.line);
+        assert!(
+            check.passed() && check.total == t.model.layout.total,
+            "{check:?}"
+        );
+        assert!(check.line.ends_with("— PASS"), "{}", check.line);
+        assert!(t.model.fast_paths().f16_storage.is_some());
+    }
+    let mut t = trainer(f16(true, Some(Fault::StaleCache)));
+    // Filled before the steps, never invalidated after them.
+    pollster::block_on(t.model.prepare_inference(&gpu.ctx)).unwrap();
+    let first = pollster::block_on(t.steps(&b)).unwrap();
+    let check = pollster::block_on(check_f16_cache(&mut t))
+        .unwrap()
+        .unwrap();
+    eprintln!("{}", check.line);
+    assert!(!check.passed() && check.mismatches > 100, "{check:?}");
+    assert!(check
+        .line
+        .contains("differ from the f32 weights — FAIL — f32 path active"));
+    assert_eq!(gpu.fast_paths.get().f16_storage, None, "off on the device");
+    assert_eq!(
+        t.model.fast_paths(),
+        FastPaths::default(),
+        "the model rebound in f32"
+    );
+    // Training goes on, in f32, from where it was.
+    let next = pollster::block_on(t.steps(&b)).unwrap();
+    assert!(next.is_finite() && next < first, "{first} → {next}");
+    assert!(pollster::block_on(check_f16_cache(&mut t))
+        .unwrap()
+        .is_none());
+    gpu.fast_paths.set(FastPaths::default());
 }

@@ -53,6 +53,12 @@ fn chunks_end_exactly_at_evaluations_saves_and_the_end() {
         ends,
         ["save 10", "eval 10", "save 17", "eval 20", "save 24", "eval 25"]
     );
+    // The weight cache: checked after the run's first steps, then every
+    // FRESHNESS_EVERY.
+    assert!(plan.cache_check_due(10));
+    plan.cache_checked = Some(10);
+    assert!(!plan.cache_check_due(10 + run::FRESHNESS_EVERY - 1));
+    assert!(plan.cache_check_due(10 + run::FRESHNESS_EVERY));
     // No autosave at the end: the caller saves there anyway.
     assert!(!plan.autosave_due(25));
     // Without evaluation or autosave a chunk is as long as allowed.

@@ -13,6 +13,9 @@ use tinygpt_protocol::TrainProgress;
 pub const CPU_TRAIN_MAX_PARAMS: usize = 400_000;
 /// Validation share of the corpus, the nanoGPT protocol.
 pub const VAL_FRACTION: f64 = 0.1;
+/// Steps between two checks of a fast path's weight cache while training
+/// (`gate::freshness`).
+pub const FRESHNESS_EVERY: usize = 100;
 /// Most steps one "continue" may add.
 pub const MAX_CONTINUE_STEPS: usize = 10_000_000;
 
@@ -87,6 +90,8 @@ pub struct Run {
     pub autosave_every: usize,
     /// Step of the last completed save, when there is one.
     pub saved_step: Option<usize>,
+    /// Step of the last check of the fast paths' weight cache in this run.
+    pub cache_checked: Option<usize>,
     clock: ActiveClock,
     /// Tokens of the steps whose losses were read in this run.
     tokens: usize,
@@ -131,6 +136,7 @@ impl Run {
         self.clock = ActiveClock::default();
         self.clock.start(now_ms);
         self.tokens = 0;
+        self.cache_checked = None;
     }
 
     pub fn pause(&mut self, now_ms: f64) {
@@ -172,6 +178,13 @@ impl Run {
     /// saves there anyway).
     pub fn autosave_due(&self, step: usize) -> bool {
         self.next_save().is_some_and(|s| step >= s) && !self.done(step)
+    }
+
+    /// Whether the weight cache is due a check at `step`: after the run's
+    /// first steps, then every [`FRESHNESS_EVERY`].
+    pub fn cache_check_due(&self, step: usize) -> bool {
+        self.cache_checked
+            .is_none_or(|last| step >= last + FRESHNESS_EVERY)
     }
 
     pub fn done(&self, step: usize) -> bool {

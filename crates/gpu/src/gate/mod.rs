@@ -10,6 +10,7 @@
 
 pub mod f16_storage;
 mod framework;
+pub mod freshness;
 pub mod model_gate;
 pub mod stats;
 

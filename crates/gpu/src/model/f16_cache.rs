@@ -6,7 +6,9 @@
 //! next repacks first.
 
 use crate::kernel::BoundKernel;
-use crate::ops::matmul::f16w::{bind_pack_f16, pack_cpu, packed_words, PackedW};
+use crate::ops::matmul::f16w::{
+    bind_f16_fresh_check, bind_pack_f16, pack_cpu, packed_words, PackedW,
+};
 use crate::ops::matmul::f16w::{F16Storage, Fault};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 
@@ -100,5 +102,38 @@ impl F16WeightCache {
             .write_buffer(&self.buffer, 0, bytemuck::cast_slice(&words));
         self.fresh = true;
         Ok(())
+    }
+
+    /// Counts the cached halves that differ from round-to-nearest-even of
+    /// the `total` f32 weights in `params` now: 0 for a cache that is what
+    /// it claims to be. On the GPU when it packs there (its packer was
+    /// proven RNE), else on the CPU. Call it where the cache is meant to be
+    /// current (after [`Self::refresh`]).
+    pub async fn mismatches(
+        &self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        params: &wgpu::Buffer,
+        total: usize,
+    ) -> Result<u64, GpuError> {
+        if self.pack.is_none() {
+            let want = pack_cpu(&ctx.read_f32(params, total).await?, None);
+            let bytes = ctx
+                .read_bytes(&self.buffer, (want.len() * 4) as u64)
+                .await?;
+            let got: &[u32] = bytemuck::cast_slice(&bytes);
+            let halves = |w: u32| [w & 0xffff, w >> 16];
+            let differ = want.iter().zip(got).enumerate().map(|(i, (&a, &b))| {
+                let [a0, a1] = halves(a);
+                let [b0, b1] = halves(b);
+                (a0 != b0) as u64 + (a1 != b1 && 2 * i + 1 < total) as u64
+            });
+            return Ok(differ.sum());
+        }
+        let count = ctx.zeros("f16_fresh_mismatches", 1)?;
+        let k = bind_f16_fresh_check(ctx, reg, params, total as u32, &self.buffer, &count)?;
+        crate::kernel::submit(ctx, "f16_fresh_check", &[&k]);
+        let bytes = ctx.read_bytes(&count, 4).await?;
+        Ok(u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as u64)
     }
 }

@@ -154,6 +154,26 @@ impl GpuModel {
         }
     }
 
+    /// The f16 weight cache brought up to date as its own logic does it,
+    /// then compared with the f32 weights: how many of `total` halves
+    /// differ (`None` without f16 storage). A cache that skipped an
+    /// invalidation (the test-only `stale` fault) differs here.
+    pub async fn f16_cache_mismatches(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+    ) -> Result<Option<(u64, usize)>, GpuError> {
+        self.prepare_inference(ctx).await?;
+        let total = self.layout.total;
+        match &self.f16 {
+            Some(cache) => Ok(Some((
+                cache.mismatches(ctx, reg, &self.params, total).await?,
+                total,
+            ))),
+            None => Ok(None),
+        }
+    }
+
     pub fn params_buffer(&self) -> &wgpu::Buffer {
         &self.params
     }

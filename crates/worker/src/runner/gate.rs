@@ -73,3 +73,53 @@ impl Runner {
         post(&WorkerOutput::Status { text: status });
     }
 }
+
+impl Runner {
+    /// The freshness gate (`gate::freshness`): with f16 storage active,
+    /// checks that its weight cache equals the current f32 weights, before
+    /// `why` (a save, a sample), or on the run policy's schedule when
+    /// `scheduled` (after a run's first steps, then every
+    /// `FRESHNESS_EVERY`). A failure turns the path off — pill, status line
+    /// and gate report say so — and the run goes on in f32.
+    pub async fn check_weight_cache(&mut self, why: &str, scheduled: bool) {
+        let Some(gpu) = self.gpu.clone() else {
+            return;
+        };
+        if gpu.fast_paths.get().f16_storage.is_none() {
+            return;
+        }
+        let first = scheduled && self.plan.cache_checked.is_none();
+        if scheduled {
+            self.plan.cache_checked = self.session.as_ref().map(|s| s.step);
+        }
+        let Some(t) = self.session.as_mut().and_then(|s| s.gpu_trainer()) else {
+            return;
+        };
+        let check = match tinygpt_gpu::gate::freshness::check_f16_cache(t).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return,
+            Err(e) => return error(&format!("checking the f16 weight cache before {why}"), e),
+        };
+        if check.passed() {
+            if first {
+                log(LogLevel::Info, format!("{} (before {why})", check.line));
+            }
+            return;
+        }
+        log(LogLevel::Warn, format!("{} (before {why})", check.line));
+        for r in self.gate_reports.iter_mut().filter(|r| r.active) {
+            r.active = false;
+            r.passed = false;
+            r.lines.push(check.line.clone());
+            post(&WorkerOutput::GateReport(r.clone()));
+        }
+        self.caps.active.f16_storage = false;
+        post(&WorkerOutput::GpuCaps(self.caps.clone()));
+        post(&WorkerOutput::Status {
+            text: format!(
+                "the f16 weight cache no longer matched the weights ({} of {} halves) — running on f32, nothing lost",
+                check.mismatches, check.total
+            ),
+        });
+    }
+}

@@ -68,6 +68,7 @@ impl Runner {
     /// Generates and streams text; a Stop message ends it early.
     pub async fn sample(&mut self, req: SampleRequest) {
         self.drain().await;
+        self.check_weight_cache("sampling", false).await;
         let Some(s) = self.session.as_mut() else {
             return error(
                 "sampling",
@@ -149,6 +150,7 @@ impl Runner {
 
     pub async fn save_checkpoint(&mut self) {
         self.drain().await;
+        self.check_weight_cache("saving", false).await;
         let Some(s) = &self.session else {
             return error("saving a checkpoint", "there is no model yet");
         };

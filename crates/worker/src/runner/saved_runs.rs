@@ -34,6 +34,7 @@ impl Runner {
     /// on; the previous save stays intact either way.
     pub async fn autosave(&mut self, why: &str) {
         self.drain().await;
+        self.check_weight_cache("saving", false).await;
         let (Some(s), Some(run)) = (self.session.as_ref(), self.run.as_ref()) else {
             return;
         };

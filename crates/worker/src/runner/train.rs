@@ -265,6 +265,10 @@ impl Runner {
         }
         self.report(losses, val_loss);
         let step = self.session.as_ref().map(|s| s.step);
+        if step.is_some_and(|s| self.plan.cache_check_due(s)) {
+            self.drain().await;
+            self.check_weight_cache("the next steps", true).await;
+        }
         if step.is_some_and(|s| self.plan.autosave_due(s)) {
             self.drain().await;
             if self.state == RunState::Running {

@@ -66,6 +66,14 @@ const MATMUL_WGSL: &str = concat!(
 );
 const PACK_WGSL: &str = include_str!("../../../../../shaders/pack_f16.wgsl");
 
+/// The f16 weight cache's freshness check (shaders/f16_fresh.wgsl).
+pub const F16_FRESH: KernelSource = KernelSource {
+    key: "f16_fresh_check",
+    wgsl: include_str!("../../../../../shaders/f16_fresh.wgsl"),
+    entry: "main",
+    constants: &[],
+};
+
 /// The `FAULT` override of matmul_f16w.wgsl by fault index ([`fault_index`]):
 /// the real kernel, then the f16-accumulate and dropped-K-tail test variants.
 const FAULTS: [&[(&str, f64)]; 3] = [&[], &[("FAULT", 1.0)], &[("FAULT", 2.0)]];
@@ -158,7 +166,7 @@ pub fn all_kernels() -> impl Iterator<Item = &'static KernelSource> {
     let tiled: &'static [KernelSource; 3] = &TILED;
     let gemvs: &'static [[[KernelSource; 3]; 2]; 2] = &GEMVS;
     let cols: &'static [KernelSource; 3] = &GEMV_COLS;
-    let packs: [&'static KernelSource; 2] = [&PACK_F16, &PACK_F16_TRUNC];
+    let packs: [&'static KernelSource; 3] = [&PACK_F16, &PACK_F16_TRUNC, &F16_FRESH];
     let gemvs = gemvs.iter().flatten().flatten();
     tiled.iter().chain(gemvs).chain(cols).chain(packs)
 }
@@ -400,6 +408,36 @@ pub fn bind_pack_f16<'a>(
     let workgroups = grid(ctx, words.div_ceil(PACK_THREADS));
     Ok(bind_kernel(
         ctx, registry, kernel, &uniform, &buffers, workgroups,
+    ))
+}
+
+/// Binds the count of the halves of `cache` (words packed from the first
+/// `n` elements of `src`) that differ from `src` packed now, added into
+/// `mismatches[0]` (a u32 the caller zeroes first).
+pub fn bind_f16_fresh_check(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    src: &wgpu::Buffer,
+    n: u32,
+    cache: &wgpu::Buffer,
+    mismatches: &wgpu::Buffer,
+) -> Result<BoundKernel, GpuError> {
+    View::from(src).need("f16_fresh_check", "src", n as u64)?;
+    let words = packed_words(n as usize) as u32;
+    if cache.size() < words as u64 * 4 || mismatches.size() < 4 {
+        return Err(shape_error(
+            "f16_fresh_check",
+            format!("cache holds {} bytes, {} needed", cache.size(), words * 4),
+        ));
+    }
+    let uniform = ctx.uniform(
+        "f16_fresh_params",
+        bytemuck::cast_slice(&[n, words, 0u32, 0]),
+    );
+    let buffers = [(1, src), (2, cache), (3, mismatches)];
+    let groups = grid(ctx, words.div_ceil(PACK_THREADS));
+    Ok(bind_kernel(
+        ctx, registry, &F16_FRESH, &uniform, &buffers, groups,
     ))
 }
 
