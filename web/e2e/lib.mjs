@@ -7,6 +7,12 @@ import { extname, join, normalize, resolve } from "node:path";
 import { chromium } from "playwright-core";
 
 export const DIST = resolve(process.env.TINYGPT_DIST ?? new URL("../../dist", import.meta.url).pathname);
+/**
+ * The test build (`trunk build --release --features fault-injection --dist
+ * dist-test`): the only one whose worker honours `?fault=`. Production
+ * builds (`dist/`) contain no fault pipeline.
+ */
+export const DIST_TEST = resolve(process.env.TINYGPT_DIST_TEST ?? new URL("../../dist-test", import.meta.url).pathname);
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
 /**
@@ -35,7 +41,9 @@ const MIME = {
  */
 export async function serve(root = DIST, { headers = {} } = {}) {
   await stat(join(root, "index.html")).catch(() => {
-    throw new Error(`${root}/index.html is missing: run \`trunk build --release\` first`);
+    throw new Error(
+      `${root}/index.html is missing: run \`trunk build --release\` (dist/) or \`trunk build --release --features fault-injection --dist dist-test\` (dist-test/) first`,
+    );
   });
   const server = createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url, "http://x").pathname);

@@ -125,6 +125,13 @@ async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
         return Vec::new();
     }
     let fault = js::fault_switch().and_then(|name| {
+        if !Fault::AVAILABLE {
+            log(
+                LogLevel::Info,
+                format!("[ops] ?fault={name} is unavailable in this build: production builds contain no fault pipeline"),
+            );
+            return None;
+        }
         let f = Fault::parse(&name);
         if f.is_none() {
             log(

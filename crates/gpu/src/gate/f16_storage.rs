@@ -12,10 +12,11 @@
 use super::framework::{headline, FastPath, GateFuture, GateOptions};
 use super::stats::{error_distribution, gate_stats};
 use crate::model::FastPaths;
+use crate::ops::matmul::f16w::F16Storage;
 use crate::ops::matmul::f16w::{
     bind_matmul_f16w, bind_pack_f16, half_bits, pack_cpu, packed_words, PackedW,
 };
-use crate::ops::matmul::f16w::{F16Storage, Fault};
+use crate::ops::matmul::Fault;
 use crate::ops::matmul::{matmul_once, MatmulDesc};
 use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};

@@ -2,7 +2,7 @@
 //! path's registration ([`FastPath`]) and the headline console line.
 
 use crate::model::FastPaths;
-use crate::ops::matmul::f16w::Fault;
+use crate::ops::matmul::Fault;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use std::future::Future;
 use std::pin::Pin;

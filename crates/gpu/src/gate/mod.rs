@@ -15,7 +15,8 @@ pub mod model_gate;
 pub mod stats;
 
 pub use crate::model::FastPaths;
-pub use crate::ops::matmul::f16w::{F16Storage, Fault};
+pub use crate::ops::matmul::f16w::F16Storage;
+pub use crate::ops::matmul::Fault;
 pub use framework::{headline, FastPath, GateFuture, GateOptions, DEFAULT_VOCAB};
 
 use crate::{GpuContext, PipelineRegistry};

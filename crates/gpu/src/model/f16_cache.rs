@@ -6,10 +6,11 @@
 //! next repacks first.
 
 use crate::kernel::BoundKernel;
+use crate::ops::matmul::f16w::F16Storage;
 use crate::ops::matmul::f16w::{
     bind_f16_fresh_check, bind_pack_f16, pack_cpu, packed_words, PackedW,
 };
-use crate::ops::matmul::f16w::{F16Storage, Fault};
+use crate::ops::matmul::Fault;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 
 pub struct F16WeightCache {
@@ -56,7 +57,7 @@ impl F16WeightCache {
     /// The f32 weights changed (or are about to, in the submission being
     /// recorded). The test-only `stale` fault skips this.
     pub fn invalidate(&mut self) {
-        if self.cfg.fault != Some(Fault::StaleCache) {
+        if !Fault::keeps_stale_cache(self.cfg.fault) {
             self.fresh = false;
         }
     }

@@ -3,47 +3,13 @@
 //! (`shaders/pack_f16.wgsl`), plus the CPU packer used where the GPU's
 //! conversion is not round-to-nearest-even.
 
+use super::fault::{Fault, VARIANTS};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, grid, shape_error};
 use crate::ops::matmul::{check_operands, MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
-
-/// A deliberately wrong variant, selectable only to prove a gate catches it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fault {
-    /// Accumulate (and multiply) in f16 registers.
-    F16Accumulate,
-    /// Skip the last partial K tile.
-    DropKTail,
-    /// Pack weights by truncation instead of round-to-nearest-even.
-    TruncatePack,
-    /// Never invalidate the packed-weight cache after a train step.
-    StaleCache,
-}
-
-impl Fault {
-    /// Parses the test switch's name (`?fault=f16acc`, `--fault droptail`).
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "f16acc" => Some(Self::F16Accumulate),
-            "droptail" => Some(Self::DropKTail),
-            "trunc" => Some(Self::TruncatePack),
-            "stale" => Some(Self::StaleCache),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::F16Accumulate => "f16acc",
-            Self::DropKTail => "droptail",
-            Self::TruncatePack => "trunc",
-            Self::StaleCache => "stale",
-        }
-    }
-}
 
 /// The f16-storage path as the model uses it once its gate passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,29 +40,36 @@ pub const F16_FRESH: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// The `FAULT` override of matmul_f16w.wgsl by fault index ([`fault_index`]):
-/// the real kernel, then the f16-accumulate and dropped-K-tail test variants.
+/// The `FAULT` override of the f16-storage kernels by kernel variant
+/// ([`Fault::kernel_index`]): the real kernel, then the f16-accumulate and
+/// dropped-K-tail test variants.
 const FAULTS: [&[(&str, f64)]; 3] = [&[], &[("FAULT", 1.0)], &[("FAULT", 2.0)]];
 
-/// The entry point `entry` under `keys[i]` with fault `i`.
-const fn variants(keys: [&'static str; 3], entry: &'static str) -> [KernelSource; 3] {
-    const fn source(key: &'static str, entry: &'static str, i: usize) -> KernelSource {
-        KernelSource {
-            key,
-            wgsl: MATMUL_WGSL,
-            entry,
+/// The entry point `entry` under `keys[i]` with the override of variant
+/// `i`, for the [`VARIANTS`] this build has (the real one alone without
+/// fault injection).
+const fn variants(keys: [&'static str; 3], entry: &'static str) -> [KernelSource; VARIANTS] {
+    let real = KernelSource {
+        key: keys[0],
+        wgsl: MATMUL_WGSL,
+        entry,
+        constants: FAULTS[0],
+    };
+    let mut out = [real; VARIANTS];
+    let mut i = 1;
+    while i < VARIANTS {
+        out[i] = KernelSource {
+            key: keys[i],
             constants: FAULTS[i],
-        }
+            ..real
+        };
+        i += 1;
     }
-    [
-        source(keys[0], entry, 0),
-        source(keys[1], entry, 1),
-        source(keys[2], entry, 2),
-    ]
+    out
 }
 
 /// The tiled kernel (M > 1) by fault index.
-const TILED: [KernelSource; 3] = variants(
+const TILED: [KernelSource; VARIANTS] = variants(
     [
         "matmul_f16w_64x64_k16",
         "matmul_f16w_fault_f16acc",
@@ -109,7 +82,7 @@ pub const MATMUL_F16W: KernelSource = TILED[0];
 /// Every GEMV entry point by `[any alignment][LayerNorm prologue][fault]`:
 /// `gemv` for rows and input aligned to four elements, `gemv_any` for any
 /// offset and K, each with its LayerNorm-prologue twin.
-const GEMVS: [[[KernelSource; 3]; 2]; 2] = [
+const GEMVS: [[[KernelSource; VARIANTS]; 2]; 2] = [
     [
         variants(
             [
@@ -151,7 +124,7 @@ pub const GEMV_F16W: KernelSource = GEMVS[0][0][0];
 pub const GEMV_F16W_ANY: KernelSource = GEMVS[1][0][0];
 
 /// The column-layout GEMV ([`RowFusion::columns`]) by fault index.
-const GEMV_COLS: [KernelSource; 3] = variants(
+const GEMV_COLS: [KernelSource; VARIANTS] = variants(
     [
         "gemv_f16w_cols",
         "gemv_f16w_cols_fault_f16acc",
@@ -163,10 +136,15 @@ const GEMV_COLS: [KernelSource; 3] = variants(
 /// Every f16-storage pipeline, fault variants included (see
 /// [`crate::ops::all_kernels`]).
 pub fn all_kernels() -> impl Iterator<Item = &'static KernelSource> {
-    let tiled: &'static [KernelSource; 3] = &TILED;
-    let gemvs: &'static [[[KernelSource; 3]; 2]; 2] = &GEMVS;
-    let cols: &'static [KernelSource; 3] = &GEMV_COLS;
-    let packs: [&'static KernelSource; 3] = [&PACK_F16, &PACK_F16_TRUNC, &F16_FRESH];
+    let tiled: &'static [KernelSource; VARIANTS] = &TILED;
+    let gemvs: &'static [[[KernelSource; VARIANTS]; 2]; 2] = &GEMVS;
+    let cols: &'static [KernelSource; VARIANTS] = &GEMV_COLS;
+    let packs = [
+        &PACK_F16,
+        #[cfg(feature = "fault-injection")]
+        &PACK_F16_TRUNC,
+        &F16_FRESH,
+    ];
     let gemvs = gemvs.iter().flatten().flatten();
     tiled.iter().chain(gemvs).chain(cols).chain(packs)
 }
@@ -178,6 +156,7 @@ pub const PACK_F16: KernelSource = KernelSource {
     constants: &[],
 };
 /// The truncating test variant of [`PACK_F16`].
+#[cfg(feature = "fault-injection")]
 const PACK_F16_TRUNC: KernelSource = KernelSource {
     key: "pack_f16_fault_trunc",
     constants: &[("TRUNCATE", 1.0)],
@@ -203,23 +182,13 @@ enum Kernel {
     GemvColumns,
 }
 
-/// 0 for the real kernels, 1 and 2 for the kernel faults (the other faults
-/// are not in the matmul).
-fn fault_index(fault: Option<Fault>) -> usize {
-    match fault {
-        Some(Fault::F16Accumulate) => 1,
-        Some(Fault::DropKTail) => 2,
-        _ => 0,
-    }
-}
-
 fn kernel_for(fault: Option<Fault>, kernel: Kernel, ln: bool) -> &'static KernelSource {
     match kernel {
-        Kernel::Tiled => &TILED[fault_index(fault)],
+        Kernel::Tiled => &TILED[Fault::kernel_index(fault)],
         Kernel::GemvQuads | Kernel::GemvAny => {
-            &GEMVS[(kernel == Kernel::GemvAny) as usize][ln as usize][fault_index(fault)]
+            &GEMVS[(kernel == Kernel::GemvAny) as usize][ln as usize][Fault::kernel_index(fault)]
         }
-        Kernel::GemvColumns => &GEMV_COLS[fault_index(fault)],
+        Kernel::GemvColumns => &GEMV_COLS[Fault::kernel_index(fault)],
     }
 }
 
@@ -395,9 +364,15 @@ pub fn bind_pack_f16<'a>(
             detail: format!("dst holds {} bytes, {} needed", dst.size(), words * 4),
         });
     }
-    let kernel = if fault == Some(Fault::TruncatePack) {
+    #[cfg(feature = "fault-injection")]
+    let kernel = if Fault::truncates(fault) {
         &PACK_F16_TRUNC
     } else {
+        &PACK_F16
+    };
+    #[cfg(not(feature = "fault-injection"))]
+    let kernel = {
+        let _ = fault;
         &PACK_F16
     };
     let uniform = ctx.uniform(
@@ -445,7 +420,7 @@ pub fn bind_f16_fresh_check(
 /// truncation fault.
 pub fn half_bits(x: f32, fault: Option<Fault>) -> u16 {
     let h = half::f16::from_f32(x);
-    if fault == Some(Fault::TruncatePack) && !x.is_nan() && h.to_f32().abs() > x.abs() {
+    if Fault::truncates(fault) && !x.is_nan() && h.to_f32().abs() > x.abs() {
         return h.to_bits() - 1;
     }
     h.to_bits()

@@ -5,6 +5,7 @@
 
 mod desc;
 pub mod f16w;
+mod fault;
 mod gemv;
 mod kernels;
 mod layout;
@@ -14,6 +15,7 @@ mod tiled;
 
 pub(crate) use desc::check_operands;
 pub use desc::{MatmulDesc, TileKernel};
+pub use fault::Fault;
 pub use gemv::{
     bind_gemv, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU, GEMV_F32, GEMV_F32_COLS, GEMV_F32_LN,
 };
