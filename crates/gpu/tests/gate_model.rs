@@ -8,6 +8,7 @@ use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::engine::{Gpu, GpuTrainer};
+use tinygpt_gpu::gate::f16_storage::{REAL_COSINE_LIMIT, REAL_REL_L2_LIMIT};
 use tinygpt_gpu::gate::freshness::check_f16_cache;
 use tinygpt_gpu::gate::model_gate::run_model_gates;
 use tinygpt_gpu::gate::{run_gates, F16Storage, FastPaths, Fault, GateOptions};
@@ -212,12 +213,70 @@ fn a_trained_model_generates_identical_greedy_text_on_f16_and_f32() {
     }
     let sample = reports[0].sample.as_ref().unwrap();
     assert!(sample.passed && sample.tokens == 100, "{sample:?}");
-    assert_eq!(
-        reports[0].cases.iter().filter(|c| c.real_weights).count(),
-        4
-    );
+    // All four linears of both layers, each fed its real input.
+    let real: Vec<_> = reports[0].cases.iter().filter(|c| c.real_weights).collect();
+    assert_eq!(real.len(), 4 * cfg.n_layer);
+    for (i, name) in ["qkv", "attn_proj", "fc", "fc_proj"].iter().enumerate() {
+        assert!(real[i].name.contains(name), "{}", real[i].name);
+    }
+    let d_ins: Vec<u32> = real[..4].iter().map(|c| c.shape[1]).collect();
+    assert_eq!(d_ins, [21, 21, 21, 84], "the real inputs' widths");
+    for c in &real {
+        assert_eq!(c.shape[0], 3, "the prompt's three rows");
+        assert!(c.distribution.rel_l2 < REAL_REL_L2_LIMIT, "{c:#?}");
+        assert!(c.distribution.cosine > REAL_COSINE_LIMIT, "{c:#?}");
+    }
     assert!(reports[0].active, "{:#?}", reports[0].cases);
     assert!(t.model.fast_paths().f16_storage.is_some());
+}
+
+/// A kernel fault that reached an active path fails the real-weight cases
+/// (K = d_model = 21 ends in a partial tile), and every verdict changes:
+/// the headline, a last line naming the failed cases, the path off.
+#[test]
+fn a_loaded_model_gate_failure_rewrites_every_verdict() {
+    let Some(gpu) = engine_gpu() else { return };
+    let cfg = config();
+    let params = tinygpt_core::init_params(&cfg, 6);
+    let opts = GateOptions {
+        fault: None,
+        vocab: cfg.vocab_size as u32,
+        now_ms: || 0.0,
+    };
+    let (mut reports, _) =
+        pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
+    assert!(reports[0].lines[0].ends_with("— PASS — f16 path active"));
+    // As if the fault had slipped past the start-up gate.
+    gpu.fast_paths.set(f16(true, Some(Fault::DropKTail)));
+    let mut t = GpuTrainer::on(gpu.clone(), model(&gpu, &params, FastPaths::default())).unwrap();
+    pollster::block_on(run_model_gates(
+        &mut t,
+        &mut reports[0],
+        &[1, 4, 7, 2],
+        "1472",
+    ))
+    .unwrap();
+    let lines = &reports[0].lines;
+    for line in lines {
+        eprintln!("{line}");
+    }
+    assert!(!reports[0].active && !reports[0].passed);
+    assert!(
+        lines[0].ends_with("— PASS on random inputs, FAIL on the loaded model — f32 path active"),
+        "{}",
+        lines[0]
+    );
+    let last = lines.last().unwrap();
+    assert!(
+        last.contains("gate on the loaded model — FAIL (layer 0 qkv")
+            && last.ends_with("— back to f32"),
+        "{last}"
+    );
+    assert!(lines
+        .iter()
+        .any(|l| l.contains("(real weights)") && l.contains("— FAIL (")));
+    assert_eq!(gpu.fast_paths.get().f16_storage, None);
+    assert_eq!(t.model.fast_paths(), FastPaths::default());
 }
 
 #[test]

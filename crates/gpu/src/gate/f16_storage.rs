@@ -319,6 +319,17 @@ pub fn case_line(label: &str, c: &GateCase) -> String {
     )
 }
 
+/// Limits on a real-weight case beyond the seed's two: the output's
+/// relative L2 error and its cosine with the f32 output. f16 storage
+/// rounds each weight by at most 2⁻¹¹ relative (RMS about 2.8e-4), and an
+/// output's relative L2 error from such independent roundings is about
+/// that RMS (1.6e-4 to 2.0e-4 measured on the random gate shapes): 1e-3
+/// leaves 4–5× headroom while a systematic error of a few f16 ulps, or any
+/// lost term, exceeds it. 1 − cos ≈ rel_l2²/2, so 5e-7 at that limit; 1e-5
+/// refuses an output pointing elsewhere.
+pub const REAL_REL_L2_LIMIT: f64 = 1e-3;
+pub const REAL_COSINE_LIMIT: f64 = 1.0 - 1e-5;
+
 /// Why a case failed, in the terms of the seed's two thresholds.
 pub fn failure_reason(c: &GateCase) -> String {
     let s = &c.stats;
@@ -337,6 +348,19 @@ pub fn failure_reason(c: &GateCase) -> String {
             "mean_rel {:.3}% ≥ limit {:.3}%",
             s.mean_rel_err * 100.0,
             s.rel_limit * 100.0
+        ));
+    }
+    let d = &c.distribution;
+    if c.real_weights && d.rel_l2 >= REAL_REL_L2_LIMIT {
+        why.push(format!(
+            "rel_l2 {:.2e} ≥ limit {:.0e}",
+            d.rel_l2, REAL_REL_L2_LIMIT
+        ));
+    }
+    if c.real_weights && d.cosine <= REAL_COSINE_LIMIT {
+        why.push(format!(
+            "cos {:.7} ≤ limit {:.5}",
+            d.cosine, REAL_COSINE_LIMIT
         ));
     }
     if why.is_empty() {

@@ -3,7 +3,9 @@
 //! end-to-end sample gate — 100 greedy tokens from one prompt on the f32
 //! path and on the fast path must be identical.
 
-use super::f16_storage::{case_line, compare_case, Packer, PATH};
+use super::f16_storage::{
+    case_line, compare_case, Packer, PATH, REAL_COSINE_LIMIT, REAL_REL_L2_LIMIT,
+};
 use crate::engine::{EngineError, GpuTrainer};
 use crate::model::FastPaths;
 use crate::ops::matmul::f16w::F16Storage;
@@ -16,83 +18,78 @@ use tinygpt_protocol::{GateCase, SampleGate};
 /// Tokens the sample gate generates.
 pub const SAMPLE_GATE_TOKENS: usize = 100;
 
-/// Layer-0 `ln1` rows of `prompt` computed on the CPU from the model's
-/// weights: `LayerNorm(tok_emb[t] + pos_emb[p])`, exactly what the first
-/// linear reads. Later layers are gated on the same normalised rows.
-fn ln1_rows(t: &GpuTrainer, params: &[f32], prompt: &[u32]) -> Vec<f32> {
-    let (cfg, layout) = (&t.model.cfg, &t.model.layout);
-    let c = cfg.d_model;
-    let view = |k: ParamKind| &params[layout.get(k).range()];
-    let (tok, pos) = (view(TokEmb), view(PosEmb));
-    let (w, b) = (&view(Ln1W)[..c], &view(Ln1B)[..c]);
-    let mut out = Vec::new();
-    for (p, &id) in prompt.iter().take(cfg.block_size).enumerate() {
-        let x: Vec<f64> = (0..c)
-            .map(|i| (tok[id as usize * c + i] + pos[p * c + i]) as f64)
-            .collect();
-        let mean = x.iter().sum::<f64>() / c as f64;
-        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / c as f64;
-        let rstd = 1.0 / (var + 1e-5).sqrt();
-        out.extend((0..c).map(|i| ((x[i] - mean) * rstd * w[i] as f64 + b[i] as f64) as f32));
-    }
-    out
-}
-
-/// The f16-weight matmul on each layer's QKV and fc weights with real
-/// activations, compared with the f32 matmul.
+/// The f16-weight matmul on all four linears of every layer (QKV,
+/// attention projection, fc, fc projection), each fed the activations that
+/// really reach it for `prompt` (captured from an f32 forward), compared
+/// with the f32 matmul by the seed's thresholds and the limits above.
 pub async fn real_weight_cases(
-    t: &GpuTrainer,
+    t: &mut GpuTrainer,
     f16: F16Storage,
     prompt: &[u32],
 ) -> Result<(Vec<GateCase>, Vec<String>), EngineError> {
     let params = t.model.read_params(&t.gpu.ctx).await?;
-    let x = ln1_rows(t, &params, prompt);
-    let c = t.model.cfg.d_model;
-    let m = (x.len() / c) as u32;
+    let inputs = {
+        let mut reg = std::mem::take(&mut *t.gpu.registry.borrow_mut());
+        let r = t.model.linear_inputs(&t.gpu.ctx, &mut reg, prompt).await;
+        *t.gpu.registry.borrow_mut() = reg;
+        r?
+    };
     let packer = Packer {
         on_gpu: f16.pack_on_gpu,
         fault: f16.fault,
     };
     let (mut cases, mut lines) = (Vec::new(), Vec::new());
-    for l in 0..t.model.cfg.n_layer {
-        for (name, w, b, n) in [("qkv", QkvW, QkvB, 3 * c), ("fc", FcW, FcB, 4 * c)] {
-            let ws = t.model.layout.layer(&params, w, l);
-            let bs = t.model.layout.layer(&params, b, l);
-            let desc = MatmulDesc::linear(m, c as u32, n as u32);
-            // Moved out for the awaits (a RefCell guard must not cross one).
-            let mut reg = std::mem::take(&mut *t.gpu.registry.borrow_mut());
-            let name = format!("layer {l} {name} (real weights)");
-            let (ctx, fault) = (&t.gpu.ctx, f16.fault);
-            let r = compare_case(
-                ctx,
-                &mut reg,
-                &name,
-                packer,
-                fault,
-                desc,
-                &x,
-                ws,
-                Some(bs),
-                true,
-            )
-            .await;
-            *t.gpu.registry.borrow_mut() = reg;
-            let r = r?;
-            let mut case = r.case;
-            // The verdict first, then the line that reports it.
-            case.stats.passed &= r.pack_mismatches == 0;
-            let mut line = case_line(PATH.label, &case);
-            if r.pack_mismatches > 0 {
-                line.push_str(&format!(
-                    " — {} packed halves differ from round-to-nearest-even",
-                    r.pack_mismatches
-                ));
-            }
-            lines.push(line);
-            cases.push(case);
+    for input in &inputs {
+        let (l, d_in) = (input.layer, input.d_in);
+        let ws = t.model.layout.layer(&params, input.w, l);
+        let bs = t.model.layout.layer(&params, input.b, l);
+        let m = (input.rows.len() / d_in) as u32;
+        let desc = MatmulDesc::linear(m, d_in as u32, (ws.len() / d_in) as u32);
+        let name = format!("layer {l} {} (real weights)", linear_name(input.w));
+        let mut reg = std::mem::take(&mut *t.gpu.registry.borrow_mut());
+        let (ctx, fault) = (&t.gpu.ctx, f16.fault);
+        let x = &input.rows;
+        let r = compare_case(
+            ctx,
+            &mut reg,
+            &name,
+            packer,
+            fault,
+            desc,
+            x,
+            ws,
+            Some(bs),
+            true,
+        )
+        .await;
+        *t.gpu.registry.borrow_mut() = reg;
+        let r = r?;
+        let mut case = r.case;
+        // The verdict first, then the line that reports it.
+        let d = &case.distribution;
+        case.stats.passed &=
+            r.pack_mismatches == 0 && d.rel_l2 < REAL_REL_L2_LIMIT && d.cosine > REAL_COSINE_LIMIT;
+        let mut line = case_line(PATH.label, &case);
+        if r.pack_mismatches > 0 {
+            line.push_str(&format!(
+                " — {} packed halves differ from round-to-nearest-even",
+                r.pack_mismatches
+            ));
         }
+        lines.push(line);
+        cases.push(case);
     }
     Ok((cases, lines))
+}
+
+/// The name of the linear whose weight is `w`.
+fn linear_name(w: ParamKind) -> &'static str {
+    match w {
+        QkvW => "qkv",
+        AttnProjW => "attn_proj",
+        FcW => "fc",
+        _ => "fc_proj",
+    }
 }
 
 /// Greedy text on the f32 path and with `fast`; restores the trainer's

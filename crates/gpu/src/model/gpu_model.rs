@@ -52,6 +52,17 @@ pub struct GpuModel {
     pub(super) steps_read: u64,
 }
 
+/// What one forward linear of one layer reads ([`GpuModel::linear_inputs`]).
+pub struct LinearInput {
+    pub layer: usize,
+    /// The linear's weight `(d_out, d_in)` and bias kinds.
+    pub w: tinygpt_core::ParamKind,
+    pub b: tinygpt_core::ParamKind,
+    pub d_in: usize,
+    /// `(T, d_in)` input rows.
+    pub rows: Vec<f32>,
+}
+
 /// Which fast paths are active: what the model binds its kernels from
 /// (set by the gates, `crate::gate`, once a path's gate passed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -237,6 +248,56 @@ impl GpuModel {
             ctx.queue.submit([enc.finish()]);
         }
         Ok(losses)
+    }
+
+    /// The input rows every forward linear of every layer really reads for
+    /// `tokens` (one sequence), from an f32 forward whatever fast path is
+    /// active: per layer `[ln1 → qkv, atty → attn_proj, ln2 → fc,
+    /// gelu(fch) → fc_proj]`, each `(T, d_in)` with the linear's weight and
+    /// bias kinds (what the real-weight gate feeds the f16 kernel).
+    pub async fn linear_inputs(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        tokens: &[u32],
+    ) -> Result<Vec<LinearInput>, GpuError> {
+        use tinygpt_core::ParamKind::*;
+        let t = tokens.len().min(self.cfg.block_size);
+        let batch = Batch {
+            batch_size: 1,
+            seq_len: t,
+            inputs: tokens[..t].to_vec(),
+            targets: tokens[..t].to_vec(),
+        };
+        let fast = self.fast;
+        self.set_fast_paths(ctx, reg, FastPaths::default())?;
+        let losses = self.submit_eval(ctx, reg, std::slice::from_ref(&batch));
+        let mut out = Vec::new();
+        if losses.is_ok() {
+            let g = self.graph.as_ref().expect("bound by submit_eval");
+            let c = self.cfg.d_model;
+            for (l, blk) in g.acts.blocks.iter().enumerate() {
+                let kinds = [
+                    (&blk.ln1, QkvW, QkvB, c),
+                    (&g.acts.blocks[l].atty, AttnProjW, AttnProjB, c),
+                    (&blk.ln2, FcW, FcB, c),
+                    (&blk.fch_gelu, FcProjW, FcProjB, 4 * c),
+                ];
+                for (buf, w, b, d_in) in kinds {
+                    let rows = ctx.read_f32(buf, t * d_in).await?;
+                    out.push(LinearInput {
+                        layer: l,
+                        w,
+                        b,
+                        d_in,
+                        rows,
+                    });
+                }
+            }
+        }
+        self.set_fast_paths(ctx, reg, fast)?;
+        losses?;
+        Ok(out)
     }
 
     /// Mean loss over `batches` without training (one read-back).

@@ -18,5 +18,5 @@ mod train;
 pub use acts::Acts;
 pub use decode::{Decoder, DecoderKernels};
 pub use f16_cache::F16WeightCache;
-pub use gpu_model::{FastPaths, GpuModel};
+pub use gpu_model::{FastPaths, GpuModel, LinearInput};
 pub use train::{StepLogRead, StepStats, STEP_LOG_CAPACITY};
