@@ -201,6 +201,8 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
         eprintln!("{line}");
     }
     let f16 = fast.f16_storage.is_some().then_some(fast);
+    eprintln!("bench: the launch floor");
+    let floor = crate::floor::bench_floor(ctx, &mut reg)?;
     let (train, sample) = bench_models(ctx, &mut reg, quick, only, f16)?;
     // A run of one shape is about that shape.
     let matmul = match only {
@@ -210,6 +212,7 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
     Ok(json!({
         "adapter": ctx.adapter_desc(),
         "gates": gates,
+        "floor": floor,
         "train": train,
         "sample": sample,
         "matmul": matmul,

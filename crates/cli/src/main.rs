@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod commands;
 mod files;
+mod floor;
 mod profile;
 mod train;
 

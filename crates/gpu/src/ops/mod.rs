@@ -6,6 +6,7 @@ pub mod common;
 pub mod crossentropy;
 pub mod dropout;
 pub mod embedding;
+pub mod floor;
 pub mod gelu;
 pub mod grad_norm;
 pub mod layernorm;
@@ -22,6 +23,8 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     use matmul::*;
     let mut all: Vec<&'static KernelSource> = vec![
         &argmax::GREEDY_PICK,
+        &floor::FLOOR_NOOP,
+        &floor::FLOOR_TOUCH,
         &embedding::EMBEDDING_FORWARD,
         &embedding::EMBEDDING_FORWARD_DECODE,
         &embedding::EMBEDDING_BACKWARD_TOK,
