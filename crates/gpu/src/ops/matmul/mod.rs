@@ -23,7 +23,7 @@ pub use kernels::{
     MATMUL_F32, MATMUL_F32_128, MATMUL_F32_CELLS, MATMUL_F32_SMALL, MATMUL_REDUCE,
     MATMUL_TILE_LARGE,
 };
-pub use reference::{matmul_once, matmul_once_in, matmul_reference};
+pub use reference::{f16w_golden, f32_order_bound, matmul_once, matmul_once_in, matmul_reference};
 pub use split_k::bind_matmul_split_k;
 pub use tiled::{bind_matmul, bind_matmul_tiled};
 pub use tinygpt_protocol::memory::{

@@ -75,3 +75,59 @@ pub fn matmul_reference(desc: MatmulDesc, a: &[f32], b: &[f32], bias: Option<&[f
     }
     c
 }
+
+/// The device-emulating golden of the f16-storage kernels (seed 004 §2):
+/// `W` rounded to f16 by round-to-nearest-even as the packer does, each
+/// output summed in an f32 register in K order 0, 1, 2, … from zero — the
+/// tiled kernel's order — then the bias added in f32. WGSL's `fma` may or
+/// may not fuse (lavapipe rounds the product first), so `fused` picks the
+/// device's: the tiled kernel then matches bit for bit. Any kernel stays
+/// within [`f32_order_bound`] of it whatever its order (the GEMVs sum lanes
+/// first); anything more is a kernel bug, never f16 drift.
+pub fn f16w_golden(
+    desc: MatmulDesc,
+    a: &[f32],
+    w: &[f32],
+    bias: Option<&[f32]>,
+    fused: bool,
+) -> Vec<f32> {
+    let (m, k, n) = (desc.m as usize, desc.k as usize, desc.n as usize);
+    let w16: Vec<f32> = w.iter().map(|&v| half::f16::from_f32(v).to_f32()).collect();
+    let mut c = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0.0f32;
+            for kk in 0..k {
+                let (x, y) = (a[i * k + kk], w16[j * k + kk]);
+                acc = if fused {
+                    x.mul_add(y, acc)
+                } else {
+                    acc + x * y
+                };
+            }
+            c[i * n + j] = acc + bias.map_or(0.0, |b| b[j]);
+        }
+    }
+    c
+}
+
+/// How far an f32 sum of `desc`'s products may land from [`f16w_golden`]
+/// in another order, per output: `K · 2⁻²⁴ · Σ|a·w₁₆|` (the classic bound
+/// on reordering a length-K f32 sum) plus one rounding of the bias add.
+pub fn f32_order_bound(desc: MatmulDesc, a: &[f32], w: &[f32], bias: Option<&[f32]>) -> Vec<f32> {
+    let (m, k, n) = (desc.m as usize, desc.k as usize, desc.n as usize);
+    let u = f32::EPSILON as f64 / 2.0;
+    let mut out = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut mag = 0.0f64;
+            for kk in 0..k {
+                let w16 = half::f16::from_f32(w[j * k + kk]).to_f32();
+                mag += (a[i * k + kk] * w16).abs() as f64;
+            }
+            let b = bias.map_or(0.0, |b| b[j].abs() as f64);
+            out[i * n + j] = ((k as f64 + 1.0) * u * (mag + b)) as f32;
+        }
+    }
+    out
+}
