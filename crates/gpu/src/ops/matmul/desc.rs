@@ -54,6 +54,36 @@ impl TileKernel {
     }
 }
 
+/// The `Params` uniform every matmul kernel reads (matmul_common.wgsl for
+/// the f32 tiles, gemv.wgsl, f16w_common.wgsl), shared by every binder.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct MatmulParams {
+    pub m: u32,
+    pub k: u32,
+    pub n: u32,
+    /// Bits 0 trans_a, 1 trans_b, 2 bias, 3 accumulate; a kernel's own
+    /// from bit 4 (f16 W aligned, 6 GELU).
+    pub flags: u32,
+    /// Element offsets of the operands in their buffers (B in halves for
+    /// the f16-storage kernels).
+    pub a_off: u32,
+    pub b_off: u32,
+    pub bias_off: u32,
+    pub c_off: u32,
+    /// The kernel's two words: K per workgroup z and the K-slice count
+    /// (tiles), or the LayerNorm weight and bias offsets (GEMVs).
+    pub extra: [u32; 2],
+    pub _pad: [u32; 2],
+}
+
+impl MatmulParams {
+    /// The uniform buffer of these params.
+    pub(crate) fn upload(&self, ctx: &GpuContext, label: &str) -> wgpu::Buffer {
+        ctx.uniform(label, bytemuck::bytes_of(self))
+    }
+}
+
 /// `C (M, N) = op(A) · op(B) [+ bias] [+ C]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MatmulDesc {
@@ -92,24 +122,28 @@ impl MatmulDesc {
             | (self.accumulate as u32) << 3
     }
 
-    /// The 12-word uniform of every matmul kernel (the `Params` struct of
-    /// matmul*.wgsl, gemv.wgsl and matmul_f16w.wgsl): shape, flags (with
-    /// the kernel's `more_flags`), the operand offsets `[a, b, bias, c]` and
-    /// two kernel words (K per workgroup z and the slice count for the
-    /// tiles, the LayerNorm parameters' offsets for a GEMV).
-    pub(crate) fn uniform_words(
+    /// The uniform of every matmul kernel ([`MatmulParams`]): the shape,
+    /// the flags with the kernel's `more_flags`, the operand offsets
+    /// `[a, b, bias, c]` and the kernel's two words.
+    pub(crate) fn params(
         &self,
         offsets: [u32; 4],
-        tail: [u32; 2],
+        extra: [u32; 2],
         more_flags: u32,
-    ) -> [u32; 12] {
-        let [a, b, bias, c] = offsets;
-        let (m, k, n, flags) = (self.m, self.k, self.n, self.flags() | more_flags);
-        [m, k, n, flags, a, b, bias, c, tail[0], tail[1], 0, 0]
-    }
-
-    pub(super) fn uniform_bytes(&self, offsets: [u32; 4], k_chunk: u32, slices: u32) -> [u8; 48] {
-        bytemuck::cast(self.uniform_words(offsets, [k_chunk, slices], 0))
+    ) -> MatmulParams {
+        let [a_off, b_off, bias_off, c_off] = offsets;
+        MatmulParams {
+            m: self.m,
+            k: self.k,
+            n: self.n,
+            flags: self.flags() | more_flags,
+            a_off,
+            b_off,
+            bias_off,
+            c_off,
+            extra,
+            _pad: [0; 2],
+        }
     }
 
     /// Whether [`bind_matmul`] runs the 128×128-tile kernel: an output

@@ -314,8 +314,8 @@ fn bind<'a>(
     let aligned = w_off.is_multiple_of(2) && desc.k.is_multiple_of(2);
     let more_flags = if aligned { W_ALIGNED } else { 0 } | fusion.flags();
     let offsets = [a.offset, w_off, bias.offset, c.offset];
-    let words = desc.uniform_words(offsets, [ln_w, ln_b], more_flags);
-    let uniform = ctx.uniform("matmul_f16w_params", bytemuck::cast_slice(&words));
+    let params = desc.params(offsets, [ln_w, ln_b], more_flags);
+    let uniform = params.upload(ctx, "matmul_f16w_params");
     // Each entry point binds exactly what it reads: the aligned GEMV reads
     // W and A as vectors, and A as f32 only for a LayerNorm.
     let ln_fused = fusion.layernorm.is_some();

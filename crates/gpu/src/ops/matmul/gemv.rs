@@ -135,8 +135,8 @@ pub fn bind_gemv<'a>(
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
-    let words = desc.uniform_words(offsets, [ln_w, ln_b], fusion.flags());
-    let uniform = ctx.uniform("gemv_params", bytemuck::cast_slice(&words));
+    let params = desc.params(offsets, [ln_w, ln_b], fusion.flags());
+    let uniform = params.upload(ctx, "gemv_params");
     let mut buffers = vec![
         (1, a.buffer),
         (2, b.buffer),

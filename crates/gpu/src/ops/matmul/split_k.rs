@@ -62,8 +62,9 @@ pub fn bind_matmul_split_k<'a>(
         ..desc
     };
     let offsets = [a.offset, b.offset, a.offset, 0];
-    let bytes = partial.uniform_bytes(offsets, k_chunk, slices);
-    let uniform = ctx.uniform("matmul_split_k_params", &bytes);
+    let uniform = partial
+        .params(offsets, [k_chunk, slices], 0)
+        .upload(ctx, "matmul_split_k_params");
     let buffers = [(1, a.buffer), (2, b.buffer), (3, a.buffer), (4, scratch)];
     let stage1 = bind_kernel(
         ctx,
@@ -76,8 +77,9 @@ pub fn bind_matmul_split_k<'a>(
     // An unused bias binding still needs a buffer: the scratch is read-only here.
     let bias = bias.unwrap_or(View::from(scratch));
     let offsets = [0, 0, bias.offset, c.offset];
-    let bytes = desc.uniform_bytes(offsets, k_chunk, slices);
-    let uniform = ctx.uniform("matmul_reduce_params", &bytes);
+    let uniform = desc
+        .params(offsets, [k_chunk, slices], 0)
+        .upload(ctx, "matmul_reduce_params");
     let buffers = [(1, scratch), (3, bias.buffer), (4, c.buffer)];
     let groups = grid(ctx, (slab as u32).div_ceil(REDUCE_THREADS));
     let stage2 = bind_kernel(ctx, registry, &MATMUL_REDUCE, &uniform, &buffers, groups);

@@ -70,8 +70,9 @@ fn bind_with<'a>(
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
     let k_chunk = desc.k.next_multiple_of(KT).max(KT);
-    let bytes = desc.uniform_bytes(offsets, k_chunk, 1);
-    let uniform = ctx.uniform("matmul_params", &bytes);
+    let uniform = desc
+        .params(offsets, [k_chunk, 1], 0)
+        .upload(ctx, "matmul_params");
     let buffers = [
         (1, a.buffer),
         (2, b.buffer),
