@@ -196,4 +196,9 @@ pub struct GateArgs {
     /// One JSON array of gate reports on stdout instead of the lines.
     #[arg(long)]
     pub json: bool,
+    /// With --checkpoint: run the prompt on f32 and on each fast path
+    /// (whether or not its gate passed), compare every stage of the forward
+    /// and name the first whose error jumps (docs/precision.md).
+    #[arg(long)]
+    pub localize: bool,
 }

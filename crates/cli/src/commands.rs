@@ -147,6 +147,9 @@ async fn gate(a: GateArgs) -> Result<()> {
         ),
         None => None,
     };
+    if a.localize && a.checkpoint.is_none() {
+        anyhow::bail!("--localize needs --checkpoint: the stages compared are that model's");
+    }
     let gpu = open_gpu(&Backend { cpu: false })
         .await?
         .expect("the GPU was asked for");
@@ -174,6 +177,10 @@ async fn gate(a: GateArgs) -> Result<()> {
             model_gate::run_model_gates(trainer, r, &ids, &a.prompt).await?;
         }
     }
+    if a.localize {
+        let s = session.as_mut().expect("checked above");
+        return localize(s, &reports, fault, &a.prompt).await;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
         return Ok(());
@@ -199,6 +206,38 @@ async fn gate(a: GateArgs) -> Result<()> {
             if r.active { "ACTIVE" } else { "off (f32)" },
             r.millis
         );
+    }
+    Ok(())
+}
+
+/// `gate --localize`: the f16-storage path (as its gate configured it,
+/// passed or not) against f32 on `prompt`, stage by stage.
+async fn localize(
+    s: &mut tinygpt_gpu::engine::Session,
+    reports: &[tinygpt_protocol::GateReport],
+    fault: Option<tinygpt_gpu::gate::Fault>,
+    prompt: &str,
+) -> Result<()> {
+    use tinygpt_gpu::gate::{localize::localize, F16Storage, FastPaths};
+    let ids = s.vocab.encode(prompt).with_context(|| {
+        format!("the prompt {prompt:?} has characters outside the model's vocabulary")
+    })?;
+    let pack_on_gpu = reports
+        .iter()
+        .find(|r| r.path == "f16_storage")
+        .and_then(|r| r.pack.as_ref())
+        .is_some_and(|p| p.pack_on_gpu);
+    let fast = FastPaths {
+        f16_storage: Some(F16Storage { pack_on_gpu, fault }),
+    };
+    let trainer = s.gpu_trainer().expect("the session runs on the GPU");
+    let report = localize(trainer, fast, &ids, async |_| Ok(())).await?;
+    println!(
+        "[localize] f16-storage vs f32 on {prompt:?} ({} tokens)",
+        ids.len()
+    );
+    for line in report.lines() {
+        println!("{line}");
     }
     Ok(())
 }

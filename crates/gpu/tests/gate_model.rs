@@ -6,10 +6,11 @@
 use std::rc::Rc;
 use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::sample::SampleParams;
-use tinygpt_core::{ModelConfig, Rng, TrainConfig};
+use tinygpt_core::{ModelConfig, ParamKind, Rng, TrainConfig};
 use tinygpt_gpu::engine::{Gpu, GpuTrainer};
 use tinygpt_gpu::gate::f16_storage::{REAL_COSINE_LIMIT, REAL_REL_L2_LIMIT};
 use tinygpt_gpu::gate::freshness::check_f16_cache;
+use tinygpt_gpu::gate::localize::localize;
 use tinygpt_gpu::gate::model_gate::run_model_gates;
 use tinygpt_gpu::gate::{run_gates, F16Storage, FastPaths, Fault, GateOptions};
 use tinygpt_gpu::model::GpuModel;
@@ -354,4 +355,50 @@ fn the_cache_check_passes_a_fresh_cache_and_turns_a_stale_one_off() {
         .unwrap()
         .is_none());
     gpu.fast_paths.set(FastPaths::default());
+}
+
+/// Per-stage localisation: f16 storage alone drifts every stage a little
+/// and no stage's error jumps; a fault in one layer's weights (layer 1's fc
+/// zeroed in the cache) is named as the stage where the error jumps.
+#[test]
+fn localisation_names_the_stage_where_a_one_layer_fault_enters() {
+    let Some(gpu) = engine_gpu() else { return };
+    let cfg = config();
+    let mut params = tinygpt_core::init_params(&cfg, 8);
+    params.iter_mut().for_each(|p| *p *= 10.0);
+    let mut t = GpuTrainer {
+        gpu: gpu.clone(),
+        model: model(&gpu, &params, FastPaths::default()),
+    };
+    let prompt = [1, 4, 7, 2, 9, 3];
+    let fast = f16(true, None);
+    let clean = pollster::block_on(localize(&mut t, fast, &prompt, async |_| Ok(()))).unwrap();
+    for line in clean.lines() {
+        eprintln!("{line}");
+    }
+    assert_eq!(clean.stages.len(), 1 + 10 * cfg.n_layer + 2, "every stage");
+    assert_eq!(clean.first_jump, None, "f16 storage alone does not jump");
+    let worst = clean
+        .stages
+        .iter()
+        .map(|s| s.distribution.rel_l2)
+        .fold(0.0, f64::max);
+    assert!(worst > 0.0 && worst < 1e-2, "f16 drift: {worst}");
+    let faulty = pollster::block_on(localize(&mut t, fast, &prompt, async |t| {
+        Ok(t.model
+            .corrupt_f16_layer(&t.gpu.ctx, ParamKind::FcW, 1)
+            .await?)
+    }))
+    .unwrap();
+    for line in faulty.lines() {
+        eprintln!("{line}");
+    }
+    let named = faulty.first_jump.map(|i| faulty.stages[i].name.as_str());
+    assert_eq!(named, Some("layer 1 fc"));
+    assert!(faulty
+        .lines()
+        .last()
+        .unwrap()
+        .contains("first jumps at layer 1 fc"));
+    assert_eq!(t.model.fast_paths(), FastPaths::default(), "paths restored");
 }

@@ -11,6 +11,7 @@
 pub mod f16_storage;
 mod framework;
 pub mod freshness;
+pub mod localize;
 pub mod model_gate;
 pub mod stats;
 

@@ -45,6 +45,11 @@ impl F16WeightCache {
         })
     }
 
+    /// The packed halves (tests and fault injection).
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+
     /// Whether a train step can repack inside its own submission.
     pub fn packs_on_gpu(&self) -> bool {
         self.pack.is_some()

@@ -1,0 +1,121 @@
+//! Per-stage localisation (seed 004 §7): the f32 path and a fast path run
+//! the same prompt, every stage of the forward is compared in dependency
+//! order with the gate's error-distribution metrics, and the first stage
+//! whose error jumps is named — where a wrong kernel, or a precision loss,
+//! enters the model.
+
+use super::stats::error_distribution;
+use crate::engine::{EngineError, GpuTrainer};
+use crate::model::FastPaths;
+use tinygpt_protocol::ErrorDistribution;
+
+/// A stage's relative L2 error "jumps" when it is this many times the
+/// largest before it, and above [`JUMP_FLOOR`]: f16 storage alone moves
+/// every stage by ~1e-4 and grows it gently layer by layer; a kernel fault
+/// in one place moves that stage by orders of magnitude.
+pub const JUMP_FACTOR: f64 = 10.0;
+/// Errors below this never count as a jump (f32 rounding noise).
+pub const JUMP_FLOOR: f64 = 1e-3;
+
+/// One stage of the forward, compared.
+#[derive(Clone, Debug)]
+pub struct StageError {
+    pub name: String,
+    pub distribution: ErrorDistribution,
+}
+
+/// The comparison of every stage, and the first whose error jumps.
+#[derive(Clone, Debug)]
+pub struct Localization {
+    pub stages: Vec<StageError>,
+    pub first_jump: Option<usize>,
+}
+
+impl Localization {
+    /// One console line per stage, then the verdict.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let d = &s.distribution;
+                let mark = if Some(i) == self.first_jump { "  ← jumps here" } else { "" };
+                format!(
+                    "[localize] {:<24} rel_l2={:.2e}  cos={:.6}  p99 rel={:.2e}  max abs={:.2e}{mark}",
+                    s.name, d.rel_l2, d.cosine, d.rel_diff[2], d.abs_diff[3]
+                )
+            })
+            .collect();
+        out.push(match self.first_jump {
+            Some(i) => format!(
+                "[localize] the error first jumps at {} (rel_l2 {:.2e}, over {JUMP_FACTOR}× every stage before it)",
+                self.stages[i].name, self.stages[i].distribution.rel_l2
+            ),
+            None => "[localize] no stage's error jumps: the paths drift together, stage by stage".into(),
+        });
+        out
+    }
+}
+
+/// The first stage whose rel_l2 exceeds [`JUMP_FLOOR`] and [`JUMP_FACTOR`]
+/// times every stage before it (non-finite counts as a jump).
+pub fn first_jump(stages: &[StageError]) -> Option<usize> {
+    let mut worst = 0.0f64;
+    for (i, s) in stages.iter().enumerate() {
+        let e = s.distribution.rel_l2;
+        if !e.is_finite() || (e > JUMP_FLOOR && e > JUMP_FACTOR * worst) {
+            return Some(i);
+        }
+        worst = worst.max(e);
+    }
+    None
+}
+
+/// Runs `prompt` on the f32 path and with `fast`, compares every stage.
+/// `before_fast` runs once the fast paths are bound, before their forward
+/// (a test injects a fault there). The trainer's paths are restored.
+pub async fn localize<F: AsyncFnOnce(&mut GpuTrainer) -> Result<(), EngineError>>(
+    t: &mut GpuTrainer,
+    fast: FastPaths,
+    prompt: &[u32],
+    before_fast: F,
+) -> Result<Localization, EngineError> {
+    let saved = t.model.fast_paths();
+    let reference = stages(t, FastPaths::default(), prompt).await?;
+    set_paths(t, fast)?;
+    before_fast(t).await?;
+    let got = stages(t, fast, prompt).await;
+    set_paths(t, saved)?;
+    let got = got?;
+    let stages: Vec<StageError> = reference
+        .into_iter()
+        .zip(got)
+        .map(|((name, r), (_, f))| StageError {
+            name,
+            distribution: error_distribution(&f, &r),
+        })
+        .collect();
+    let first_jump = first_jump(&stages);
+    Ok(Localization { stages, first_jump })
+}
+
+fn set_paths(t: &mut GpuTrainer, fast: FastPaths) -> Result<(), EngineError> {
+    let mut reg = t.gpu.registry.borrow_mut();
+    Ok(t.model.set_fast_paths(&t.gpu.ctx, &mut reg, fast)?)
+}
+
+async fn stages(
+    t: &mut GpuTrainer,
+    fast: FastPaths,
+    prompt: &[u32],
+) -> Result<Vec<(String, Vec<f32>)>, EngineError> {
+    if t.model.fast_paths() != fast {
+        set_paths(t, fast)?;
+    }
+    t.model.prepare_inference(&t.gpu.ctx).await?;
+    let mut reg = std::mem::take(&mut *t.gpu.registry.borrow_mut());
+    let r = t.model.forward_stages(&t.gpu.ctx, &mut reg, prompt).await;
+    *t.gpu.registry.borrow_mut() = reg;
+    Ok(r?)
+}
