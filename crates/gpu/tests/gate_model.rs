@@ -10,7 +10,7 @@ use tinygpt_core::{ModelConfig, ParamKind, Rng, TrainConfig};
 use tinygpt_gpu::engine::{Gpu, GpuTrainer};
 use tinygpt_gpu::gate::f16_storage::{REAL_COSINE_LIMIT, REAL_REL_L2_LIMIT};
 use tinygpt_gpu::gate::freshness::check_f16_cache;
-use tinygpt_gpu::gate::localize::localize;
+use tinygpt_gpu::gate::localize::{drift, localize};
 use tinygpt_gpu::gate::model_gate::run_model_gates;
 use tinygpt_gpu::gate::{run_gates, F16Storage, FastPaths, Fault, GateOptions};
 use tinygpt_gpu::model::GpuModel;
@@ -400,5 +400,38 @@ fn localisation_names_the_stage_where_a_one_layer_fault_enters() {
         .last()
         .unwrap()
         .contains("first jumps at layer 1 fc"));
+    assert_eq!(t.model.fast_paths(), FastPaths::default(), "paths restored");
+}
+
+/// Drift over a long generation: 1,000 positions teacher-forced through the
+/// KV-cache decoder (the cache restarting every 16) on f32 and on f16
+/// storage, summarised by cache depth; f16 storage stays small at every
+/// depth, and zeroing a layer's weights shows at every depth.
+#[test]
+fn drift_over_a_thousand_positions_is_measured_by_cache_depth() {
+    let Some(gpu) = engine_gpu() else { return };
+    let cfg = config();
+    let mut params = tinygpt_core::init_params(&cfg, 9);
+    params.iter_mut().for_each(|p| *p *= 10.0);
+    let mut t = GpuTrainer {
+        gpu: gpu.clone(),
+        model: model(&gpu, &params, FastPaths::default()),
+    };
+    let text = tokens(1000, cfg.vocab_size as u32);
+    let d = pollster::block_on(drift(&mut t, f16(true, None), &text, 4)).unwrap();
+    for line in d.lines() {
+        eprintln!("{line}");
+    }
+    assert_eq!(d.positions, 1000);
+    let depths: Vec<(usize, usize)> = d.buckets.iter().map(|b| (b.0, b.1)).collect();
+    assert_eq!(depths, [(0, 3), (4, 7), (8, 11), (12, 15)]);
+    for (a, b, dist) in &d.buckets {
+        assert!(
+            dist.rel_l2 > 0.0 && dist.rel_l2 < 3e-2,
+            "depth {a}–{b}: {}",
+            dist.rel_l2
+        );
+    }
+    assert!(d.overall.cosine > 0.9999);
     assert_eq!(t.model.fast_paths(), FastPaths::default(), "paths restored");
 }

@@ -119,3 +119,98 @@ async fn stages(
     *t.gpu.registry.borrow_mut() = reg;
     Ok(r?)
 }
+
+/// Drift over a long generation (the seed's "what the gate does NOT
+/// catch"): the logits of the f32 path and of a fast path, teacher-forced
+/// through the KV-cache decoder over `tokens` (the cache restarting when
+/// full), compared per position and summarised by cache depth.
+#[derive(Clone, Debug)]
+pub struct Drift {
+    /// Positions compared.
+    pub positions: usize,
+    /// `(first depth, last depth, distribution)` per bucket of depths.
+    pub buckets: Vec<(usize, usize, ErrorDistribution)>,
+    pub overall: ErrorDistribution,
+}
+
+impl Drift {
+    pub fn lines(&self) -> Vec<String> {
+        let line = |what: String, d: &ErrorDistribution| {
+            format!(
+                "[drift] {what:<26} rel_l2={:.2e}  cos={:.6}  p99 rel={:.2e}  max abs={:.2e}",
+                d.rel_l2, d.cosine, d.rel_diff[2], d.abs_diff[3]
+            )
+        };
+        let mut out: Vec<String> = self
+            .buckets
+            .iter()
+            .map(|(a, b, d)| line(format!("cache depth {a}–{b}"), d))
+            .collect();
+        out.push(line(
+            format!("all {} positions", self.positions),
+            &self.overall,
+        ));
+        out
+    }
+}
+
+/// The logits at every position of `tokens` on the current paths.
+async fn decoded_logits(t: &mut GpuTrainer, tokens: &[u32]) -> Result<Vec<Vec<f32>>, EngineError> {
+    t.model.prepare_inference(&t.gpu.ctx).await?;
+    let mut reg = std::mem::take(&mut *t.gpu.registry.borrow_mut());
+    let dec = t.model.decoder(&t.gpu.ctx, &mut reg);
+    *t.gpu.registry.borrow_mut() = reg;
+    let dec = dec?;
+    dec.reset();
+    let mut out = Vec::with_capacity(tokens.len());
+    for &tok in tokens {
+        if dec.len == dec.capacity() {
+            dec.reset();
+        }
+        out.push(dec.push(&t.gpu.ctx, tok).await?);
+    }
+    Ok(out)
+}
+
+/// [`Drift`] of `fast` against f32 over `tokens`, in `buckets` of cache
+/// depth. The trainer's paths are restored.
+pub async fn drift(
+    t: &mut GpuTrainer,
+    fast: FastPaths,
+    tokens: &[u32],
+    buckets: usize,
+) -> Result<Drift, EngineError> {
+    let saved = t.model.fast_paths();
+    set_paths(t, FastPaths::default())?;
+    let reference = decoded_logits(t, tokens).await;
+    set_paths(t, fast)?;
+    let got = decoded_logits(t, tokens).await;
+    set_paths(t, saved)?;
+    let (reference, got) = (reference?, got?);
+    let cap = t.model.cfg.block_size;
+    let width = cap.div_ceil(buckets.max(1));
+    let mut by_bucket = vec![(Vec::new(), Vec::new()); cap.div_ceil(width)];
+    for (i, (r, f)) in reference.iter().zip(&got).enumerate() {
+        let b = &mut by_bucket[(i % cap) / width];
+        b.0.extend_from_slice(r);
+        b.1.extend_from_slice(f);
+    }
+    let buckets = by_bucket
+        .iter()
+        .enumerate()
+        .filter(|(_, (r, _))| !r.is_empty())
+        .map(|(i, (r, f))| {
+            (
+                i * width,
+                ((i + 1) * width).min(cap) - 1,
+                error_distribution(f, r),
+            )
+        })
+        .collect();
+    let (r_all, f_all): (Vec<f32>, Vec<f32>) = (reference.concat(), got.concat());
+    Ok(Drift {
+        positions: tokens.len(),
+        buckets,
+        overall: error_distribution(&f_all, &r_all),
+    })
+}
