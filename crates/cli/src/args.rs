@@ -201,4 +201,9 @@ pub struct GateArgs {
     /// and name the first whose error jumps (docs/precision.md).
     #[arg(long)]
     pub localize: bool,
+    /// With --localize: teacher-force this text (its first 1,000 characters
+    /// in the model's vocabulary) through the KV-cache decoder on f32 and
+    /// on the fast path, and report the logits' drift by cache depth.
+    #[arg(long)]
+    pub text: Option<PathBuf>,
 }

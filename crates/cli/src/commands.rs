@@ -5,6 +5,7 @@ use crate::files::{load_session, open_gpu, read};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::ops::ControlFlow;
+use std::path::Path;
 use std::time::Instant;
 use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
@@ -179,7 +180,7 @@ async fn gate(a: GateArgs) -> Result<()> {
     }
     if a.localize {
         let s = session.as_mut().expect("checked above");
-        return localize(s, &reports, fault, &a.prompt).await;
+        return localize(s, &reports, fault, &a.prompt, a.text.as_deref()).await;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
@@ -217,8 +218,10 @@ async fn localize(
     reports: &[tinygpt_protocol::GateReport],
     fault: Option<tinygpt_gpu::gate::Fault>,
     prompt: &str,
+    text: Option<&Path>,
 ) -> Result<()> {
-    use tinygpt_gpu::gate::{localize::localize, F16Storage, FastPaths};
+    use tinygpt_gpu::gate::localize::{drift, localize};
+    use tinygpt_gpu::gate::{F16Storage, FastPaths};
     let ids = s.vocab.encode(prompt).with_context(|| {
         format!("the prompt {prompt:?} has characters outside the model's vocabulary")
     })?;
@@ -237,6 +240,33 @@ async fn localize(
         ids.len()
     );
     for line in report.lines() {
+        println!("{line}");
+    }
+    let Some(path) = text else {
+        println!("[drift] not measured: pass --text FILE to teacher-force 1,000 characters");
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(&read(path, "text")?).into_owned();
+    let known: String = text
+        .chars()
+        .filter(|c| s.vocab.encode(&c.to_string()).is_ok())
+        .take(1000)
+        .collect();
+    let ids = s.vocab.encode(&known)?;
+    if ids.len() < 2 {
+        anyhow::bail!(
+            "{} has no characters of the model's vocabulary",
+            path.display()
+        );
+    }
+    let trainer = s.gpu_trainer().expect("the session runs on the GPU");
+    let d = drift(trainer, fast, &ids, 8).await?;
+    println!(
+        "[drift] f16-storage vs f32 over {} characters of {}, teacher-forced through the KV cache",
+        ids.len(),
+        path.display()
+    );
+    for line in d.lines() {
         println!("{line}");
     }
     Ok(())
