@@ -8,8 +8,8 @@ use half::f16;
 use tinygpt_protocol::{ModelConfig, TrainConfig};
 
 use super::container::{self, Entry};
-use super::format::Dtype;
 use super::error::CheckpointError;
+use super::format::Dtype;
 use super::format::{
     check_finite, check_non_negative, check_vocab, AdamMoments, Checkpoint, ADAM_M_PREFIX,
     ADAM_V_PREFIX, EXTRA_PREFIX, FORMAT, FORMAT_VERSION, OPTIONAL_KEYS, REQUIRED_KEYS,

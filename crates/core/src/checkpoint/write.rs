@@ -11,8 +11,8 @@
 
 use half::f16;
 
-use super::format::Dtype;
 use super::error::CheckpointError;
+use super::format::Dtype;
 use super::format::{
     Checkpoint, WeightDtype, ADAM_M_PREFIX, ADAM_V_PREFIX, EXTRA_PREFIX, FORMAT, FORMAT_VERSION,
     MAX_HEADER_LEN,

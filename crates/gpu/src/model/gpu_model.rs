@@ -250,6 +250,18 @@ impl GpuModel {
         Ok(losses)
     }
 
+    /// `tokens` (up to the context) as one evaluation sequence; the targets
+    /// are unused by what reads it.
+    fn one_sequence(&self, tokens: &[u32]) -> Batch {
+        let t = tokens.len().min(self.cfg.block_size);
+        Batch {
+            batch_size: 1,
+            seq_len: t,
+            inputs: tokens[..t].to_vec(),
+            targets: tokens[..t].to_vec(),
+        }
+    }
+
     /// The input rows every forward linear of every layer really reads for
     /// `tokens` (one sequence), from an f32 forward whatever fast path is
     /// active: per layer `[ln1 → qkv, atty → attn_proj, ln2 → fc,
@@ -262,13 +274,8 @@ impl GpuModel {
         tokens: &[u32],
     ) -> Result<Vec<LinearInput>, GpuError> {
         use tinygpt_core::ParamKind::*;
-        let t = tokens.len().min(self.cfg.block_size);
-        let batch = Batch {
-            batch_size: 1,
-            seq_len: t,
-            inputs: tokens[..t].to_vec(),
-            targets: tokens[..t].to_vec(),
-        };
+        let batch = self.one_sequence(tokens);
+        let t = batch.seq_len;
         let fast = self.fast;
         self.set_fast_paths(ctx, reg, FastPaths::default())?;
         let losses = self.submit_eval(ctx, reg, std::slice::from_ref(&batch));
@@ -312,13 +319,8 @@ impl GpuModel {
         reg: &mut PipelineRegistry,
         tokens: &[u32],
     ) -> Result<Vec<(String, Vec<f32>)>, GpuError> {
-        let t = tokens.len().min(self.cfg.block_size);
-        let batch = Batch {
-            batch_size: 1,
-            seq_len: t,
-            inputs: tokens[..t].to_vec(),
-            targets: tokens[..t].to_vec(),
-        };
+        let batch = self.one_sequence(tokens);
+        let t = batch.seq_len;
         self.submit_eval(ctx, reg, std::slice::from_ref(&batch))?;
         let g = self.graph.as_ref().expect("bound by submit_eval");
         let (c, v) = (self.cfg.d_model, self.cfg.vocab_size);

@@ -23,8 +23,8 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::super::error::CheckpointError;
-use super::super::MAX_HEADER_LEN;
 use super::super::format::Dtype;
+use super::super::MAX_HEADER_LEN;
 
 /// The two parts of a file behind its 8-byte length prefix.
 #[derive(Debug)]

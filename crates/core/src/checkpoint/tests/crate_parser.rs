@@ -142,16 +142,7 @@ fn crate_errors_map_onto_checkpoint_errors() {
 /// The crate's `serialize` of our tensors and metadata.
 fn crate_written(ckpt: &Checkpoint) -> Vec<u8> {
     let layout = ckpt.layout();
-    let bytes: Vec<Vec<u8>> = layout
-        .tensors
-        .iter()
-        .map(|t| {
-            ckpt.params[t.range()]
-                .iter()
-                .flat_map(|x| x.to_le_bytes())
-                .collect()
-        })
-        .collect();
+    let bytes = super::tensor_bytes(ckpt);
     let views = layout.tensors.iter().zip(&bytes).map(|(t, b)| {
         let view =
             safetensors::tensor::TensorView::new(safetensors::Dtype::F32, t.shape.clone(), b);

@@ -180,11 +180,9 @@ fn the_safetensors_crate_reads_our_files() {
     assert_eq!(meta["extra.loss_history"], "[4.1,3.2]");
 }
 
-#[test]
-fn we_read_files_the_safetensors_crate_writes() {
-    let ckpt = sample(small_config(), false);
-    let layout = ckpt.layout();
-    let bytes: Vec<Vec<u8>> = layout
+/// Each weight tensor of `ckpt` as little-endian f32 bytes, in layout order.
+pub(super) fn tensor_bytes(ckpt: &Checkpoint) -> Vec<Vec<u8>> {
+    ckpt.layout()
         .tensors
         .iter()
         .map(|t| {
@@ -193,7 +191,14 @@ fn we_read_files_the_safetensors_crate_writes() {
                 .flat_map(|x| x.to_le_bytes())
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn we_read_files_the_safetensors_crate_writes() {
+    let ckpt = sample(small_config(), false);
+    let layout = ckpt.layout();
+    let bytes = tensor_bytes(&ckpt);
     let views = layout.tensors.iter().zip(&bytes).map(|(t, b)| {
         let view =
             safetensors::tensor::TensorView::new(safetensors::Dtype::F32, t.shape.clone(), b);
