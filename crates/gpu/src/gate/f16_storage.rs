@@ -9,13 +9,14 @@
 //! N=128 plus K=256, K=1024, K=vocab and the M=1 decode shape, inputs
 //! seeded uniform in [−0.2, 0.2]. Any failure rejects the path.
 
+use super::decoder_cases::decoder_cases;
 use super::framework::{headline, FastPath, GateFuture, GateOptions};
+pub use super::packing::Packer;
+use super::packing::{halves, mismatched_halves, same_half};
 use super::stats::{error_distribution, gate_stats};
 use crate::model::FastPaths;
 use crate::ops::matmul::f16w::F16Storage;
-use crate::ops::matmul::f16w::{
-    bind_matmul_f16w, bind_pack_f16, half_bits, pack_cpu, packed_words, PackedW,
-};
+use crate::ops::matmul::f16w::{bind_matmul_f16w, half_bits, packed_words, PackedW};
 use crate::ops::matmul::Fault;
 use crate::ops::matmul::{matmul_once, MatmulDesc};
 use crate::ops::View;
@@ -53,35 +54,6 @@ fn activate(report: &GateReport, fault: Option<Fault>, active: &mut FastPaths) {
         pack_on_gpu: report.pack.as_ref().is_some_and(|p| p.pack_on_gpu),
         fault,
     });
-}
-
-/// Where weights are packed and with which (test-only) fault.
-#[derive(Clone, Copy, Debug)]
-pub struct Packer {
-    pub on_gpu: bool,
-    pub fault: Option<Fault>,
-}
-
-impl Packer {
-    /// Packs `src` (f32) into halves, on the GPU or the CPU; returns the
-    /// packed buffer.
-    pub async fn pack(
-        &self,
-        ctx: &GpuContext,
-        reg: &mut PipelineRegistry,
-        src: &[f32],
-    ) -> Result<wgpu::Buffer, GpuError> {
-        if self.on_gpu {
-            let src_buf = ctx.upload("pack_src", src)?;
-            let dst = ctx.zeros("packed", packed_words(src.len()))?;
-            let k = bind_pack_f16(ctx, reg, self.fault, &src_buf, src.len() as u32, &dst)?;
-            crate::kernel::submit(ctx, "pack_f16", &[&k]);
-            Ok(dst)
-        } else {
-            let words = pack_cpu(src, self.fault);
-            ctx.upload_bytes("packed", bytemuck::cast_slice(&words))
-        }
-    }
 }
 
 /// The rounding sweep: exact ties (odd and even mantissas, both signs),
@@ -124,17 +96,6 @@ pub fn rounding_sweep() -> Vec<f32> {
         x * 2f32.powi(i % 40 - 26)
     }));
     v
-}
-
-/// `true` when two halves are the same value (every NaN equals every NaN).
-fn same_half(a: u16, b: u16) -> bool {
-    let nan = |h: u16| h & 0x7c00 == 0x7c00 && h & 0x03ff != 0;
-    a == b || (nan(a) && nan(b))
-}
-
-/// Halves of packed words in element order.
-fn halves(words: &[u32]) -> impl Iterator<Item = u16> + '_ {
-    words.iter().flat_map(|w| [*w as u16, (*w >> 16) as u16])
 }
 
 /// Measures the GPU's `pack2x16float` against `half`'s RNE on the sweep.
@@ -223,11 +184,7 @@ pub async fn compare_case(
     let packed = packer.pack(ctx, reg, w).await?;
     let bytes = ctx.read_bytes(&packed, packed.size()).await?;
     let words: &[u32] = bytemuck::cast_slice(&bytes);
-    let pack_mismatches = w
-        .iter()
-        .zip(halves(words))
-        .filter(|&(&x, got)| !same_half(got, half_bits(x, None)))
-        .count();
+    let pack_mismatches = mismatched_halves(w, words);
     let x_buf = ctx.upload("gate_x", x)?;
     let b_buf = bias.map(|b| ctx.upload("gate_bias", b)).transpose()?;
     let out = ctx.zeros("gate_out", (desc.m * desc.n) as usize)?;
@@ -400,6 +357,11 @@ pub async fn gate(
         let r = compare_case(ctx, reg, &name, packer, opts.fault, desc, &x, &w, b, false).await?;
         pack_mismatches += r.pack_mismatches;
         cases.push(r.case);
+    }
+    // The decoder's fused forms of the M = 1 GEMV on this device.
+    for (case, mismatches) in decoder_cases(ctx, reg, packer, opts.fault, &mut rng).await? {
+        pack_mismatches += mismatches;
+        cases.push(case);
     }
     let passed = pack_mismatches == 0 && cases.iter().all(|c| c.stats.passed);
     let mut head = headline(PATH.label, &cases[0].stats, passed, "f16 path active");

@@ -8,11 +8,13 @@
 //! new entry plus its kernels; the model only consults [`FastPaths`] in its
 //! one linear-binding function.
 
+mod decoder_cases;
 pub mod f16_storage;
 mod framework;
 pub mod freshness;
 pub mod localize;
 pub mod model_gate;
+mod packing;
 pub mod stats;
 
 pub use crate::model::FastPaths;
