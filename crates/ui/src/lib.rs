@@ -16,6 +16,7 @@ mod format;
 mod progress;
 mod sample;
 mod saves;
+mod title;
 mod train;
 mod worker_link;
 
@@ -255,6 +256,7 @@ pub fn App() -> impl IntoView {
     request_persistent_storage();
     watch_visibility(store);
     expose_test_hooks(store);
+    title::follow_the_run(store);
 
     view! {
         <header class="top">

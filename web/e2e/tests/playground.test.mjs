@@ -164,6 +164,15 @@ test("pause, resume and stop change the run state and the step count", async () 
   });
 });
 
+test("the tab title follows the run and says when it finished", async () => {
+  await withApp(async (page, logs) => {
+    assert.equal(await page.title(), "TinyGPT-rs — train and sample a small GPT in your browser");
+    await trainQuick(page, { steps: 8, evalInterval: 4 });
+    await page.waitForFunction(() => document.title === "✓ finished · TinyGPT-rs", null, { timeout: patience(10_000) });
+    assert.deepEqual(unexpectedErrors(logs), []);
+  });
+});
+
 test("continue appends steps to the same model and chart", async () => {
   await withApp(async (page, logs) => {
     await trainQuick(page, { steps: 10, evalInterval: 5 });
