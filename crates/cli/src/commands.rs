@@ -173,14 +173,16 @@ async fn gate(a: GateArgs) -> Result<()> {
     if let Some(s) = &mut session {
         s.apply_fast_paths()?;
         let ids = s.vocab.encode(&a.prompt).unwrap_or_else(|_| vec![0]);
+        let vocab = s.vocab.clone();
+        let decode = |ids: &[u32]| vocab.decode(ids);
         let trainer = s.gpu_trainer().expect("the session runs on the GPU");
         for r in &mut reports {
-            model_gate::run_model_gates(trainer, r, &ids, &a.prompt).await?;
+            model_gate::run_model_gates(trainer, r, &ids, &a.prompt, &decode).await?;
         }
     }
     if a.localize {
         let s = session.as_mut().expect("checked above");
-        return localize(s, &reports, fault, &a.prompt, a.text.as_deref()).await;
+        return localize(s, &reports, &a.prompt, a.text.as_deref()).await;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
@@ -216,22 +218,16 @@ async fn gate(a: GateArgs) -> Result<()> {
 async fn localize(
     s: &mut tinygpt_gpu::engine::Session,
     reports: &[tinygpt_protocol::GateReport],
-    fault: Option<tinygpt_gpu::gate::Fault>,
     prompt: &str,
     text: Option<&Path>,
 ) -> Result<()> {
-    use tinygpt_gpu::gate::localize::{drift, localize};
-    use tinygpt_gpu::gate::{F16Storage, FastPaths};
+    use tinygpt_gpu::gate::localize::{candidate, drift, localize};
     let ids = s.vocab.encode(prompt).with_context(|| {
         format!("the prompt {prompt:?} has characters outside the model's vocabulary")
     })?;
-    let pack_on_gpu = reports
-        .iter()
-        .find(|r| r.path == "f16_storage")
-        .and_then(|r| r.pack.as_ref())
-        .is_some_and(|p| p.pack_on_gpu);
-    let fast = FastPaths {
-        f16_storage: Some(F16Storage { pack_on_gpu, fault }),
+    // The report carries the fault the gates ran with (`--fault`).
+    let Some(fast) = reports.iter().find_map(candidate) else {
+        anyhow::bail!("no fast path was detected on this adapter: nothing to localise");
     };
     let trainer = s.gpu_trainer().expect("the session runs on the GPU");
     let report = localize(trainer, fast, &ids, async |_| Ok(())).await?;

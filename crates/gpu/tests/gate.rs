@@ -207,6 +207,71 @@ fn partial_sums_past_the_f16_range_are_caught_while_the_result_is_representable(
     assert!(!bad.passed && bad.non_finite > 0, "{bad:?}");
 }
 
+/// The largest |partial sum| of `x · w` (one row, `k` long) when each
+/// accumulator sums the elements `acc_of` gives it, in order.
+fn peak_partial(x: &[f32], w: &[f32], acc_of: impl Fn(usize) -> usize) -> f64 {
+    let mut sums = std::collections::HashMap::<usize, f64>::new();
+    let mut peak = 0.0f64;
+    for (kk, (a, b)) in x.iter().zip(w).enumerate() {
+        let s = sums.entry(acc_of(kk)).or_default();
+        *s += *a as f64 * *b as f64;
+        peak = peak.max(s.abs());
+    }
+    peak
+}
+
+/// Seed 003's case for the M = 1 GEMV, in the order each GEMV really sums:
+/// the lane GEMV (GPUs) gives lane `l`, component `c` the elements
+/// `4·(l + 32m) + c`, even and odd `m` in two accumulators; the column
+/// GEMV (CPU implementations) sums component `c` over `k ≡ c (mod 4)`
+/// in order. Products near ±9025 whose sign flips every 128 elements
+/// (every `m`) take every accumulator of both past 65504 while the row's
+/// result stays representable; weights are f16-exact, so the only error
+/// of the real kernel is f32 rounding.
+#[test]
+fn gemv_partial_sums_past_the_f16_range_are_caught_while_the_result_is_representable() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+    let desc = MatmulDesc::linear(1, 4096, 8);
+    let k = desc.k as usize;
+    let mut rng = Rng::new(3004);
+    let x: Vec<f32> = (0..k).map(|_| rng.uniform(94.0, 96.0)).collect();
+    let sign = |kk: usize| if (kk / 128) % 2 == 0 { 1.0 } else { -1.0 };
+    let w: Vec<f32> = (0..desc.n as usize * k)
+        .map(|i| sign(i % k) * (94.0 + (rng.uniform(0.0, 32.0) as u32) as f32 / 16.0))
+        .collect();
+    assert!(w.iter().all(|&v| half::f16::from_f32(v).to_f32() == v));
+    let want = matmul_reference(desc, &x, &w, None);
+    for (col, v) in want.iter().enumerate() {
+        let row = &w[col * k..(col + 1) * k];
+        let lanes = peak_partial(&x, row, |kk| (kk % 128) * 2 + (kk / 128) % 2);
+        let columns = peak_partial(&x, row, |kk| kk % 4);
+        assert!(
+            v.abs() < 65504.0 && lanes > 65504.0 && columns > 65504.0,
+            "column {col}: result {v}, lane peak {lanes}, column peak {columns}"
+        );
+    }
+    let packer = Packer {
+        on_gpu: false,
+        fault: None,
+    };
+    let mut run = |fault| {
+        let r = compare_case(
+            &gpu.ctx, &mut reg, "003 gemv", packer, fault, desc, &x, &w, None, false,
+        );
+        pollster::block_on(r).unwrap().case.stats
+    };
+    let good = run(None);
+    eprintln!(
+        "gemv f32 accumulation (columns: {}): {good:?}",
+        gpu.ctx.cpu_device
+    );
+    assert!(good.passed && good.non_finite == 0, "{good:?}");
+    let bad = run(Some(Fault::F16Accumulate));
+    eprintln!("gemv f16 accumulation: {bad:?}");
+    assert!(!bad.passed && bad.non_finite > 0, "{bad:?}");
+}
+
 /// Products whose sum itself passes 65504 (K = 4096, products near 16,
 /// results ~6.6e4, ordinary f32 values): caught in the tiled kernel and in
 /// the GEMV, where the lanes' partial sums stay small but the result

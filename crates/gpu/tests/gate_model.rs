@@ -76,6 +76,13 @@ fn f16(pack_on_gpu: bool, fault: Option<Fault>) -> FastPaths {
     }
 }
 
+/// The sample gate's texts in these tests: token ids as digits.
+fn digits(ids: &[u32]) -> String {
+    ids.iter()
+        .map(|i| char::from_digit(i % 10, 10).unwrap())
+        .collect()
+}
+
 fn model(gpu: &Gpu, params: &[f32], fast: FastPaths) -> GpuModel {
     let mut m = GpuModel::new(
         &gpu.ctx,
@@ -208,12 +215,22 @@ fn a_trained_model_generates_identical_greedy_text_on_f16_and_f32() {
         pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
     gpu.fast_paths.set(active);
     let mut t = GpuTrainer::on(gpu.clone(), model(&gpu, &params, FastPaths::default())).unwrap();
-    pollster::block_on(run_model_gates(&mut t, &mut reports[0], &[1, 4, 7], "147")).unwrap();
+    pollster::block_on(run_model_gates(
+        &mut t,
+        &mut reports[0],
+        &[1, 4, 7],
+        "147",
+        &digits,
+    ))
+    .unwrap();
     for line in &reports[0].lines {
         eprintln!("{line}");
     }
     let sample = reports[0].sample.as_ref().unwrap();
     assert!(sample.passed && sample.tokens == 100, "{sample:?}");
+    // Both texts are kept for the page's side-by-side view.
+    assert_eq!(sample.f32_text.chars().count(), 100, "{sample:?}");
+    assert_eq!(sample.f32_text, sample.fast_text);
     // All four linears of both layers, each fed its real input.
     let real: Vec<_> = reports[0].cases.iter().filter(|c| c.real_weights).collect();
     assert_eq!(real.len(), 4 * cfg.n_layer);
@@ -255,6 +272,7 @@ fn a_loaded_model_gate_failure_rewrites_every_verdict() {
         &mut reports[0],
         &[1, 4, 7, 2],
         "1472",
+        &digits,
     ))
     .unwrap();
     let lines = &reports[0].lines;

@@ -4,7 +4,7 @@
 //! wire form of [`WorkerOutput::GpuCaps`] is `{"type": "gpu_caps", ...}`.
 //! Errors travel as values ([`WorkerOutput::Error`]) and are shown by the UI.
 
-use crate::{ModelConfig, TrainConfig};
+use crate::{GateReport, LocalizeReport, ModelConfig, PrecisionRecord, TrainConfig};
 use serde::{Deserialize, Serialize};
 
 /// What the adapter reports about itself. On the web wgpu leaves vendor and
@@ -86,110 +86,6 @@ pub struct KernelCheck {
     pub max_abs_err: f32,
     pub tolerance: f32,
     pub passed: bool,
-    pub millis: f64,
-}
-
-/// The two gating numbers of one fast-path comparison and their verdict
-/// (docs/precision.md): PASS iff `max_abs_err < abs_limit` and
-/// `mean_rel_err < rel_limit`, with `rel = |f − r| / max(|r|, 1 % of
-/// mean|ref|)`. `max_rel_err` is reported, never gating.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct GateStats {
-    pub mean_abs_ref: f64,
-    pub max_abs_err: f64,
-    /// 1 % of `mean_abs_ref`.
-    pub abs_limit: f64,
-    pub mean_rel_err: f64,
-    /// 0.005 (0.5 %).
-    pub rel_limit: f64,
-    pub max_rel_err: f64,
-    /// Elements of the fast path that are NaN or infinite where the
-    /// reference is finite (any fails the gate).
-    pub non_finite: usize,
-    pub passed: bool,
-}
-
-/// The shape of the error (a measurement that never fails): whole-tensor
-/// rel-L2 and cosine, the share of elements whose relative diff exceeds each
-/// threshold, and quantiles of relative diff, absolute diff and |ref|.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ErrorDistribution {
-    /// `‖f − r‖₂ / ‖r‖₂`.
-    pub rel_l2: f64,
-    pub cosine: f64,
-    /// Relative-diff thresholds (1e-4, 1e-3, 1e-2, 1e-1).
-    pub thresholds: Vec<f64>,
-    /// Share of elements over each of `thresholds`.
-    pub frac_over: Vec<f64>,
-    /// Quantile levels (0.5, 0.9, 0.99, 1.0).
-    pub quantiles: Vec<f64>,
-    /// The floored relative diff at each quantile level.
-    pub rel_diff: Vec<f64>,
-    pub abs_diff: Vec<f64>,
-    pub ref_abs: Vec<f64>,
-}
-
-/// One shape a gate compared on.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct GateCase {
-    /// What the case stands for (`"primary"`, `"K=vocab"`, `"layer 0 qkv"`).
-    pub name: String,
-    /// `[M, K, N]`.
-    pub shape: [u32; 3],
-    /// Random seeded inputs, or a loaded model's weights and activations.
-    pub real_weights: bool,
-    pub stats: GateStats,
-    pub distribution: ErrorDistribution,
-}
-
-/// The bit-exact check of a platform's f32 → f16 conversion against
-/// round-to-nearest-even, which decides where weights are packed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PackCheck {
-    /// Values compared (ties, subnormals, overflow, NaN, a random sweep).
-    pub checked: usize,
-    /// Values whose GPU half differs from `half::f16::from_f32`.
-    pub mismatches: usize,
-    /// The first few mismatches as `"x: gpu 0x.... want 0x...."`.
-    pub examples: Vec<String>,
-    /// Packing runs on the GPU (every value matched), else on the CPU.
-    pub pack_on_gpu: bool,
-    pub reason: String,
-}
-
-/// The end-to-end sample comparison: greedy text on the f32 and fast paths.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SampleGate {
-    pub prompt: String,
-    pub tokens: usize,
-    /// First generated token where the two texts differ.
-    pub first_divergence: Option<usize>,
-    pub passed: bool,
-}
-
-/// Everything one fast path's gate measured, and what it decided.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct GateReport {
-    /// Stable id (`"f16_storage"`).
-    pub path: String,
-    /// Console name (`"f16-storage"`).
-    pub label: String,
-    /// Activation pill text (`"+f16 storage"`).
-    pub pill: String,
-    /// The capability the path needs was detected.
-    pub detected: bool,
-    /// Every case, the pack check and (when run) the sample gate passed.
-    pub passed: bool,
-    /// The path is in use now.
-    pub active: bool,
-    /// A test-only fault was injected (`"f16acc"`, `"droptail"`, `"trunc"`).
-    pub fault: Option<String>,
-    pub cases: Vec<GateCase>,
-    pub pack: Option<PackCheck>,
-    pub sample: Option<SampleGate>,
-    /// The console lines logged for this gate, headline first.
-    pub lines: Vec<String>,
-    /// Wall time of the gate.
     pub millis: f64,
 }
 
@@ -285,6 +181,16 @@ pub enum WorkerInput {
     },
     /// Re-send the saved-run list and storage usage.
     ListSavedRuns,
+    /// Compare every stage of `prompt`'s forward on the f32 path and on
+    /// each detected fast path (its gate passed or not) with the model held
+    /// now; answered by [`WorkerOutput::Localization`].
+    Localize {
+        prompt: String,
+    },
+    /// Send the device's precision log ([`WorkerOutput::PrecisionLog`]).
+    ListPrecisionLog,
+    /// Empty the precision log.
+    ClearPrecisionLog,
     /// Test-only faults; the worker ignores them unless its URL has
     /// `test_hooks=1`.
     TestHook {
@@ -493,6 +399,14 @@ pub enum WorkerOutput {
     RunSaved {
         id: String,
         step: usize,
+    },
+    /// One fast path's per-stage comparison with the f32 path.
+    Localization(LocalizeReport),
+    /// Every gate report this device kept (oldest first), or why the log
+    /// cannot be read.
+    PrecisionLog {
+        records: Vec<PrecisionRecord>,
+        problem: Option<String>,
     },
     /// The loss history of a restored run, for the chart.
     History {

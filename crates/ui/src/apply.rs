@@ -56,6 +56,13 @@ impl Store {
             WorkerOutput::Checkpoint { name, bytes } => self.checkpoint_arrived(name, bytes),
             WorkerOutput::Busy { busy } => self.worker_busy.set(busy),
             WorkerOutput::GateReport(report) => self.gate_reported(report),
+            WorkerOutput::Localization(report) => self.localizations.update(|l| {
+                l.retain(|r| r.path != report.path);
+                l.push(report);
+            }),
+            WorkerOutput::PrecisionLog { records, problem } => {
+                self.precision_log.set(Some((records, problem)))
+            }
         }
     }
 
@@ -129,8 +136,12 @@ impl Store {
         }
     }
 
-    /// A fast path's gate report replaces that path's earlier one.
+    /// A fast path's gate report replaces that path's earlier one (and the
+    /// precision log, when shown, is read again: the worker kept it).
     fn gate_reported(&self, report: GateReport) {
+        if self.precision_log.with_untracked(|l| l.is_some()) {
+            self.send(WorkerInput::ListPrecisionLog);
+        }
         self.gates
             .update(|g| match g.iter_mut().find(|r| r.path == report.path) {
                 Some(old) => *old = report,

@@ -2,7 +2,7 @@
 //! paths passed their check (active). The two kinds must never look alike.
 
 use leptos::prelude::*;
-use tinygpt_protocol::{GateReport, GpuCaps};
+use tinygpt_protocol::GpuCaps;
 
 /// A pill that reports something detected on the adapter.
 #[component]
@@ -83,44 +83,5 @@ pub fn CapsPills(
                 </Show>
             </span>
         </section>
-    }
-}
-
-/// What each fast path's gate measured and decided, one block per path,
-/// in the words the worker logged.
-#[component]
-pub fn GateReports(
-    /// The latest report of each path, in arrival order.
-    gates: RwSignal<Vec<GateReport>>,
-) -> impl IntoView {
-    view! {
-        <Show when=move || gates.with(|g| !g.is_empty())>
-            <details class="gates" data-testid="gates">
-                <summary>"fast-path gates"</summary>
-                {move || {
-                    gates
-                        .get()
-                        .into_iter()
-                        .map(|r| {
-                            let verdict = match (r.passed, r.active) {
-                                (true, true) => "passed · active",
-                                (true, false) => "passed · not active",
-                                (false, _) => "FAILED · not active",
-                            };
-                            view! {
-                                <div class="gate" data-testid=format!("gate-{}", r.path)
-                                    data-passed=r.passed.to_string() data-active=r.active.to_string()>
-                                    <strong>{r.label.clone()}</strong>
-                                    " — "
-                                    {verdict}
-                                    {format!(" ({:.0} ms)", r.millis)}
-                                    <pre>{r.lines.join("\n")}</pre>
-                                </div>
-                            }
-                        })
-                        .collect_view()
-                }}
-            </details>
-        </Show>
     }
 }

@@ -13,6 +13,8 @@ mod checkpoint;
 mod field;
 mod files;
 mod format;
+mod precision;
+mod precision_plot;
 mod progress;
 mod sample;
 mod saves;
@@ -24,8 +26,8 @@ use chart::LossHistory;
 use leptos::prelude::*;
 use sample::SampleView;
 use tinygpt_protocol::{
-    GateReport, GpuCaps, LogLevel, ModelInfo, RunState, SavedRunInfo, StorageInfo, TestHook,
-    TrainProgress, WorkerInput,
+    GateReport, GpuCaps, LocalizeReport, LogLevel, ModelInfo, PrecisionRecord, RunState,
+    SavedRunInfo, StorageInfo, TestHook, TrainProgress, WorkerInput,
 };
 use worker_link::WorkerLink;
 
@@ -70,6 +72,10 @@ pub(crate) struct Store {
     caps: RwSignal<Option<GpuCaps>>,
     /// The latest gate report of each fast path.
     gates: RwSignal<Vec<GateReport>>,
+    /// The latest localisation of each fast path.
+    localizations: RwSignal<Vec<LocalizeReport>>,
+    /// The device's precision log and why it could not be read, once asked.
+    precision_log: RwSignal<Option<(Vec<PrecisionRecord>, Option<String>)>>,
     status: RwSignal<String>,
     worker_ready: RwSignal<bool>,
     logs: RwSignal<Vec<LogLine>>,
@@ -111,6 +117,8 @@ impl Store {
         Self {
             caps: RwSignal::new(None),
             gates: RwSignal::new(Vec::new()),
+            localizations: RwSignal::new(Vec::new()),
+            precision_log: RwSignal::new(None),
             status: RwSignal::new(STARTING.to_string()),
             worker_ready: RwSignal::new(false),
             logs: RwSignal::new(Vec::new()),
@@ -265,7 +273,7 @@ pub fn App() -> impl IntoView {
             <progress::BusyIndicator store=store />
         </header>
         <caps::CapsPills caps=store.caps />
-        <caps::GateReports gates=store.gates />
+        <precision::GateReports gates=store.gates />
         <div class="status" data-testid="status" data-worker-ready=move || store.worker_ready.get().to_string()>
             {move || store.status.get()}
         </div>
@@ -281,6 +289,7 @@ pub fn App() -> impl IntoView {
             <sample::SamplePanel store=store />
             <checkpoint::CheckpointPanel store=store />
             <saves::SavedRunsPanel store=store />
+            <precision::PrecisionPanel store=store />
         </main>
         <LogPanel logs=store.logs />
     }

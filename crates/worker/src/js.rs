@@ -34,6 +34,14 @@ pub fn has_webnn() -> bool {
     navigator().and_then(|n| get(&n, "ml")).is_some()
 }
 
+/// `navigator.userAgent` (empty when absent).
+pub fn user_agent() -> String {
+    navigator()
+        .and_then(|n| get(&n, "userAgent"))
+        .and_then(|s| s.as_string())
+        .unwrap_or_default()
+}
+
 /// A parameter of the worker's own URL (the page passes its query on):
 /// the test-only switches `fault=` and `test_hooks=1`.
 pub fn query_param(name: &str) -> Option<String> {

@@ -10,6 +10,8 @@ mod opfs;
 #[cfg(target_arch = "wasm32")]
 mod outbox;
 #[cfg(target_arch = "wasm32")]
+mod precision_log;
+#[cfg(target_arch = "wasm32")]
 mod runner;
 #[cfg(target_arch = "wasm32")]
 mod saves;

@@ -172,6 +172,7 @@ async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
         post(&WorkerOutput::GateReport(r.clone()));
     }
     caps.active.f16_storage = active.f16_storage.is_some();
+    crate::precision_log::keep(&reports, &caps.adapter, "start-up").await;
     reports
 }
 
@@ -380,6 +381,9 @@ async fn handle(runner: &mut Runner, msg: WorkerInput) {
         WorkerInput::LoadSavedRun { id } => runner.load_saved_run(&id).await,
         WorkerInput::DeleteSavedRun { id } => runner.delete_saved_run(&id).await,
         WorkerInput::ListSavedRuns => runner.post_saved_runs().await,
+        WorkerInput::Localize { prompt } => runner.localize(&prompt).await,
+        WorkerInput::ListPrecisionLog => runner.post_precision_log().await,
+        WorkerInput::ClearPrecisionLog => runner.clear_precision_log().await,
         WorkerInput::TestHook { hook } => test_hook(runner, hook).await,
     }
 }

@@ -7,7 +7,9 @@
 use super::stats::error_distribution;
 use crate::engine::{EngineError, GpuTrainer};
 use crate::model::FastPaths;
-use tinygpt_protocol::ErrorDistribution;
+use crate::ops::matmul::f16w::F16Storage;
+use crate::ops::matmul::Fault;
+use tinygpt_protocol::{ErrorDistribution, GateReport, LocalizeReport, StageReport};
 
 /// A stage's relative L2 error "jumps" when it is this many times the
 /// largest before it, and above [`JUMP_FLOOR`]: f16 storage alone moves
@@ -17,21 +19,50 @@ pub const JUMP_FACTOR: f64 = 10.0;
 /// Errors below this never count as a jump (f32 rounding noise).
 pub const JUMP_FLOOR: f64 = 1e-3;
 
-/// One stage of the forward, compared.
-#[derive(Clone, Debug)]
-pub struct StageError {
-    pub name: String,
-    pub distribution: ErrorDistribution,
-}
-
 /// The comparison of every stage, and the first whose error jumps.
 #[derive(Clone, Debug)]
 pub struct Localization {
-    pub stages: Vec<StageError>,
+    pub stages: Vec<StageReport>,
     pub first_jump: Option<usize>,
 }
 
+/// The fast paths `report`'s gate bound, passed or not (a failed path is
+/// the one worth localising): what localisation compares with f32.
+pub fn candidate(report: &GateReport) -> Option<FastPaths> {
+    if report.path != super::f16_storage::PATH.id || !report.detected {
+        return None;
+    }
+    let f16 = F16Storage {
+        pack_on_gpu: report.pack.as_ref().is_some_and(|p| p.pack_on_gpu),
+        fault: report.fault.as_deref().and_then(Fault::parse),
+    };
+    Some(FastPaths {
+        f16_storage: Some(f16),
+    })
+}
+
 impl Localization {
+    /// The report the page shows for `path` (a gate report's id).
+    pub fn report(
+        &self,
+        path: &str,
+        prompt: &str,
+        fault: Option<String>,
+        millis: f64,
+    ) -> LocalizeReport {
+        LocalizeReport {
+            path: path.into(),
+            prompt: prompt.into(),
+            fault,
+            stages: self.stages.clone(),
+            first_jump: self.first_jump,
+            jump_factor: JUMP_FACTOR,
+            jump_floor: JUMP_FLOOR,
+            lines: self.lines(),
+            millis,
+        }
+    }
+
     /// One console line per stage, then the verdict.
     pub fn lines(&self) -> Vec<String> {
         let mut out: Vec<String> = self
@@ -60,7 +91,7 @@ impl Localization {
 
 /// The first stage whose rel_l2 exceeds [`JUMP_FLOOR`] and [`JUMP_FACTOR`]
 /// times every stage before it (non-finite counts as a jump).
-pub fn first_jump(stages: &[StageError]) -> Option<usize> {
+pub fn first_jump(stages: &[StageReport]) -> Option<usize> {
     let mut worst = 0.0f64;
     for (i, s) in stages.iter().enumerate() {
         let e = s.distribution.rel_l2;
@@ -88,10 +119,10 @@ pub async fn localize<F: AsyncFnOnce(&mut GpuTrainer) -> Result<(), EngineError>
     let got = stages(t, fast, prompt).await;
     set_paths(t, saved)?;
     let got = got?;
-    let stages: Vec<StageError> = reference
+    let stages: Vec<StageReport> = reference
         .into_iter()
         .zip(got)
-        .map(|((name, r), (_, f))| StageError {
+        .map(|((name, r), (_, f))| StageReport {
             name,
             distribution: error_distribution(&f, &r),
         })

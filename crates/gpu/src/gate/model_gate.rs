@@ -99,6 +99,7 @@ pub async fn sample_gate(
     fast: FastPaths,
     prompt: &[u32],
     prompt_text: &str,
+    decode: &dyn Fn(&[u32]) -> String,
 ) -> Result<SampleGate, EngineError> {
     let saved = t.model.fast_paths();
     let mut texts = Vec::new();
@@ -128,6 +129,8 @@ pub async fn sample_gate(
         tokens: texts[0].len(),
         first_divergence,
         passed: first_divergence.is_none(),
+        f32_text: decode(&texts[0]),
+        fast_text: decode(&texts[1]),
     })
 }
 
@@ -140,6 +143,7 @@ pub async fn run_model_gates(
     report: &mut tinygpt_protocol::GateReport,
     prompt: &[u32],
     prompt_text: &str,
+    decode: &dyn Fn(&[u32]) -> String,
 ) -> Result<(), EngineError> {
     let Some(f16) = t.gpu.fast_paths.get().f16_storage else {
         return Ok(());
@@ -151,7 +155,7 @@ pub async fn run_model_gates(
     let fast = FastPaths {
         f16_storage: Some(f16),
     };
-    let sample = sample_gate(t, fast, prompt, prompt_text).await?;
+    let sample = sample_gate(t, fast, prompt, prompt_text, decode).await?;
     lines.push(format!(
         "[ops] {} sample gate: {} greedy tokens from {:?} on f32 and f16 — {}",
         PATH.label,

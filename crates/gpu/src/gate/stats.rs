@@ -1,7 +1,7 @@
 //! The gate's statistics, pure functions of a fast-path output `f` and its
 //! f32 reference `r` (docs/precision.md explains every number).
 
-use tinygpt_protocol::{ErrorDistribution, GateStats};
+use tinygpt_protocol::{ErrorDistribution, GateStats, Histogram};
 
 /// `max_abs_err` must stay under this share of `mean|ref|`.
 pub const ABS_LIMIT_OF_MEAN: f64 = 0.01;
@@ -14,6 +14,22 @@ pub const REL_FLOOR_OF_MEAN: f64 = 0.01;
 pub const DIFF_THRESHOLDS: [f64; 4] = [1e-4, 1e-3, 1e-2, 1e-1];
 /// Quantile levels of the error distribution.
 pub const QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 1.0];
+/// The histograms' edges run from `10^HIST_LOW_EXP` to 1 (times `mean|ref|`
+/// for absolute diffs) in steps of half a decade.
+pub const HIST_LOW_EXP: i32 = -8;
+
+/// Half-decade edges from `scale·10^HIST_LOW_EXP` to `scale`.
+fn log_edges(scale: f64) -> Vec<f64> {
+    (0..=2 * -HIST_LOW_EXP)
+        .map(|k| scale * 10f64.powf(HIST_LOW_EXP as f64 + k as f64 / 2.0))
+        .collect()
+}
+
+fn histogram(values: &[f64], edges: Vec<f64>) -> Histogram {
+    let mut h = Histogram::new(edges);
+    values.iter().for_each(|&x| h.add(x));
+    h
+}
 
 fn mean_abs(r: &[f32]) -> f64 {
     r.iter().map(|&x| (x as f64).abs()).sum::<f64>() / r.len().max(1) as f64
@@ -89,7 +105,8 @@ fn sorted(mut v: Vec<f64>) -> Vec<f64> {
 pub fn error_distribution(f: &[f32], r: &[f32]) -> ErrorDistribution {
     assert_eq!(f.len(), r.len(), "distribution compares equal lengths");
     let n = f.len().max(1) as f64;
-    let floor = REL_FLOOR_OF_MEAN * mean_abs(r);
+    let mean_ref = mean_abs(r);
+    let floor = REL_FLOOR_OF_MEAN * mean_ref;
     let (mut dd, mut rr, mut ff, mut fr) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for (&f, &r) in f.iter().zip(r) {
         let (f, r) = (f as f64, r as f64);
@@ -126,6 +143,8 @@ pub fn error_distribution(f: &[f32], r: &[f32]) -> ErrorDistribution {
         rel_diff: at(&rel),
         abs_diff: at(&abs),
         ref_abs: at(&mag),
+        rel_hist: histogram(&rel, log_edges(1.0)),
+        abs_hist: histogram(&abs, log_edges(mean_ref)),
     }
 }
 
@@ -198,5 +217,15 @@ mod tests {
         let norm: f64 = r.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
         assert!((d.rel_l2 - (100.0 + 0.0005f64.powi(2)).sqrt() / norm).abs() < 1e-6);
         assert!(d.cosine > 0.999 && d.cosine < 1.0);
+        // 98 exact elements sit under the lowest edge, 5e-4 in
+        // [10^-3.5, 10^-3), 0.1 in [10^-1, 10^-0.5).
+        let h = &d.rel_hist;
+        assert_eq!((h.edges.len(), h.total()), (17, 100));
+        assert_eq!((h.counts[0], h.counts[10], h.counts[15]), (98, 1, 1));
+        // The absolute diffs, in multiples of mean|ref| = 50.5: 5e-4 is
+        // ~1e-5 of it (bin [10^-5.5, 10^-5)), 10 is ~0.2 of it.
+        let a = &d.abs_hist;
+        assert!((a.edges[16] - 50.5).abs() < 1e-9);
+        assert_eq!((a.counts[0], a.counts[6], a.counts[15]), (98, 1, 1));
     }
 }

@@ -32,6 +32,8 @@ impl Runner {
             return;
         };
         let (prompt_text, ids) = gate_prompt(s);
+        let vocab = s.vocab.clone();
+        let decode = |ids: &[u32]| vocab.decode(ids);
         let Some(trainer) = s.gpu_trainer() else {
             return;
         };
@@ -42,8 +44,14 @@ impl Runner {
         let mut reports = self.gate_reports.clone();
         for r in &mut reports {
             let len = r.lines.len();
-            if let Err(e) =
-                tinygpt_gpu::gate::model_gate::run_model_gates(trainer, r, &ids, &prompt_text).await
+            if let Err(e) = tinygpt_gpu::gate::model_gate::run_model_gates(
+                trainer,
+                r,
+                &ids,
+                &prompt_text,
+                &decode,
+            )
+            .await
             {
                 return error("gating the fast paths on this model", e);
             }
@@ -56,6 +64,7 @@ impl Runner {
             }
             post(&WorkerOutput::GateReport(r.clone()));
         }
+        crate::precision_log::keep(&reports, &self.caps.adapter, "loaded model").await;
         let active = gpu.fast_paths.get().f16_storage.is_some();
         let secs = (js::now_ms() - t0) / 1e3;
         let status = if active {
@@ -107,12 +116,15 @@ impl Runner {
             return;
         }
         log(LogLevel::Warn, format!("{} (before {why})", check.line));
+        let mut failed = Vec::new();
         for r in self.gate_reports.iter_mut().filter(|r| r.active) {
             r.active = false;
             r.passed = false;
             r.lines.push(check.line.clone());
             post(&WorkerOutput::GateReport(r.clone()));
+            failed.push(r.clone());
         }
+        crate::precision_log::keep(&failed, &self.caps.adapter, "freshness").await;
         self.caps.active.f16_storage = false;
         post(&WorkerOutput::GpuCaps(self.caps.clone()));
         post(&WorkerOutput::Status {

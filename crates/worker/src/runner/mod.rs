@@ -7,6 +7,7 @@
 //! private storage, the clock.
 
 mod gate;
+mod precision;
 mod sample;
 mod saved_runs;
 mod train;
