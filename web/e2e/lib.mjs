@@ -212,3 +212,19 @@ export async function trainQuick(
   await waitForAttr(page, "run-state", "data-run", String(run + 1), timeout);
   await waitForRunState(page, "finished", timeout);
 }
+
+/** Runs a localisation of `prompt` and returns its chart's attributes. */
+export async function localise(page, prompt) {
+  await page.getByTestId("localize-prompt").fill(prompt);
+  const panel = page.getByTestId("precision-panel");
+  const seen = Number(await panel.getAttribute("data-localized"));
+  await page.getByTestId("localize-run").click();
+  await waitForAttr(page, "precision-panel", "data-localized", String(seen + 1), patience(120_000));
+  const chart = page.getByTestId("localization");
+  return {
+    stages: Number(await chart.getAttribute("data-stages")),
+    firstJump: await chart.getAttribute("data-first-jump"),
+    bars: await chart.locator("rect[data-stage]").count(),
+    verdict: await page.getByTestId("localization-verdict").innerText(),
+  };
+}

@@ -381,15 +381,23 @@ fn the_cache_check_passes_a_fresh_cache_and_turns_a_stale_one_off() {
 #[test]
 fn localisation_names_the_stage_where_a_one_layer_fault_enters() {
     let Some(gpu) = engine_gpu() else { return };
+    // Packing on the GPU (the training graph reads the cache) and on the
+    // CPU (only inference does: SwiftShader in the browser).
+    for pack_on_gpu in [true, false] {
+        eprintln!("packing on the GPU: {pack_on_gpu}");
+        localise_clean_and_faulty(&gpu, f16(pack_on_gpu, None));
+    }
+}
+
+fn localise_clean_and_faulty(gpu: &Rc<Gpu>, fast: FastPaths) {
     let cfg = config();
     let mut params = tinygpt_core::init_params(&cfg, 8);
     params.iter_mut().for_each(|p| *p *= 10.0);
     let mut t = GpuTrainer {
         gpu: gpu.clone(),
-        model: model(&gpu, &params, FastPaths::default()),
+        model: model(gpu, &params, FastPaths::default()),
     };
     let prompt = [1, 4, 7, 2, 9, 3];
-    let fast = f16(true, None);
     let clean = pollster::block_on(localize(&mut t, fast, &prompt, async |_| Ok(()))).unwrap();
     for line in clean.lines() {
         eprintln!("{line}");

@@ -56,10 +56,13 @@ impl Store {
             WorkerOutput::Checkpoint { name, bytes } => self.checkpoint_arrived(name, bytes),
             WorkerOutput::Busy { busy } => self.worker_busy.set(busy),
             WorkerOutput::GateReport(report) => self.gate_reported(report),
-            WorkerOutput::Localization(report) => self.localizations.update(|l| {
-                l.retain(|r| r.path != report.path);
-                l.push(report);
-            }),
+            WorkerOutput::Localization(report) => {
+                self.localizations.update(|l| {
+                    l.retain(|r| r.path != report.path);
+                    l.push(report);
+                });
+                self.localized.update(|n| *n += 1);
+            }
             WorkerOutput::PrecisionLog { records, problem } => {
                 self.precision_log.set(Some((records, problem)))
             }

@@ -74,6 +74,8 @@ pub(crate) struct Store {
     gates: RwSignal<Vec<GateReport>>,
     /// The latest localisation of each fast path.
     localizations: RwSignal<Vec<LocalizeReport>>,
+    /// Localisation reports received (a test sees a new one by it).
+    localized: RwSignal<u32>,
     /// The device's precision log and why it could not be read, once asked.
     precision_log: RwSignal<Option<(Vec<PrecisionRecord>, Option<String>)>>,
     status: RwSignal<String>,
@@ -118,6 +120,7 @@ impl Store {
             caps: RwSignal::new(None),
             gates: RwSignal::new(Vec::new()),
             localizations: RwSignal::new(Vec::new()),
+            localized: RwSignal::new(0),
             precision_log: RwSignal::new(None),
             status: RwSignal::new(STARTING.to_string()),
             worker_ready: RwSignal::new(false),
@@ -411,6 +414,7 @@ fn expose_test_hooks(store: Store) {
             "poison_weights" => TestHook::PoisonWeights,
             "crash_during_save" => TestHook::CrashDuringSave,
             "profile_step" => TestHook::ProfileStep,
+            "corrupt_localization" => TestHook::CorruptLocalization,
             other => {
                 return store.show_error("a test hook", format!("unknown hook {other:?}"));
             }

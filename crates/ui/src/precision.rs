@@ -254,7 +254,8 @@ pub fn PrecisionPanel(store: Store) -> impl IntoView {
         }
     };
     view! {
-        <section class="card precision" data-testid="precision-panel">
+        <section class="card precision" data-testid="precision-panel"
+            data-localized=move || store.localized.get()>
             <h2>"Precision"</h2>
             <p class="muted">
                 "Run a prompt on the f32 path and on each fast path, compare every stage of the forward, and see where the error first jumps."

@@ -407,6 +407,11 @@ async fn test_hook(runner: &mut Runner, hook: TestHook) {
         TestHook::PoisonWeights => runner.poison_weights(),
         TestHook::CrashDuringSave => runner.crash_next_save = true,
         TestHook::ProfileStep => profile_step(runner).await,
+        TestHook::CorruptLocalization if Fault::AVAILABLE => runner.corrupt_localization = true,
+        TestHook::CorruptLocalization => log(
+            LogLevel::Info,
+            "[test] corrupt_localization is unavailable in this build: production builds contain no fault code".into(),
+        ),
     }
 }
 

@@ -6,7 +6,7 @@
 // the weights.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { serve, launch, openReady, testid, fillFields, unexpectedErrors, patience, trainQuick, DIST_TEST } from "../lib.mjs";
+import { serve, launch, openReady, testid, fillFields, unexpectedErrors, patience, trainQuick, localise, DIST_TEST } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -86,4 +86,30 @@ test("only the test build carries fault pipelines: the production worker has non
     assert.ok(!prod.includes(key), `the production build has no ${key}`);
   }
   assert.ok(prod.includes("matmul_f16w_64x64_k16"), "the production build has the real kernel");
+});
+
+test("localisation names the stage where a one-layer fault enters (test hook), and a clean run names none", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, `${server.url}?test_hooks=1`);
+    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
+    await page.getByTestId("load-bundled").click();
+    await page.waitForFunction(
+      () => /verified on this model in [\d.]+s/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
+      null,
+      { timeout: patience(180_000) },
+    );
+    await page.evaluate(() => window.tinygptTestHook("corrupt_localization"));
+    const bad = await localise(page, "ROMEO:");
+    assert.equal(bad.firstJump, "layer 1 fc", bad.verdict);
+    assert.match(bad.verdict, /first jumps at layer 1 fc/);
+    assert.equal(await page.locator('[data-testid="localization"] rect.jump').getAttribute("data-stage"), "layer 1 fc");
+    // The hook lasts one localisation and leaves the weight cache whole.
+    const clean = await localise(page, "ROMEO:");
+    assert.equal(clean.firstJump, "none", clean.verdict);
+    assert.match(await page.getByTestId("pill-f16-storage").getAttribute("class"), /\bactive\b/);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
 });

@@ -105,7 +105,8 @@ pub fn first_jump(stages: &[StageReport]) -> Option<usize> {
 
 /// Runs `prompt` on the f32 path and with `fast`, compares every stage.
 /// `before_fast` runs once the fast paths are bound, before their forward
-/// (a test injects a fault there). The trainer's paths are restored.
+/// (a test injects a fault there). The trainer's paths are restored, with
+/// a fresh f16 cache.
 pub async fn localize<F: AsyncFnOnce(&mut GpuTrainer) -> Result<(), EngineError>>(
     t: &mut GpuTrainer,
     fast: FastPaths,
@@ -117,6 +118,9 @@ pub async fn localize<F: AsyncFnOnce(&mut GpuTrainer) -> Result<(), EngineError>
     set_paths(t, fast)?;
     before_fast(t).await?;
     let got = stages(t, fast, prompt).await;
+    // Through f32, so the fast path's cache is rebuilt: nothing
+    // `before_fast` did outlives the comparison.
+    set_paths(t, FastPaths::default())?;
     set_paths(t, saved)?;
     let got = got?;
     let stages: Vec<StageReport> = reference

@@ -312,7 +312,8 @@ impl GpuModel {
     /// embedding, then per layer ln1, qkv, attention, the attention
     /// projection (res2 − res), res2, ln2, fc, GELU, the fc projection
     /// (res' − res2) and the residual stream after it, then ln_f and the
-    /// logits (what `gate::localize` compares path against path).
+    /// logits (what `gate::localize` compares path against path). The f16
+    /// cache is read as inference reads it: bring it up to date first.
     pub async fn forward_stages(
         &mut self,
         ctx: &GpuContext,
@@ -321,8 +322,8 @@ impl GpuModel {
     ) -> Result<Vec<(String, Vec<f32>)>, GpuError> {
         let batch = self.one_sequence(tokens);
         let t = batch.seq_len;
-        self.submit_eval(ctx, reg, std::slice::from_ref(&batch))?;
-        let g = self.graph.as_ref().expect("bound by submit_eval");
+        self.submit_inference_forward(ctx, reg, &batch)?;
+        let g = self.graph.as_ref().expect("bound by the forward");
         let (c, v) = (self.cfg.d_model, self.cfg.vocab_size);
         let diff = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x - y).collect::<Vec<_>>();
         let mut out = vec![(

@@ -105,6 +105,54 @@ impl GpuModel {
         Ok(self.graph.as_ref().expect("bound above"))
     }
 
+    /// Runs the forward of one `batch` as inference runs it: with the f16
+    /// cache wherever one is active — bring it up to date first
+    /// ([`GpuModel::prepare_inference`]) — also where the GPU does not
+    /// pack, whose training graph stays f32 (the evaluation ops would read
+    /// a cache that training left stale). Activations stay in the graph's
+    /// buffers for the caller to read.
+    pub(super) fn submit_inference_forward(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batch: &tinygpt_core::data::Batch,
+    ) -> Result<(), GpuError> {
+        self.check_batch(batch)?;
+        self.graph(ctx, reg, batch.batch_size, batch.seq_len)?;
+        let g = self.graph.as_ref().expect("bound above");
+        let f16 = self.f16.as_ref().filter(|c| c.is_fresh());
+        let params = Flat {
+            buffer: &self.params,
+            layout: &self.layout,
+        };
+        let acts = &g.acts;
+        let mut b = Builder::new(
+            ctx,
+            reg,
+            &self.cfg,
+            params,
+            self.kernel_layout,
+            f16,
+            None,
+            acts,
+        );
+        graph::forward(&mut b, acts, false)?;
+        Self::write_batch(ctx, acts, batch);
+        let mut enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("inference_forward"),
+            });
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            for op in &b.ops {
+                op.record(&mut pass);
+            }
+        }
+        ctx.queue.submit([enc.finish()]);
+        Ok(())
+    }
+
     fn bind_optimizer(
         &self,
         ctx: &GpuContext,

@@ -51,6 +51,9 @@ pub struct Runner {
     pub test_hooks: bool,
     /// Test hook: crash halfway through the next autosave.
     pub crash_next_save: bool,
+    /// Test hook (fault-injection builds): corrupt the next localisation's
+    /// fast path in one layer.
+    pub corrupt_localization: bool,
     /// Raised while a lost device is being replaced: errors that follow
     /// are the loss's, and the recovery explains them.
     pub device_lost: Arc<AtomicBool>,
@@ -100,6 +103,7 @@ impl Runner {
             autosave_every: DEFAULT_AUTOSAVE_STEPS,
             test_hooks: false,
             crash_next_save: false,
+            corrupt_localization: false,
             device_lost: Arc::new(AtomicBool::new(false)),
             gpu_generation: 0,
             last_loaded: None,

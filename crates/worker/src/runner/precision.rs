@@ -5,8 +5,32 @@ use super::Runner;
 use crate::js;
 use crate::outbox::{error, log, post};
 use crate::precision_log;
-use tinygpt_gpu::gate::localize::{candidate, localize};
+use tinygpt_gpu::engine::{EngineError, GpuTrainer};
+use tinygpt_gpu::gate::localize::{candidate, localize, Localization};
+use tinygpt_gpu::gate::FastPaths;
 use tinygpt_protocol::{LogLevel, WorkerOutput};
+
+/// [`localize`], with the test hook's one-layer fault when `corrupt` (only
+/// a fault-injection build sets it): layer 1's fc (layer 0's in a
+/// one-layer model) zeroed in the fast path's cache.
+async fn compare(
+    t: &mut GpuTrainer,
+    fast: FastPaths,
+    ids: &[u32],
+    corrupt: bool,
+) -> Result<Localization, EngineError> {
+    #[cfg(feature = "fault-injection")]
+    if corrupt {
+        let layer = t.model.cfg.n_layer.min(2) - 1;
+        return localize(t, fast, ids, async move |t| {
+            let kind = tinygpt_core::ParamKind::FcW;
+            Ok(t.model.corrupt_f16_layer(&t.gpu.ctx, kind, layer).await?)
+        })
+        .await;
+    }
+    let _ = corrupt;
+    localize(t, fast, ids, async |_| Ok(())).await
+}
 
 impl Runner {
     /// Runs `prompt` on the f32 path and on each detected fast path (its
@@ -16,6 +40,7 @@ impl Runner {
         const WHAT: &str = "localising the fast paths";
         self.drain().await;
         let reports = self.gate_reports.clone();
+        let corrupt = std::mem::take(&mut self.corrupt_localization);
         let Some(s) = self.session.as_mut() else {
             return error(
                 WHAT,
@@ -53,7 +78,7 @@ impl Runner {
         post(&WorkerOutput::Busy { busy: true });
         for (r, fast) in paths {
             let t0 = js::now_ms();
-            match localize(trainer, fast, ids, async |_| Ok(())).await {
+            match compare(trainer, fast, ids, corrupt).await {
                 Ok(l) => {
                     let report = l.report(&r.path, prompt, r.fault.clone(), js::now_ms() - t0);
                     for line in &report.lines {
