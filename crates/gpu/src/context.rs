@@ -106,7 +106,7 @@ impl GpuContext {
             shader_f16: self.features.contains(wgpu::Features::SHADER_F16),
             timestamp_query: self.features.contains(wgpu::Features::TIMESTAMP_QUERY),
             subgroups: self.features.contains(wgpu::Features::SUBGROUP),
-            webnn: false,
+            ..Default::default()
         }
     }
 

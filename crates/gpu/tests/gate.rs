@@ -236,7 +236,13 @@ fn gemv_partial_sums_past_the_f16_range_are_caught_while_the_result_is_represent
     let k = desc.k as usize;
     let mut rng = Rng::new(3004);
     let x: Vec<f32> = (0..k).map(|_| rng.uniform(94.0, 96.0)).collect();
-    let sign = |kk: usize| if (kk / 128).is_multiple_of(2) { 1.0 } else { -1.0 };
+    let sign = |kk: usize| {
+        if (kk / 128).is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        }
+    };
     let w: Vec<f32> = (0..desc.n as usize * k)
         .map(|i| sign(i % k) * (94.0 + (rng.uniform(0.0, 32.0) as u32) as f32 / 16.0))
         .collect();

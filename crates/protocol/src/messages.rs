@@ -19,8 +19,14 @@ pub struct DetectedFeatures {
     /// Subgroup operations. On the web wgpu cannot see them, so this is read
     /// from the JS adapter's feature set.
     pub subgroups: bool,
-    /// `navigator.ml` exists (WebNN).
+    /// WebNN can run here: `navigator.ml.createContext()` gave a context.
     pub webnn: bool,
+    /// `navigator.ml` exists (with or without a backend behind it).
+    #[serde(default)]
+    pub webnn_api: bool,
+    /// Why `createContext()` failed, when the API exists.
+    #[serde(default)]
+    pub webnn_problem: Option<String>,
 }
 
 /// The limits that size what this GPU can train, as granted to our device.

@@ -61,6 +61,23 @@ pub fn CapsPills(
     let subgroups = has(|c| c.features.subgroups);
     let timestamp = has(|c| c.features.timestamp_query);
     let webnn = has(|c| c.features.webnn);
+    let webnn_label = Signal::derive(move || {
+        caps.with(|c| match c.as_ref().map(|c| &c.features) {
+            Some(f) if f.webnn => "WebNN ✓".to_string(),
+            Some(f) if f.webnn_api => "WebNN: API present, no backend here".to_string(),
+            _ => "WebNN —".to_string(),
+        })
+    });
+    let webnn_title = Signal::derive(move || {
+        caps.with(|c| match c.as_ref().map(|c| &c.features) {
+            Some(f) if f.webnn => "navigator.ml.createContext() gave a context".to_string(),
+            Some(f) if f.webnn_api => format!(
+                "navigator.ml exists but createContext() failed: {}",
+                f.webnn_problem.clone().unwrap_or_default()
+            ),
+            _ => "no navigator.ml in this browser".to_string(),
+        })
+    });
     let f16_storage = has(|c| c.active.f16_storage);
     view! {
         <section id="caps" class="caps" data-testid="caps" data-reported=move || caps.with(|c| c.is_some()).to_string()>
@@ -70,7 +87,12 @@ pub fn CapsPills(
             <DetectPill testid="pill-shader-f16" on=shader_f16 label=Signal::derive(move || format!("shader-f16 {}", mark(shader_f16.get()))) />
             <DetectPill testid="pill-subgroups" on=subgroups label=Signal::derive(move || format!("subgroups {}", mark(subgroups.get()))) />
             <DetectPill testid="pill-timestamp" on=timestamp label=Signal::derive(move || format!("timestamp-query {}", mark(timestamp.get()))) />
-            <DetectPill testid="pill-webnn" on=webnn label=Signal::derive(move || format!("WebNN {}", mark(webnn.get()))) />
+            <span class=move || if webnn.get() { "pill detect on" } else { "pill detect off" }
+                data-testid="pill-webnn" data-on=move || webnn.get().to_string()
+                data-api=move || caps.with(|c| c.as_ref().is_some_and(|c| c.features.webnn_api)).to_string()
+                title=webnn_title>
+                {move || webnn_label.get()}
+            </span>
             <span class="group-label">"active"</span>
             <span class="gpu-accel" data-testid="active-pills">
                 <Show when=move || f16_storage.get()>

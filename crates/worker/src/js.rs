@@ -29,9 +29,31 @@ pub fn has_webgpu() -> bool {
     navigator().and_then(|n| get(&n, "gpu")).is_some()
 }
 
-/// `navigator.ml` exists (WebNN).
-pub fn has_webnn() -> bool {
-    navigator().and_then(|n| get(&n, "ml")).is_some()
+/// What WebNN offers here: `None` without `navigator.ml`; else whether
+/// `navigator.ml.createContext()` gave a context (`Ok`) or why not (`Err`,
+/// the rejection's name and message). The API can exist with no backend
+/// behind it (Chromium on Linux: `NotSupportedError`).
+pub async fn webnn_context() -> Option<Result<(), String>> {
+    let ml = navigator().and_then(|n| get(&n, "ml"))?;
+    let Some(create) = get(&ml, "createContext").and_then(|f| f.dyn_into::<Function>().ok()) else {
+        return Some(Err("navigator.ml has no createContext()".into()));
+    };
+    let promise = match create.call0(&ml) {
+        Ok(p) => Promise::resolve(&p),
+        Err(e) => return Some(Err(js_error_text(&e))),
+    };
+    Some(match JsFuture::from(promise).await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(js_error_text(&e)),
+    })
+}
+
+/// `Name: message` of a thrown JS error (or its string form).
+fn js_error_text(e: &JsValue) -> String {
+    match (get_string(e, "name"), get_string(e, "message")) {
+        (n, m) if !n.is_empty() || !m.is_empty() => format!("{n}: {m}"),
+        _ => e.as_string().unwrap_or_else(|| format!("{e:?}")),
+    }
 }
 
 /// `navigator.userAgent` (empty when absent).

@@ -20,7 +20,11 @@ type Engine = Rc<Gpu>;
 /// Detects the GPU, runs the start-up kernel check and builds `gpu_caps`.
 async fn start_gpu() -> (GpuCaps, Option<Engine>) {
     let mut caps = GpuCaps::default();
-    caps.features.webnn = js::has_webnn();
+    if let Some(context) = js::webnn_context().await {
+        caps.features.webnn_api = true;
+        caps.features.webnn = context.is_ok();
+        caps.features.webnn_problem = context.err();
+    }
     if !js::has_webgpu() {
         caps.unavailable_reason = Some(
             "WebGPU is not available in this browser's workers (navigator.gpu is missing). \

@@ -43,6 +43,40 @@ test("with WebGPU: gpu_caps, pills, status line and a passing kernel check", asy
   }
 });
 
+test("the WebNN pill says what createContext() really gives in this browser, not just that navigator.ml exists", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openApp(browser, server.url);
+    await page.waitForSelector('[data-testid="caps"][data-reported="true"]', { timeout: patience(60_000) });
+    // The same question, asked by the test on the page's own thread.
+    const truth = await page.evaluate(async () => {
+      if (!navigator.ml) return { api: false, ok: false };
+      try {
+        await navigator.ml.createContext();
+        return { api: true, ok: true };
+      } catch (e) {
+        return { api: true, ok: false, why: String(e) };
+      }
+    });
+    const pill = page.getByTestId("pill-webnn");
+    const text = await pill.innerText();
+    console.log(`  WebNN here: ${JSON.stringify(truth)}; pill ${JSON.stringify(text)}`);
+    assert.equal(await pill.getAttribute("data-api"), String(truth.api));
+    assert.equal(await pill.getAttribute("data-on"), String(truth.ok));
+    if ((await pill.getAttribute("data-on")) === "true") {
+      assert.equal(text, "WebNN ✓");
+    } else if ((await pill.getAttribute("data-api")) === "true") {
+      assert.equal(text, "WebNN: API present, no backend here");
+      assert.match(await pill.getAttribute("title"), /createContext\(\) failed: \S/);
+    } else {
+      assert.equal(text, "WebNN —");
+    }
+    assert.deepEqual(errorsIn(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test("without WebGPU: a clear fallback state, no crash, no blank page", async () => {
   const browser = await launch({ webgpu: false });
   try {
