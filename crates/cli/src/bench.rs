@@ -12,6 +12,7 @@ use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
+use tinygpt_gpu::ops::matmul::coop::bind_matmul_coop;
 use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -150,17 +151,20 @@ fn bench_matmul(
     label: &str,
     desc: MatmulDesc,
     iters: usize,
-    f16: bool,
+    path: MatmulPath,
 ) -> Result<Value> {
+    let f16 = path == MatmulPath::F16Storage;
     let a = ctx.zeros("bench_a", (desc.m * desc.k) as usize)?;
     let b = ctx.zeros("bench_b", (desc.k * desc.n) as usize)?;
     let c = ctx.zeros("bench_c", (desc.m * desc.n) as usize)?;
     let packed = ctx.zeros("bench_b_f16", packed_words((desc.k * desc.n) as usize))?;
     // With `f16` the weight operand is read as packed halves.
-    let k = if f16 {
-        bind_matmul_f16w(ctx, reg, desc, &a, PackedW::at(&packed, 0), None, &c)?
-    } else {
-        bind_matmul(ctx, reg, desc, &a, &b, None, &c)?
+    let k = match path {
+        MatmulPath::F16Storage => {
+            bind_matmul_f16w(ctx, reg, desc, &a, PackedW::at(&packed, 0), None, &c)?
+        }
+        MatmulPath::Coop => bind_matmul_coop(ctx, reg, desc, &a, &b, None, &c)?,
+        MatmulPath::F32 => bind_matmul(ctx, reg, desc, &a, &b, None, &c)?,
     };
     submit(ctx, "warmup", &[&k]);
     sync(ctx)?;
@@ -171,10 +175,12 @@ fn bench_matmul(
     let dt = t0.elapsed().as_secs_f64() / iters as f64;
     let flops = 2.0 * desc.m as f64 * desc.k as f64 * desc.n as f64;
     let weight_bytes = if f16 { 2.0 } else { 4.0 };
+    // (The coop path stages f32 operands as f16 in workgroup memory: it
+    // reads 4 bytes an element like the f32 path.)
     let bytes =
         4.0 * (desc.m * desc.k + desc.m * desc.n) as f64 + weight_bytes * (desc.k * desc.n) as f64;
     Ok(json!({
-        "shape": label, "m": desc.m, "k": desc.k, "n": desc.n, "path": if f16 { "f16-storage" } else { "f32" },
+        "shape": label, "m": desc.m, "k": desc.k, "n": desc.n, "path": path.name(),
         "ms": dt * 1e3, "tflops": flops / dt / 1e12, "gb_per_s": bytes / dt / 1e9,
     }))
 }
@@ -246,8 +252,29 @@ fn bench_models(
     Ok((train, sample))
 }
 
-/// The matmuls of the nanogpt shape, a square one and a GEMV, f32 and
-/// (but the square) f16 storage when its gate passed.
+/// Which kernel a matmul row measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MatmulPath {
+    F32,
+    /// The weight operand read as packed halves.
+    F16Storage,
+    /// Cooperative matrices (tensor cores): f16 operands, f32 sums.
+    Coop,
+}
+
+impl MatmulPath {
+    fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16Storage => "f16-storage",
+            Self::Coop => "coop-matrix",
+        }
+    }
+}
+
+/// The matmuls of the nanogpt shape, a square one and a GEMV, f32, f16
+/// storage (but the square) when its gate passed, and on cooperative
+/// matrices (but the GEMV) where the device has them.
 fn bench_matmuls(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
@@ -281,9 +308,26 @@ fn bench_matmuls(
         }
         desc.bias = false;
         eprintln!("bench: matmul {label}");
-        out.push(bench_matmul(ctx, reg, label, desc, iters, false)?);
+        out.push(bench_matmul(ctx, reg, label, desc, iters, MatmulPath::F32)?);
         if f16 && label != "square" {
-            out.push(bench_matmul(ctx, reg, label, desc, iters, true)?);
+            out.push(bench_matmul(
+                ctx,
+                reg,
+                label,
+                desc,
+                iters,
+                MatmulPath::F16Storage,
+            )?);
+        }
+        if ctx.coop_matrix && desc.m > 1 {
+            out.push(bench_matmul(
+                ctx,
+                reg,
+                label,
+                desc,
+                iters,
+                MatmulPath::Coop,
+            )?);
         }
     }
     Ok(out)

@@ -7,9 +7,30 @@ use tinygpt_protocol::{AdapterDesc, DetectedFeatures, GpuLimits};
 fn wanted_features() -> wgpu::Features {
     let mut f = wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY;
     if cfg!(not(target_arch = "wasm32")) {
-        f |= wgpu::Features::SUBGROUP;
+        f |= wgpu::Features::SUBGROUP | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
     }
     f
+}
+
+/// Whether the cooperative-matrix matmul (`shaders/matmul_coop.wgsl`) can
+/// run: the adapter multiplies 16×16×16 f16 matrices into f32, and its
+/// subgroups are exactly 32 wide (the kernel's 256 invocations are eight
+/// subgroups, each lane writing every 32nd element of a tile).
+fn coop_matrix_usable(
+    adapter: &wgpu::Adapter,
+    info: &wgpu::AdapterInfo,
+    features: wgpu::Features,
+) -> bool {
+    let needs = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+        | wgpu::Features::SUBGROUP
+        | wgpu::Features::SHADER_F16;
+    if !features.contains(needs) || info.subgroup_min_size != 32 || info.subgroup_max_size != 32 {
+        return false;
+    }
+    use wgpu::CooperativeScalarType::{F16, F32};
+    adapter.cooperative_matrix_properties().iter().any(|p| {
+        (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == F16 && p.cr_type == F32
+    })
 }
 
 /// A wgpu device with its queue and the facts the engine sizes itself by.
@@ -27,6 +48,9 @@ pub struct GpuContext {
     /// [`crate::model::DecoderKernels`]). wgpu's device type natively;
     /// on the web the worker sets it from `GPUAdapterInfo`.
     pub cpu_device: bool,
+    /// The cooperative-matrix matmul can run here (native only: 16×16×16
+    /// f16 → f32 and 32-wide subgroups; see `ops::matmul::coop`).
+    pub coop_matrix: bool,
 }
 
 impl GpuContext {
@@ -57,12 +81,22 @@ impl GpuContext {
         let info = adapter.get_info();
         let features = adapter.features() & wanted_features();
         let limits = adapter.limits();
+        let coop_matrix = coop_matrix_usable(&adapter, &info, features);
+        let experimental = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            // SAFETY: only the cooperative-matrix feature is experimental
+            // here; its one kernel is validated by naga in CI
+            // (tests/shaders.rs) and checked against the f32 matmul before
+            // use (tests/matmul_coop.rs, the lever's gate).
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("tinygpt"),
                 required_features: features,
                 required_limits: limits.clone(),
-                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                experimental_features: experimental,
                 memory_hints: wgpu::MemoryHints::Performance,
                 trace: wgpu::Trace::Off,
             })
@@ -70,6 +104,7 @@ impl GpuContext {
             .map_err(|e| GpuError::RequestDevice(e.to_string()))?;
         Ok(Self {
             cpu_device: info.device_type == wgpu::DeviceType::Cpu,
+            coop_matrix,
             device,
             queue,
             info,

@@ -20,7 +20,13 @@ fn validate(src: &KernelSource) -> Result<(), String> {
         .map_err(|e| format!("parse: {}", e.emit_to_string(src.wgsl)))?;
     // What WebGPU grants every device: pack2x16float/unpack2x16float are
     // core WGSL (wgpu sets this capability for every adapter it runs on).
-    let caps = Capabilities::default() | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    let mut caps = Capabilities::default() | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    // The tensor-core kernel, with what its device must offer (native only).
+    if src.wgsl.contains("enable wgpu_cooperative_matrix;") {
+        caps |= Capabilities::COOPERATIVE_MATRIX
+            | Capabilities::SHADER_FLOAT16
+            | Capabilities::SUBGROUP;
+    }
     let info = Validator::new(ValidationFlags::all(), caps)
         .validate(&module)
         .map_err(|e| format!("validate: {}", e.emit_to_string(src.wgsl)))?;

@@ -24,6 +24,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     let mut all: Vec<&'static KernelSource> = vec![
         &argmax::GREEDY_PICK,
         &floor::FLOOR_NOOP,
+        &matmul::MATMUL_COOP,
         &floor::FLOOR_TOUCH,
         &embedding::EMBEDDING_FORWARD,
         &embedding::EMBEDDING_FORWARD_DECODE,

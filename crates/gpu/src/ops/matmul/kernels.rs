@@ -15,6 +15,7 @@ macro_rules! with_common {
 const MATMUL_WGSL: &str = with_common!("matmul.wgsl");
 const MATMUL_SMALL_WGSL: &str = with_common!("matmul_small.wgsl");
 const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
+const MATMUL_COOP_WGSL: &str = with_common!("matmul_coop.wgsl");
 
 pub const MATMUL_F32: KernelSource = KernelSource {
     key: "matmul_f32_64x64_k16",
@@ -45,6 +46,15 @@ pub const MATMUL_F32_128: KernelSource = KernelSource {
     constants: &[],
 };
 
+/// The cooperative-matrix matmul (`ops::matmul::coop`; native devices with
+/// `GpuContext::coop_matrix`).
+pub const MATMUL_COOP: KernelSource = KernelSource {
+    key: "matmul_coop_f16_f32_128x128_k32",
+    wgsl: MATMUL_COOP_WGSL,
+    entry: "main",
+    constants: &[],
+};
+
 pub const MATMUL_REDUCE: KernelSource = KernelSource {
     key: "matmul_split_k_reduce",
     wgsl: MATMUL_WGSL,
@@ -58,6 +68,8 @@ pub(super) const KT: u32 = 16;
 pub(super) const KT_SMALL: u32 = 32;
 /// Threads per workgroup of `reduce_slices`.
 pub(super) const REDUCE_THREADS: u32 = 256;
+/// Output tile edge of the cooperative-matrix kernel.
+pub const MATMUL_TILE_COOP: u32 = 128;
 /// Output tile edge of the large-output kernel.
 pub const MATMUL_TILE_LARGE: u32 = 128;
 /// Fewest 128×128 tiles for which the large-output kernel is used: about

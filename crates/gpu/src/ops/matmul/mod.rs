@@ -1,8 +1,10 @@
 //! The f32 matmul in the three layouts training needs (64×64 tiles; 32×32
 //! for small outputs, 128×128 for large ones), its K-split form for a small
 //! output with a long K (weight gradients summed over B·T rows), and the
-//! GEMV that replaces it for one row times a linear weight (decoding).
+//! GEMV that replaces it for one row times a linear weight (decoding); and
+//! the same product on cooperative matrices (tensor cores, `coop.rs`).
 
+pub mod coop;
 mod desc;
 pub mod f16w;
 mod fault;
@@ -20,8 +22,8 @@ pub use gemv::{
     bind_gemv, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU, GEMV_F32, GEMV_F32_COLS, GEMV_F32_LN,
 };
 pub use kernels::{
-    MATMUL_F32, MATMUL_F32_128, MATMUL_F32_CELLS, MATMUL_F32_SMALL, MATMUL_REDUCE,
-    MATMUL_TILE_LARGE,
+    MATMUL_COOP, MATMUL_F32, MATMUL_F32_128, MATMUL_F32_CELLS, MATMUL_F32_SMALL, MATMUL_REDUCE,
+    MATMUL_TILE_COOP, MATMUL_TILE_LARGE,
 };
 pub use reference::{f16w_golden, f32_order_bound, matmul_once, matmul_once_in, matmul_reference};
 pub use split_k::bind_matmul_split_k;

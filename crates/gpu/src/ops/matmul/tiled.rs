@@ -52,8 +52,10 @@ pub fn bind_matmul_tiled<'a>(
     bind_with(ctx, registry, kernel.source(), groups, desc, a, b, bias, c)
 }
 
+/// Binds `desc` to the matmul kernel `src` (matmul_common.wgsl's bindings
+/// and uniform) over `workgroups`.
 #[allow(clippy::too_many_arguments)]
-fn bind_with<'a>(
+pub(super) fn bind_with<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     src: &KernelSource,

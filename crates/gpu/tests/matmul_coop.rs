@@ -1,0 +1,200 @@
+//! The cooperative-matrix matmul (tensor cores) against a device-emulating
+//! golden: both operands rounded to f16 by round-to-nearest-even, as the
+//! kernel stages them, and each output summed exactly (f64); the kernel
+//! may differ from it only by f32 summation, within the classic reordering
+//! bound. Every layout, on odd shapes around its 128×128 tile and 32-wide
+//! K step, with bias, accumulation and operands at offsets; and the seed's
+//! gate (max_abs under 1 % of mean|ref|, mean_rel under 0.5 %) against the
+//! f32 matmul at the primary gate shape. Devices without cooperative
+//! matrices (lavapipe, every browser) say that these did not run and why;
+//! binding there fails with a message.
+
+use half::f16;
+use tinygpt_core::Rng;
+use tinygpt_gpu::gate::stats::gate_stats;
+use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::submit;
+use tinygpt_gpu::ops::matmul::coop::{bind_matmul_coop, coop_unavailable};
+use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc, MATMUL_COOP};
+use tinygpt_gpu::ops::View;
+use tinygpt_gpu::testing::{random, TestGpu};
+
+/// The device lacks cooperative matrices: says so (the test did not run).
+fn unavailable(gpu: &TestGpu, test: &str) -> bool {
+    match coop_unavailable(&gpu.ctx) {
+        Some(why) => {
+            eprintln!("{test}: DID NOT RUN on this adapter: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+fn round16(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|&x| f16::from_f32(x).to_f32()).collect()
+}
+
+/// `desc` on the kernel with every operand 5 floats into its buffer and C
+/// starting from random values; returns (kernel, golden, bound) per output.
+fn run(gpu: &TestGpu, desc: MatmulDesc, seed: u64) -> (Vec<f32>, Vec<f64>, Vec<f64>) {
+    let ctx = &gpu.ctx;
+    let mut rng = Rng::new(seed);
+    let pad = |v: &[f32]| [&[3.0; 5][..], v].concat();
+    let a = random(&mut rng, desc.m * desc.k);
+    let b = random(&mut rng, desc.k * desc.n);
+    let bias = random(&mut rng, desc.n);
+    let c0 = random(&mut rng, desc.m * desc.n);
+    let bufs: Vec<_> = [&a, &b, &bias, &c0]
+        .iter()
+        .map(|v| ctx.upload("coop_operand", &pad(v)).unwrap())
+        .collect();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let biasv = desc.bias.then(|| View::at(&bufs[2], 5));
+    let (av, bv, cv) = (
+        View::at(&bufs[0], 5),
+        View::at(&bufs[1], 5),
+        View::at(&bufs[3], 5),
+    );
+    let k = bind_matmul_coop(ctx, &mut reg, desc, av, bv, biasv, cv).unwrap();
+    assert_eq!(k.key, MATMUL_COOP.key);
+    submit(ctx, "matmul_coop", &[&k]);
+    let got = pollster::block_on(ctx.read_f32(&bufs[3], 5 + (desc.m * desc.n) as usize)).unwrap();
+    assert_eq!(&got[..5], &[3.0; 5], "nothing before C's offset is written");
+    // The golden: f16 operands, exact sums; the bound: (K + 2) f32
+    // roundings of the largest partial sum.
+    let (a16, b16) = (round16(&a), round16(&b));
+    let (m, k, n) = (desc.m as usize, desc.k as usize, desc.n as usize);
+    let at = |i: usize, kk: usize| {
+        if desc.trans_a {
+            a16[kk * m + i]
+        } else {
+            a16[i * k + kk]
+        }
+    };
+    let bt = |kk: usize, j: usize| {
+        if desc.trans_b {
+            b16[j * k + kk]
+        } else {
+            b16[kk * n + j]
+        }
+    };
+    let (mut golden, mut bound) = (Vec::new(), Vec::new());
+    for i in 0..m {
+        for j in 0..n {
+            let (mut sum, mut mag) = (0.0f64, 0.0f64);
+            for kk in 0..k {
+                let p = at(i, kk) as f64 * bt(kk, j) as f64;
+                sum += p;
+                mag += p.abs();
+            }
+            let extra = [
+                desc.bias.then_some(bias[j]),
+                desc.accumulate.then_some(c0[i * n + j]),
+            ];
+            for x in extra.into_iter().flatten() {
+                sum += x as f64;
+                mag += (x as f64).abs();
+            }
+            golden.push(sum);
+            bound.push((k as f64 + 2.0) * 2f64.powi(-24) * mag + 1e-30);
+        }
+    }
+    (got[5..].to_vec(), golden, bound)
+}
+
+#[test]
+fn coop_matmul_equals_the_f16_golden_within_f32_rounding_in_every_layout() {
+    let gpu = gpu_or_skip!();
+    if unavailable(gpu, "coop golden") {
+        return;
+    }
+    let shapes = [
+        (1, 1, 1),
+        (3, 5, 7),
+        (128, 32, 128),
+        (129, 33, 130),
+        (200, 100, 257),
+        (64, 1032, 40),
+    ];
+    let mut seed = 0u64;
+    let mut worst = 0.0f64;
+    for (m, k, n) in shapes {
+        for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
+            seed += 1;
+            let desc = MatmulDesc {
+                m,
+                k,
+                n,
+                trans_a,
+                trans_b,
+                bias: seed.is_multiple_of(2),
+                accumulate: seed.is_multiple_of(3),
+            };
+            let (got, golden, bound) = run(gpu, desc, seed);
+            for (i, ((g, w), b)) in got.iter().zip(&golden).zip(&bound).enumerate() {
+                let ratio = (*g as f64 - w).abs() / b;
+                worst = worst.max(ratio);
+                assert!(
+                    ratio <= 1.0,
+                    "{desc:?} output {i}: got {g}, golden {w}, bound {b}"
+                );
+            }
+        }
+    }
+    eprintln!("coop golden: worst |kernel − golden| is {worst:.3} of the f32 reordering bound");
+}
+
+#[test]
+fn coop_matmul_passes_the_seed_gate_against_f32_at_the_primary_shape() {
+    let gpu = gpu_or_skip!();
+    if unavailable(gpu, "coop gate") {
+        return;
+    }
+    let desc = MatmulDesc {
+        m: 64,
+        k: 128,
+        n: 128,
+        ..Default::default()
+    };
+    let mut rng = Rng::new(0);
+    let a: Vec<f32> = (0..desc.m * desc.k)
+        .map(|_| rng.uniform(-0.2, 0.2))
+        .collect();
+    let b: Vec<f32> = (0..desc.k * desc.n)
+        .map(|_| rng.uniform(-0.2, 0.2))
+        .collect();
+    let want = matmul_reference(desc, &a, &b, None);
+    let ctx = &gpu.ctx;
+    let (ab, bb) = (ctx.upload("a", &a).unwrap(), ctx.upload("b", &b).unwrap());
+    let c = ctx.zeros("c", (desc.m * desc.n) as usize).unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let k = bind_matmul_coop(ctx, &mut reg, desc, &ab, &bb, None, &c).unwrap();
+    submit(ctx, "matmul_coop_gate", &[&k]);
+    let got = pollster::block_on(ctx.read_f32(&c, want.len())).unwrap();
+    let s = gate_stats(&got, &want);
+    eprintln!("coop gate 64×128×128: {s:?}");
+    assert!(s.passed, "{s:?}");
+}
+
+#[test]
+fn binding_says_why_where_the_device_has_no_cooperative_matrices() {
+    let gpu = gpu_or_skip!();
+    let Some(why) = coop_unavailable(&gpu.ctx) else {
+        eprintln!("binding refusal: DID NOT RUN: this adapter has cooperative matrices");
+        return;
+    };
+    let ctx = &gpu.ctx;
+    let x = ctx.zeros("x", 16).unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let desc = MatmulDesc {
+        m: 4,
+        k: 4,
+        n: 4,
+        ..Default::default()
+    };
+    let e = bind_matmul_coop(ctx, &mut reg, desc, &x, &x, None, &x)
+        .err()
+        .expect("refused");
+    eprintln!("{why}: {e}");
+    assert!(e.to_string().contains("cooperative matrix"), "{e}");
+}
