@@ -12,7 +12,7 @@ use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
-use tinygpt_gpu::ops::matmul::coop::bind_matmul_coop;
+use tinygpt_gpu::ops::matmul::coop::{bind_matmul_coop, bind_matmul_coop_direct};
 use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -153,7 +153,6 @@ fn bench_matmul(
     iters: usize,
     path: MatmulPath,
 ) -> Result<Value> {
-    let f16 = path == MatmulPath::F16Storage;
     let a = ctx.zeros("bench_a", (desc.m * desc.k) as usize)?;
     let b = ctx.zeros("bench_b", (desc.k * desc.n) as usize)?;
     let c = ctx.zeros("bench_c", (desc.m * desc.n) as usize)?;
@@ -164,11 +163,28 @@ fn bench_matmul(
             bind_matmul_f16w(ctx, reg, desc, &a, PackedW::at(&packed, 0), None, &c)?
         }
         MatmulPath::Coop => bind_matmul_coop(ctx, reg, desc, &a, &b, None, &c)?,
+        MatmulPath::CoopDirect => {
+            let ks = bind_matmul_coop_direct(ctx, reg, desc, &a, &b, None, &c)?;
+            return time_kernels(ctx, label, desc, iters, path, &ks);
+        }
         MatmulPath::F32 => bind_matmul(ctx, reg, desc, &a, &b, None, &c)?,
     };
-    submit(ctx, "warmup", &[&k]);
+    time_kernels(ctx, label, desc, iters, path, std::slice::from_ref(&k))
+}
+
+/// Times `iters` runs of `ks` (one matmul) in one submission.
+fn time_kernels(
+    ctx: &GpuContext,
+    label: &str,
+    desc: MatmulDesc,
+    iters: usize,
+    path: MatmulPath,
+    ks: &[tinygpt_gpu::kernel::BoundKernel],
+) -> Result<Value> {
+    let f16 = path == MatmulPath::F16Storage;
+    submit(ctx, "warmup", &ks.iter().collect::<Vec<_>>());
     sync(ctx)?;
-    let kernels: Vec<_> = std::iter::repeat_n(&k, iters).collect();
+    let kernels: Vec<_> = (0..iters).flat_map(|_| ks.iter()).collect();
     let t0 = Instant::now();
     submit(ctx, "bench", &kernels);
     sync(ctx)?;
@@ -258,8 +274,11 @@ enum MatmulPath {
     F32,
     /// The weight operand read as packed halves.
     F16Storage,
-    /// Cooperative matrices (tensor cores): f16 operands, f32 sums.
+    /// Cooperative matrices (tensor cores): f16 operands, f32 sums,
+    /// staged through workgroup memory.
     Coop,
+    /// The same from f16-staged operands in storage (staging included).
+    CoopDirect,
 }
 
 impl MatmulPath {
@@ -268,6 +287,7 @@ impl MatmulPath {
             Self::F32 => "f32",
             Self::F16Storage => "f16-storage",
             Self::Coop => "coop-matrix",
+            Self::CoopDirect => "coop-matrix-direct",
         }
     }
 }
@@ -320,14 +340,9 @@ fn bench_matmuls(
             )?);
         }
         if ctx.coop_matrix && desc.m > 1 {
-            out.push(bench_matmul(
-                ctx,
-                reg,
-                label,
-                desc,
-                iters,
-                MatmulPath::Coop,
-            )?);
+            for path in [MatmulPath::Coop, MatmulPath::CoopDirect] {
+                out.push(bench_matmul(ctx, reg, label, desc, iters, path)?);
+            }
         }
     }
     Ok(out)

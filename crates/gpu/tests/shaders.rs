@@ -22,6 +22,9 @@ fn validate(src: &KernelSource) -> Result<(), String> {
     // core WGSL (wgpu sets this capability for every adapter it runs on).
     let mut caps = Capabilities::default() | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     // The tensor-core kernel, with what its device must offer (native only).
+    if src.wgsl.contains("enable f16;") {
+        caps |= Capabilities::SHADER_FLOAT16;
+    }
     if src.wgsl.contains("enable wgpu_cooperative_matrix;") {
         caps |= Capabilities::COOPERATIVE_MATRIX
             | Capabilities::SHADER_FLOAT16

@@ -4,10 +4,14 @@
 //! f32. Native devices where [`GpuContext::coop_matrix`] holds; elsewhere
 //! binding fails with a message that says why.
 
+use super::desc::check_operands;
 use super::desc::MatmulDesc;
-use super::kernels::{MATMUL_COOP, MATMUL_TILE_COOP};
+use super::kernels::{
+    COOP_STAGE_A, COOP_STAGE_B, MATMUL_COOP, MATMUL_COOP_DIRECT, MATMUL_TILE_COOP,
+};
 use super::tiled::bind_with;
 use crate::kernel::BoundKernel;
+use crate::ops::common::bind_kernel;
 use crate::ops::View;
 use crate::registry::PipelineRegistry;
 use crate::{GpuContext, GpuError};
@@ -22,8 +26,86 @@ pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
     )
 }
 
+fn refuse(ctx: &GpuContext) -> Result<(), GpuError> {
+    match coop_unavailable(ctx) {
+        Some(_) => Err(GpuError::MissingFeature {
+            feature: "16×16×16 f16 → f32 cooperative matrix (32-wide subgroups)",
+            needed_for: "the tensor-core matmul",
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Workgroups of 64 for `n` invocations, as a grid within the 65,535 limit
+/// per dimension (the stage kernels flatten it back).
+fn grid_of_64(n: u32) -> [u32; 3] {
+    let groups = n.div_ceil(64).max(1);
+    let x = groups.min(65_535);
+    [x, groups.div_ceil(x), 1]
+}
+
+/// Binds `C (M, N) = op(A) · op(B) [+ bias] [+ C]` as three dispatches:
+/// op(A) and op(B) staged as zero-padded f16 (`coop_stage.wgsl`, into
+/// buffers this binding owns), then the cooperative-matrix kernel reading
+/// its fragments straight from them (`matmul_coop_direct.wgsl`, one
+/// subgroup per 32×64 block of C).
+pub fn bind_matmul_coop_direct<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+) -> Result<Vec<BoundKernel>, GpuError> {
+    refuse(ctx)?;
+    let (a, b, c) = (a.into(), b.into(), c.into());
+    check_operands("matmul_coop", &desc, a, (Some(b), b.buffer), bias, c)?;
+    let (mp, kp, np) = (
+        desc.m.next_multiple_of(32),
+        desc.k.next_multiple_of(16),
+        desc.n.next_multiple_of(64),
+    );
+    // f16 halves, in whole words.
+    let a16 = ctx.zeros("coop_a16", (mp * kp).div_ceil(2) as usize)?;
+    let b16 = ctx.zeros("coop_b16", (kp * np).div_ceil(2) as usize)?;
+    let bias = bias.unwrap_or(a);
+    let offsets = [a.offset, b.offset, bias.offset, c.offset];
+    let uniform = desc
+        .params(offsets, [0, 0], 0)
+        .upload(ctx, "matmul_coop_params");
+    let stage_a = bind_kernel(
+        ctx,
+        registry,
+        &COOP_STAGE_A,
+        &uniform,
+        &[(1, a.buffer), (5, &a16)],
+        grid_of_64(mp * kp),
+    );
+    let stage_b = bind_kernel(
+        ctx,
+        registry,
+        &COOP_STAGE_B,
+        &uniform,
+        &[(2, b.buffer), (5, &b16)],
+        grid_of_64(kp * np),
+    );
+    let buffers = [(3, bias.buffer), (4, c.buffer), (5, &a16), (6, &b16)];
+    let groups = [np / 64, mp / 32, 1];
+    let main = bind_kernel(
+        ctx,
+        registry,
+        &MATMUL_COOP_DIRECT,
+        &uniform,
+        &buffers,
+        groups,
+    );
+    Ok(vec![stage_a, stage_b, main])
+}
+
 /// Binds `C (M, N) = op(A) · op(B) [+ bias] [+ C]` to the cooperative-matrix
-/// kernel: one 128×128 tile of C per workgroup.
+/// kernel that stages through workgroup memory: one 128×128 tile of C per
+/// workgroup.
 pub fn bind_matmul_coop<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
@@ -33,12 +115,7 @@ pub fn bind_matmul_coop<'a>(
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    if coop_unavailable(ctx).is_some() {
-        return Err(GpuError::MissingFeature {
-            feature: "16×16×16 f16 → f32 cooperative matrix (32-wide subgroups)",
-            needed_for: "the tensor-core matmul",
-        });
-    }
+    refuse(ctx)?;
     let groups = [
         desc.n.div_ceil(MATMUL_TILE_COOP),
         desc.m.div_ceil(MATMUL_TILE_COOP),

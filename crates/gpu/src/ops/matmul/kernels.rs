@@ -16,6 +16,8 @@ const MATMUL_WGSL: &str = with_common!("matmul.wgsl");
 const MATMUL_SMALL_WGSL: &str = with_common!("matmul_small.wgsl");
 const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
 const MATMUL_COOP_WGSL: &str = with_common!("matmul_coop.wgsl");
+const MATMUL_COOP_DIRECT_WGSL: &str = with_common!("matmul_coop_direct.wgsl");
+const COOP_STAGE_WGSL: &str = with_common!("coop_stage.wgsl");
 
 pub const MATMUL_F32: KernelSource = KernelSource {
     key: "matmul_f32_64x64_k16",
@@ -52,6 +54,31 @@ pub const MATMUL_COOP: KernelSource = KernelSource {
     key: "matmul_coop_f16_f32_128x128_k32",
     wgsl: MATMUL_COOP_WGSL,
     entry: "main",
+    constants: &[],
+};
+
+/// The cooperative-matrix matmul from f16-staged operands
+/// (`ops::matmul::coop::bind_matmul_coop_direct`).
+pub const MATMUL_COOP_DIRECT: KernelSource = KernelSource {
+    key: "matmul_coop_direct_32x64_k16",
+    wgsl: MATMUL_COOP_DIRECT_WGSL,
+    entry: "main",
+    constants: &[],
+};
+
+/// op(A) staged as f16 `[M′][K′]` for [`MATMUL_COOP_DIRECT`].
+pub const COOP_STAGE_A: KernelSource = KernelSource {
+    key: "coop_stage_a",
+    wgsl: COOP_STAGE_WGSL,
+    entry: "stage_a",
+    constants: &[],
+};
+
+/// op(B) staged as f16 `[K′][N′]` for [`MATMUL_COOP_DIRECT`].
+pub const COOP_STAGE_B: KernelSource = KernelSource {
+    key: "coop_stage_b",
+    wgsl: COOP_STAGE_WGSL,
+    entry: "stage_b",
     constants: &[],
 };
 

@@ -1,0 +1,82 @@
+// The cooperative-matrix matmul straight from storage: op(A) and op(B)
+// staged as f16 by coop_stage.wgsl ([M′][K′], [K′][N′], zero-padded), one
+// 32-invocation workgroup (one subgroup) per 32×64 block of C, loading its
+// 2 + 4 16×16 fragments per 16-wide K step from storage and summing in f32
+// accumulators; the epilogue goes through a 16×16 f32 scratch for the
+// bias, the accumulation and the bounds (matmul_common.wgsl, appended).
+// The strides are read into `let`s before the K loop (naga 30's SPIR-V
+// writer fails on a uniform read inside it).
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+@group(0) @binding(5) var<storage, read> a16: array<f16>;
+@group(0) @binding(6) var<storage, read> b16: array<f16>;
+
+var<workgroup> scratch: array<f32, 256>;
+
+fn padded_to(x: u32, to: u32) -> u32 {
+    return (x + to - 1u) / to * to;
+}
+
+fn store_tile(t: coop_mat16x16<f32, C>, lane: u32, r0: u32, c0: u32) {
+    coopStoreT(t, &scratch[0], 16u);
+    workgroupBarrier();
+    for (var i = lane; i < 256u; i += 32u) {
+        let row = r0 + i / 16u;
+        let col = c0 + i % 16u;
+        if (row < p.m && col < p.n) {
+            var v = scratch[i];
+            if ((p.flags & HAS_BIAS) != 0u) {
+                v += bias[p.bias_off + col];
+            }
+            let o = p.c_off + row * p.n + col;
+            if ((p.flags & ACCUMULATE) != 0u) {
+                v += c[o];
+            }
+            c[o] = v;
+        }
+    }
+    workgroupBarrier();
+}
+
+@compute @workgroup_size(32)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+    let lda = padded_to(p.k, 16u);
+    let ldb = padded_to(p.n, 64u);
+    let kend = lda;
+    let r0 = wg.y * 32u;
+    let c0 = wg.x * 64u;
+    var c00 = coop_mat16x16<f32, C>();
+    var c01 = coop_mat16x16<f32, C>();
+    var c02 = coop_mat16x16<f32, C>();
+    var c03 = coop_mat16x16<f32, C>();
+    var c10 = coop_mat16x16<f32, C>();
+    var c11 = coop_mat16x16<f32, C>();
+    var c12 = coop_mat16x16<f32, C>();
+    var c13 = coop_mat16x16<f32, C>();
+    for (var k0 = 0u; k0 < kend; k0 += 16u) {
+        let a0 = coopLoadT<coop_mat16x16<f16, A>>(&a16[r0 * lda + k0], lda);
+        let a1 = coopLoadT<coop_mat16x16<f16, A>>(&a16[(r0 + 16u) * lda + k0], lda);
+        let b0 = coopLoadT<coop_mat16x16<f16, B>>(&b16[k0 * ldb + c0], ldb);
+        let b1 = coopLoadT<coop_mat16x16<f16, B>>(&b16[k0 * ldb + c0 + 16u], ldb);
+        let b2 = coopLoadT<coop_mat16x16<f16, B>>(&b16[k0 * ldb + c0 + 32u], ldb);
+        let b3 = coopLoadT<coop_mat16x16<f16, B>>(&b16[k0 * ldb + c0 + 48u], ldb);
+        c00 = coopMultiplyAdd(a0, b0, c00);
+        c01 = coopMultiplyAdd(a0, b1, c01);
+        c02 = coopMultiplyAdd(a0, b2, c02);
+        c03 = coopMultiplyAdd(a0, b3, c03);
+        c10 = coopMultiplyAdd(a1, b0, c10);
+        c11 = coopMultiplyAdd(a1, b1, c11);
+        c12 = coopMultiplyAdd(a1, b2, c12);
+        c13 = coopMultiplyAdd(a1, b3, c13);
+    }
+    store_tile(c00, lane, r0, c0);
+    store_tile(c01, lane, r0, c0 + 16u);
+    store_tile(c02, lane, r0, c0 + 32u);
+    store_tile(c03, lane, r0, c0 + 48u);
+    store_tile(c10, lane, r0 + 16u, c0);
+    store_tile(c11, lane, r0 + 16u, c0 + 16u);
+    store_tile(c12, lane, r0 + 16u, c0 + 32u);
+    store_tile(c13, lane, r0 + 16u, c0 + 48u);
+}
