@@ -275,7 +275,13 @@ fn gemv_partial_sums_past_the_f16_range_are_caught_while_the_result_is_represent
     assert!(good.passed && good.non_finite == 0, "{good:?}");
     let bad = run(Some(Fault::F16Accumulate));
     eprintln!("gemv f16 accumulation: {bad:?}");
-    assert!(!bad.passed && bad.non_finite > 0, "{bad:?}");
+    // The lanes' saturated sums meet as +inf and −inf: lavapipe gives NaN,
+    // the H200's Vulkan compiler (no Inf/NaN preservation asked for) gave
+    // finite garbage (mean_rel 100 %). Either way the gate fails, by far.
+    assert!(
+        !bad.passed && (bad.non_finite > 0 || bad.mean_rel_err > 0.5),
+        "{bad:?}"
+    );
 }
 
 /// Products whose sum itself passes 65504 (K = 4096, products near 16,
