@@ -1,6 +1,6 @@
 // Stages one operand of the cooperative-matrix matmul (matmul_coop.wgsl)
 // as f16: op(A) as [M′][K′] and op(B) as [K′][N′] row-major (M′ a multiple
-// of 32, K′ of 16, N′ of 64), each element rounded to f16 by the device's
+// of 64, K′ of 16, N′ of 128), each element rounded to f16 by the device's
 // f32 → f16 conversion, zero outside the matrix, so the matmul's
 // cooperative loads never leave their operand. op_a / op_b and the Params
 // uniform are matmul_common.wgsl's (appended).
@@ -18,7 +18,7 @@ fn padded(x: u32, to: u32) -> u32 {
 fn stage_a(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let kp = padded(p.k, 16u);
     let i = gid.y * nwg.x * 64u + gid.x;
-    if (i >= padded(p.m, 32u) * kp) {
+    if (i >= padded(p.m, 64u) * kp) {
         return;
     }
     staged[i] = f16(op_a(i / kp, i % kp));
@@ -26,7 +26,7 @@ fn stage_a(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
 
 @compute @workgroup_size(64)
 fn stage_b(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let np = padded(p.n, 64u);
+    let np = padded(p.n, 128u);
     let i = gid.y * nwg.x * 64u + gid.x;
     if (i >= padded(p.k, 16u) * np) {
         return;

@@ -12,7 +12,7 @@ use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
-use tinygpt_gpu::ops::matmul::coop::{bind_matmul_coop, bind_matmul_coop_direct};
+use tinygpt_gpu::ops::matmul::coop::bind_matmul_coop;
 use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -162,9 +162,8 @@ fn bench_matmul(
         MatmulPath::F16Storage => {
             bind_matmul_f16w(ctx, reg, desc, &a, PackedW::at(&packed, 0), None, &c)?
         }
-        MatmulPath::Coop => bind_matmul_coop(ctx, reg, desc, &a, &b, None, &c)?,
-        MatmulPath::CoopDirect => {
-            let ks = bind_matmul_coop_direct(ctx, reg, desc, &a, &b, None, &c)?;
+        MatmulPath::Coop => {
+            let ks = bind_matmul_coop(ctx, reg, desc, &a, &b, None, &c)?;
             return time_kernels(ctx, label, desc, iters, path, &ks);
         }
         MatmulPath::F32 => bind_matmul(ctx, reg, desc, &a, &b, None, &c)?,
@@ -274,11 +273,9 @@ enum MatmulPath {
     F32,
     /// The weight operand read as packed halves.
     F16Storage,
-    /// Cooperative matrices (tensor cores): f16 operands, f32 sums,
-    /// staged through workgroup memory.
+    /// Cooperative matrices (tensor cores): f16 operands, f32 sums (the
+    /// staging of both operands included).
     Coop,
-    /// The same from f16-staged operands in storage (staging included).
-    CoopDirect,
 }
 
 impl MatmulPath {
@@ -287,7 +284,6 @@ impl MatmulPath {
             Self::F32 => "f32",
             Self::F16Storage => "f16-storage",
             Self::Coop => "coop-matrix",
-            Self::CoopDirect => "coop-matrix-direct",
         }
     }
 }
@@ -340,9 +336,14 @@ fn bench_matmuls(
             )?);
         }
         if ctx.coop_matrix && desc.m > 1 {
-            for path in [MatmulPath::Coop, MatmulPath::CoopDirect] {
-                out.push(bench_matmul(ctx, reg, label, desc, iters, path)?);
-            }
+            out.push(bench_matmul(
+                ctx,
+                reg,
+                label,
+                desc,
+                iters,
+                MatmulPath::Coop,
+            )?);
         }
     }
     Ok(out)

@@ -141,6 +141,7 @@ impl GpuContext {
             shader_f16: self.features.contains(wgpu::Features::SHADER_F16),
             timestamp_query: self.features.contains(wgpu::Features::TIMESTAMP_QUERY),
             subgroups: self.features.contains(wgpu::Features::SUBGROUP),
+            coop_matrix: self.coop_matrix,
             ..Default::default()
         }
     }

@@ -19,6 +19,10 @@ pub struct DetectedFeatures {
     /// Subgroup operations. On the web wgpu cannot see them, so this is read
     /// from the JS adapter's feature set.
     pub subgroups: bool,
+    /// Cooperative matrices (tensor cores) the engine's kernel can use:
+    /// 16×16×16 f16 → f32 with 32-wide subgroups (native only).
+    #[serde(default)]
+    pub coop_matrix: bool,
     /// WebNN can run here: `navigator.ml.createContext()` gave a context.
     pub webnn: bool,
     /// `navigator.ml` exists (with or without a backend behind it).

@@ -25,7 +25,6 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &argmax::GREEDY_PICK,
         &floor::FLOOR_NOOP,
         &matmul::MATMUL_COOP,
-        &matmul::MATMUL_COOP_DIRECT,
         &matmul::COOP_STAGE_A,
         &matmul::COOP_STAGE_B,
         &floor::FLOOR_TOUCH,

@@ -16,7 +16,6 @@ const MATMUL_WGSL: &str = with_common!("matmul.wgsl");
 const MATMUL_SMALL_WGSL: &str = with_common!("matmul_small.wgsl");
 const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
 const MATMUL_COOP_WGSL: &str = with_common!("matmul_coop.wgsl");
-const MATMUL_COOP_DIRECT_WGSL: &str = with_common!("matmul_coop_direct.wgsl");
 const COOP_STAGE_WGSL: &str = with_common!("coop_stage.wgsl");
 
 pub const MATMUL_F32: KernelSource = KernelSource {
@@ -49,24 +48,15 @@ pub const MATMUL_F32_128: KernelSource = KernelSource {
 };
 
 /// The cooperative-matrix matmul (`ops::matmul::coop`; native devices with
-/// `GpuContext::coop_matrix`).
+/// `GpuContext::coop_matrix`), from f16-staged operands.
 pub const MATMUL_COOP: KernelSource = KernelSource {
-    key: "matmul_coop_f16_f32_128x128_k32",
+    key: "matmul_coop_64x128_k16",
     wgsl: MATMUL_COOP_WGSL,
     entry: "main",
     constants: &[],
 };
 
-/// The cooperative-matrix matmul from f16-staged operands
-/// (`ops::matmul::coop::bind_matmul_coop_direct`).
-pub const MATMUL_COOP_DIRECT: KernelSource = KernelSource {
-    key: "matmul_coop_direct_32x64_k16",
-    wgsl: MATMUL_COOP_DIRECT_WGSL,
-    entry: "main",
-    constants: &[],
-};
-
-/// op(A) staged as f16 `[M′][K′]` for [`MATMUL_COOP_DIRECT`].
+/// op(A) staged as f16 `[M′][K′]` for [`MATMUL_COOP`].
 pub const COOP_STAGE_A: KernelSource = KernelSource {
     key: "coop_stage_a",
     wgsl: COOP_STAGE_WGSL,
@@ -74,7 +64,7 @@ pub const COOP_STAGE_A: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// op(B) staged as f16 `[K′][N′]` for [`MATMUL_COOP_DIRECT`].
+/// op(B) staged as f16 `[K′][N′]` for [`MATMUL_COOP`].
 pub const COOP_STAGE_B: KernelSource = KernelSource {
     key: "coop_stage_b",
     wgsl: COOP_STAGE_WGSL,
@@ -95,8 +85,6 @@ pub(super) const KT: u32 = 16;
 pub(super) const KT_SMALL: u32 = 32;
 /// Threads per workgroup of `reduce_slices`.
 pub(super) const REDUCE_THREADS: u32 = 256;
-/// Output tile edge of the cooperative-matrix kernel.
-pub const MATMUL_TILE_COOP: u32 = 128;
 /// Output tile edge of the large-output kernel.
 pub const MATMUL_TILE_LARGE: u32 = 128;
 /// Fewest 128×128 tiles for which the large-output kernel is used: about

@@ -22,8 +22,8 @@ pub use gemv::{
     bind_gemv, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU, GEMV_F32, GEMV_F32_COLS, GEMV_F32_LN,
 };
 pub use kernels::{
-    COOP_STAGE_A, COOP_STAGE_B, MATMUL_COOP, MATMUL_COOP_DIRECT, MATMUL_F32, MATMUL_F32_128,
-    MATMUL_F32_CELLS, MATMUL_F32_SMALL, MATMUL_REDUCE, MATMUL_TILE_COOP, MATMUL_TILE_LARGE,
+    COOP_STAGE_A, COOP_STAGE_B, MATMUL_COOP, MATMUL_F32, MATMUL_F32_128, MATMUL_F32_CELLS,
+    MATMUL_F32_SMALL, MATMUL_REDUCE, MATMUL_TILE_LARGE,
 };
 pub use reference::{f16w_golden, f32_order_bound, matmul_once, matmul_once_in, matmul_reference};
 pub use split_k::bind_matmul_split_k;

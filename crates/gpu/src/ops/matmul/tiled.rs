@@ -52,10 +52,8 @@ pub fn bind_matmul_tiled<'a>(
     bind_with(ctx, registry, kernel.source(), groups, desc, a, b, bias, c)
 }
 
-/// Binds `desc` to the matmul kernel `src` (matmul_common.wgsl's bindings
-/// and uniform) over `workgroups`.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn bind_with<'a>(
+fn bind_with<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     src: &KernelSource,
