@@ -228,3 +228,22 @@ export async function localise(page, prompt) {
     verdict: await page.getByTestId("localization-verdict").innerText(),
   };
 }
+
+const AXE = new URL("./node_modules/axe-core/axe.min.js", import.meta.url).pathname;
+
+/**
+ * Runs the axe-core accessibility audit (from npm, evaluated through the
+ * DevTools protocol, which the page's CSP does not govern) on the page as
+ * it is, and returns the serious and critical violations as readable lines
+ * (`rule: what — element, …`).
+ */
+export async function a11yViolations(page) {
+  const { readFile } = await import("node:fs/promises");
+  if (!(await page.evaluate(() => typeof window.axe === "object"))) {
+    await page.evaluate(await readFile(AXE, "utf8"));
+  }
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  return result.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 4).map((n) => n.target.join(" ")).join(", ")}`);
+}

@@ -18,6 +18,7 @@ mod precision_plot;
 mod progress;
 mod sample;
 mod saves;
+mod shortcuts;
 mod title;
 mod train;
 mod worker_link;
@@ -268,6 +269,7 @@ pub fn App() -> impl IntoView {
     watch_visibility(store);
     expose_test_hooks(store);
     title::follow_the_run(store);
+    shortcuts::listen();
 
     view! {
         <header class="top">
@@ -295,6 +297,7 @@ pub fn App() -> impl IntoView {
             <precision::PrecisionPanel store=store />
         </main>
         <LogPanel logs=store.logs />
+        <shortcuts::ShortcutList />
     }
 }
 
@@ -333,7 +336,7 @@ fn LogPanel(
     view! {
         <details class="log" open>
             <summary>"log"</summary>
-            <pre data-testid="log">
+            <pre data-testid="log" tabindex="0" role="log" aria-label="the worker's log">
                 {move || {
                     logs.get()
                         .iter()

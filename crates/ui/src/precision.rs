@@ -46,7 +46,7 @@ fn gate_block(r: GateReport) -> impl IntoView {
             " — "
             {verdict}
             {format!(" ({:.0} ms)", r.millis)}
-            <pre>{r.lines.join("\n")}</pre>
+            <pre tabindex="0" role="region" aria-label=format!("{} gate console lines", r.label)>{r.lines.join("\n")}</pre>
             <div class="cases" data-testid=format!("cases-{}", r.path)>
                 {r.cases.into_iter().map(case_view).collect_view()}
             </div>
@@ -170,8 +170,8 @@ fn sample_pair(s: SampleGate, label: String) -> impl IntoView {
             data-diverge=s.first_divergence.map_or("none".to_string(), |i| i.to_string())>
             <p class="muted" data-testid="sample-pair-verdict">{verdict}</p>
             <div class="pair">
-                <div><h4>"f32"</h4><pre data-testid="sample-f32">{f32_same}<mark class="diverge">{f32_rest}</mark></pre></div>
-                <div><h4>{label}</h4><pre data-testid="sample-fast">{fast_same}<mark class="diverge">{fast_rest}</mark></pre></div>
+                <div><h4>"f32"</h4><pre tabindex="0" data-testid="sample-f32">{f32_same}<mark class="diverge">{f32_rest}</mark></pre></div>
+                <div><h4>{label}</h4><pre tabindex="0" data-testid="sample-fast">{fast_same}<mark class="diverge">{fast_rest}</mark></pre></div>
             </div>
         </div>
     }
@@ -223,7 +223,7 @@ fn localization_chart(r: LocalizeReport) -> impl IntoView {
                 </line>
             </svg>
             <p data-testid="localization-verdict">{verdict}</p>
-            <details><summary>"every stage"</summary><pre>{r.lines.join("\n")}</pre></details>
+            <details><summary>"every stage"</summary><pre tabindex="0">{r.lines.join("\n")}</pre></details>
         </figure>
     }
 }
@@ -322,10 +322,12 @@ fn PrecisionLog(store: Store) -> impl IntoView {
             <p class="error-text" data-testid="precision-log-problem">
                 {move || store.precision_log.with(|l| l.as_ref().and_then(|l| l.1.clone()))}
             </p>
+            <div class="table-wrap" tabindex="0" role="region" aria-label="the precision log">
             <table data-testid="precision-log-table" data-records=move || records().len()>
                 <thead><tr><th>"when"</th><th>"occasion"</th><th>"path"</th><th>"verdict"</th><th>"adapter"</th><th>"cases"</th></tr></thead>
                 <tbody>{move || records().into_iter().rev().map(record_row).collect_view()}</tbody>
             </table>
+            </div>
         </details>
     }
 }

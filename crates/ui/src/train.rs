@@ -360,7 +360,7 @@ fn CorpusPicker(
                     on:change=move |_| corpus.set(CorpusChoice::Upload) />
                 " my .txt file: "
             </label>
-            <input type="file" accept=".txt,text/plain" data-testid="corpus-file"
+            <input type="file" accept=".txt,text/plain" data-testid="corpus-file" aria-label="your .txt corpus file"
                 on:change=move |ev| form.read_corpus(store, ev) />
             <span class="muted" data-testid="corpus-file-status"
                 data-loaded=move || upload.with(|u| u.is_some()).to_string()>

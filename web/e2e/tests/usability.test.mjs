@@ -1,0 +1,141 @@
+// What every user expects of the page (issue #17): no serious or critical
+// accessibility violation (axe-core from npm, injected by the harness) in
+// any state these tests reach, every control reachable by keyboard and
+// labelled; the layout usable at 390 px without horizontal scrolling; the
+// keyboard shortcuts listed in the page and doing what their buttons do.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { serve, launch, openReady, unexpectedErrors, patience, trainQuick, localise, a11yViolations, waitForRunState, fillFields } from "../lib.mjs";
+
+let server;
+before(async () => {
+  server = await serve();
+});
+after(async () => {
+  await server?.close();
+});
+
+/** Fails with every serious or critical violation of the page as it is now. */
+async function audit(page, state) {
+  const found = await a11yViolations(page);
+  assert.deepEqual(found, [], `accessibility violations ${state}`);
+  console.log(`  axe: no serious or critical violation ${state}`);
+}
+
+/** Every enabled control can take the keyboard's focus. */
+async function everyControlFocusable(page) {
+  const unreachable = await page.evaluate(() =>
+    [...document.querySelectorAll("button, input, select, textarea, summary, a[href]")]
+      .filter((e) => !e.disabled && e.offsetParent !== null && e.tabIndex < 0)
+      .map((e) => e.outerHTML.slice(0, 80)),
+  );
+  assert.deepEqual(unreachable, [], "controls the keyboard cannot reach");
+}
+
+async function loadBundled(page) {
+  await page.getByTestId("load-bundled").click();
+  await page.waitForFunction(
+    () => /verified on this model in [\d.]+s/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
+    null,
+    { timeout: patience(180_000) },
+  );
+}
+
+test("no serious or critical accessibility violation in any state the page reaches, and every control takes the keyboard", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
+    await audit(page, "at start");
+    await page.evaluate(() => (document.querySelector('[data-testid="gates"]').open = true));
+    await page.locator('[data-testid="precision-log"] > summary').click();
+    await page.locator('[data-testid="shortcuts"] > summary').click();
+    await audit(page, "with the gates, the precision log and the shortcuts open");
+    await trainQuick(page, { steps: 10, evalInterval: 5 });
+    await audit(page, "after a run");
+    await loadBundled(page);
+    await localise(page, "ROMEO:");
+    await audit(page, "with the bundled model gated and localised");
+    await everyControlFocusable(page);
+    await page.getByTestId("localize-prompt").fill("☃");
+    await page.getByTestId("localize-run").click();
+    await page.getByTestId("error").waitFor({ timeout: patience(30_000) });
+    await audit(page, "with an error shown");
+    await page.reload();
+    await page.getByTestId("resume-offer").waitFor({ timeout: patience(90_000) });
+    await audit(page, "after a reload, with the offer to resume the last run");
+    assert.deepEqual(unexpectedErrors(logs, [/localising the fast paths/]), []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("at 390 px wide the page needs no horizontal scrolling", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    await page.setViewportSize({ width: 390, height: 844 });
+    const overflow = () =>
+      page.evaluate(() => {
+        const doc = document.documentElement;
+        const wide = [...document.querySelectorAll("body *")]
+          .filter((e) => e.getBoundingClientRect().right > doc.clientWidth + 1 && getComputedStyle(e).position !== "fixed")
+          .slice(0, 5)
+          .map((e) => `${e.tagName.toLowerCase()}.${e.className}`);
+        return { scroll: doc.scrollWidth, client: doc.clientWidth, wide };
+      });
+    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
+    let o = await overflow();
+    assert.ok(o.scroll <= o.client, `at start: ${JSON.stringify(o)}`);
+    await loadBundled(page);
+    await page.evaluate(() => (document.querySelector('[data-testid="gates"]').open = true));
+    await localise(page, "ROMEO:");
+    await page.locator('[data-testid="precision-log"] > summary').click();
+    o = await overflow();
+    assert.ok(o.scroll <= o.client, `with the model, gates and precision views: ${JSON.stringify(o)}`);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("keyboard shortcuts are listed in the page and press their buttons", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
+    const list = page.getByTestId("shortcuts");
+    assert.equal(await list.locator("dt").count(), 5);
+    assert.match(await list.textContent(), /Ctrl\/⌘ \+ Enter/);
+    await page.locator("body").press("?");
+    assert.equal(await list.evaluate((d) => d.open), true, "? opens the list");
+    await page.locator("body").press("?");
+    assert.equal(await list.evaluate((d) => d.open), false, "? closes it");
+    // Training: Alt+P pauses and resumes, Alt+S stops.
+    await page.getByTestId("preset").selectOption("nano");
+    await fillFields(page, { "hp-steps": 5000, "hp-batch": 1, "hp-eval-interval": 1000 });
+    await page.getByTestId("train").click();
+    await waitForRunState(page, "running");
+    await page.locator("body").press("Alt+p");
+    await waitForRunState(page, "paused");
+    await page.locator("body").press("Alt+p");
+    await waitForRunState(page, "running");
+    await page.locator("body").press("Alt+s");
+    await waitForRunState(page, "stopped");
+    // Sampling: Ctrl+Enter in the prompt generates, Esc stops a long one.
+    await fillFields(page, { "sample-length": 5000, "sample-temperature": "0.8" });
+    await page.getByTestId("sample-prompt").press("Control+Enter");
+    await page.waitForFunction(() => (document.querySelector('[data-testid="sample-output"]')?.textContent ?? "").length >= 3, null, {
+      timeout: patience(120_000),
+    });
+    await page.getByTestId("sample-prompt").press("Escape");
+    await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
+      timeout: patience(30_000),
+    });
+    const n = [...(await page.getByTestId("sample-output").textContent())].length;
+    assert.ok(n >= 3 && n < 5000, `Esc stopped the generation after ${n} characters`);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
