@@ -18,6 +18,7 @@ mod precision_plot;
 mod progress;
 mod sample;
 mod saves;
+mod share;
 mod shortcuts;
 mod title;
 mod train;
@@ -110,6 +111,9 @@ pub(crate) struct Store {
     /// The run was paused because the tab was hidden (resume when shown).
     paused_by_hiding: RwSignal<bool>,
     link: StoredValue<Option<WorkerLink>, LocalStorage>,
+    /// The fields a share link carries, by link key (the panels register
+    /// theirs).
+    shared: StoredValue<Vec<(&'static str, RwSignal<String>)>, LocalStorage>,
 }
 
 /// Restarts after worker crashes before the page gives up and says so.
@@ -145,6 +149,7 @@ impl Store {
             pause_when_hidden: RwSignal::new(false),
             paused_by_hiding: RwSignal::new(false),
             link: StoredValue::new_local(None),
+            shared: StoredValue::new_local(Vec::new()),
         }
     }
 
@@ -248,6 +253,23 @@ impl Store {
             .with(|m| m.as_ref().map_or(BUNDLED_VOCAB, |m| m.config.vocab_size))
     }
 
+    /// Adds fields to what a share link carries.
+    pub fn share_fields(&self, fields: &[(&'static str, RwSignal<String>)]) {
+        self.shared.update_value(|s| s.extend_from_slice(fields));
+    }
+
+    /// The link of the setup as it is typed now (`share::KEYS` order).
+    pub fn share_link(&self, base: &str) -> String {
+        let values: Vec<(&str, String)> = self.shared.with_value(|s| {
+            share::KEYS
+                .iter()
+                .filter_map(|k| s.iter().find(|(key, _)| key == k))
+                .map(|(k, v)| (*k, v.get_untracked()))
+                .collect()
+        });
+        share::link(base, &values)
+    }
+
     /// Whether a run holds the worker (running or paused).
     pub fn run_active(&self) -> bool {
         matches!(self.run_state.get(), RunState::Running | RunState::Paused)
@@ -270,6 +292,9 @@ pub fn App() -> impl IntoView {
     expose_test_hooks(store);
     title::follow_the_run(store);
     shortcuts::listen();
+    if let Some(problem) = share::from_location().problem() {
+        store.show_error("opening a shared link", problem);
+    }
 
     view! {
         <header class="top">
@@ -295,6 +320,7 @@ pub fn App() -> impl IntoView {
             <checkpoint::CheckpointPanel store=store />
             <saves::SavedRunsPanel store=store />
             <precision::PrecisionPanel store=store />
+            <share::SharePanel store=store />
         </main>
         <LogPanel logs=store.logs />
         <shortcuts::ShortcutList />

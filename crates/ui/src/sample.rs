@@ -58,14 +58,19 @@ struct SampleForm {
 }
 
 impl SampleForm {
-    fn new() -> Self {
+    /// The defaults, or a shared link's values (those that passed
+    /// `share::parse`).
+    fn new(shared: &crate::share::Shared) -> Self {
+        let value = |key: &str, default: &str| {
+            RwSignal::new(shared.get(key).unwrap_or(default).to_string())
+        };
         Self {
-            prompt: RwSignal::new("ROMEO:\n".to_string()),
-            length: RwSignal::new("300".to_string()),
-            temperature: RwSignal::new("0.8".to_string()),
-            top_k: RwSignal::new("40".to_string()),
-            top_p: RwSignal::new(String::new()),
-            seed: RwSignal::new("42".to_string()),
+            prompt: value("prompt", "ROMEO:\n"),
+            length: value("length", "300"),
+            temperature: value("temperature", "0.8"),
+            top_k: value("top_k", "40"),
+            top_p: value("top_p", ""),
+            seed: value("sample_seed", "42"),
             problem: RwSignal::new(None),
         }
     }
@@ -122,7 +127,15 @@ pub fn SamplePanel(
     /// The playground's state.
     store: Store,
 ) -> impl IntoView {
-    let form = SampleForm::new();
+    let form = SampleForm::new(&crate::share::from_location());
+    store.share_fields(&[
+        ("prompt", form.prompt),
+        ("length", form.length),
+        ("temperature", form.temperature),
+        ("top_k", form.top_k),
+        ("top_p", form.top_p),
+        ("sample_seed", form.seed),
+    ]);
     let prompt = form.prompt;
     let problem = form.problem;
     let sample = store.sample;

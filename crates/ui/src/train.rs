@@ -106,10 +106,29 @@ struct TrainForm {
 }
 
 impl TrainForm {
-    fn new() -> Self {
+    /// A fresh form: the default preset, or a shared link's preset and
+    /// hyper-parameters (those that passed `share::parse`).
+    fn new(shared: &crate::share::Shared) -> Self {
+        let name = shared.get("preset").unwrap_or(DEFAULT_PRESET).to_string();
+        let fields = HyperFields::new(&preset(&name).train());
+        let f = &fields;
+        for (key, field) in [
+            ("steps", f.steps),
+            ("batch", f.batch),
+            ("lr", f.lr),
+            ("warmup", f.warmup),
+            ("dropout", f.dropout),
+            ("eval_interval", f.eval_interval),
+            ("eval_batches", f.eval_batches),
+            ("seed", f.seed),
+        ] {
+            if let Some(v) = shared.get(key) {
+                field.set(v.to_string());
+            }
+        }
         Self {
-            preset_name: RwSignal::new(DEFAULT_PRESET.to_string()),
-            fields: HyperFields::new(&preset(DEFAULT_PRESET).train()),
+            preset_name: RwSignal::new(name),
+            fields,
             corpus: RwSignal::new(CorpusChoice::Bundled),
             upload: RwSignal::new(None),
             reading: RwSignal::new(false),
@@ -225,7 +244,19 @@ pub fn TrainPanel(
     /// The playground's state.
     store: Store,
 ) -> impl IntoView {
-    let form = TrainForm::new();
+    let form = TrainForm::new(&crate::share::from_location());
+    let f = &form.fields;
+    store.share_fields(&[
+        ("preset", form.preset_name),
+        ("steps", f.steps),
+        ("batch", f.batch),
+        ("lr", f.lr),
+        ("warmup", f.warmup),
+        ("dropout", f.dropout),
+        ("eval_interval", f.eval_interval),
+        ("eval_batches", f.eval_batches),
+        ("seed", f.seed),
+    ]);
     let run_name = form.run_name;
     let problem = form.problem;
     view! {

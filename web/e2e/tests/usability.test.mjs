@@ -139,3 +139,55 @@ test("keyboard shortcuts are listed in the page and press their buttons", async 
     await browser.close();
   }
 });
+
+test("a share link restores the setup as typed, and a hostile link is refused by name while the rest applies", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    await page.getByTestId("preset").selectOption("small");
+    const smallSteps = await page.getByTestId("hp-steps").inputValue();
+    const typed = {
+      "hp-steps": "321",
+      "hp-lr": "0.002",
+      "hp-seed": "99",
+      "sample-prompt": "JULIET:\nO Romeo & 100% ü",
+      "sample-length": "120",
+      "sample-temperature": "0.5",
+      "sample-top-k": "",
+      "sample-top-p": "0.9",
+      "sample-seed": "7",
+    };
+    await fillFields(page, typed);
+    await page.getByTestId("share-make").click();
+    const link = await page.getByTestId("share-link").inputValue();
+    assert.match(link, /^http:\/\/127\.0\.0\.1:\d+\/\?preset=small&steps=321&/);
+    assert.doesNotMatch(link, /fault|test_hooks|corpus/);
+    const { page: opened, logs: logs2 } = await openReady(browser, link);
+    assert.equal(await opened.getByTestId("preset").inputValue(), "small");
+    for (const [id, value] of Object.entries(typed)) {
+      assert.equal(await opened.getByTestId(id).inputValue(), value, `${id} restored`);
+    }
+    assert.equal(await opened.getByTestId("error").count(), 0, "a good link raises no error");
+
+    const hostile = `${server.url}?preset=small&steps=-5&length=99999999&temperature=abc&top_p=7&prompt=${encodeURIComponent("<script>alert(1)</script>")}&sample_seed=3`;
+    const dialogs = [];
+    const { page: bad, logs: logs3 } = await openReady(browser, hostile);
+    bad.on("dialog", (d) => dialogs.push(d.message()));
+    await bad.getByTestId("error").waitFor({ timeout: patience(30_000) });
+    const message = await bad.getByTestId("error-text").innerText();
+    assert.match(message, /opening a shared link: this link's settings were not all applied — refused: /);
+    for (const key of ["steps", "length", "temperature", "top_p"]) {
+      assert.match(message, new RegExp(`${key}: `), `${key} refused by name`);
+    }
+    // The rest applies; the prompt is text, never markup.
+    assert.equal(await bad.getByTestId("preset").inputValue(), "small");
+    assert.equal(await bad.getByTestId("sample-seed").inputValue(), "3");
+    assert.equal(await bad.getByTestId("sample-prompt").inputValue(), "<script>alert(1)</script>");
+    assert.equal(await bad.getByTestId("hp-steps").inputValue(), smallSteps, "a refused value keeps the preset's");
+    assert.deepEqual(dialogs, []);
+    for (const l of [logs, logs2]) assert.deepEqual(unexpectedErrors(l), []);
+    assert.deepEqual(unexpectedErrors(logs3, [/opening a shared link/]), []);
+  } finally {
+    await browser.close();
+  }
+});
