@@ -13,6 +13,7 @@ mod checkpoint;
 mod field;
 mod files;
 mod format;
+mod memory_bar;
 mod precision;
 mod precision_plot;
 mod progress;

@@ -298,6 +298,11 @@ fn PresetPicker(
             p.block_size,
         )
     });
+    let plan = Signal::derive(move || {
+        let p = preset(&preset_name.get());
+        let batch = format::whole("", &form.fields.batch.get()).unwrap_or(p.batch_size);
+        training_memory(&p.model(store.vocab_size()), batch, p.block_size)
+    });
     view! {
         <label class="field wide">
             <span>"model preset"</span>
@@ -325,6 +330,7 @@ fn PresetPicker(
                 )
             }}
         </p>
+        <crate::memory_bar::MemoryBars plan=plan caps=store.caps />
     }
 }
 

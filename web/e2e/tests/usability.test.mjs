@@ -191,3 +191,27 @@ test("a share link restores the setup as typed, and a hostile link is refused by
     await browser.close();
   }
 });
+
+test("the memory plan shows as bars against the engine's budget and this GPU's per-buffer limit", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    const total = page.getByTestId("memory-total");
+    const largest = page.getByTestId("memory-largest");
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid="memory-largest"]')?.dataset.limit) > 0, null, {
+      timeout: patience(30_000),
+    });
+    assert.equal(await total.getAttribute("data-fits"), "true");
+    assert.equal(await largest.getAttribute("data-fits"), "true");
+    assert.equal(Number(await total.getAttribute("data-used")), Number(await page.getByTestId("preset-estimate").getAttribute("data-memory-bytes")));
+    assert.match(await largest.innerText(), /largest buffer \(.+\): .* of this GPU's .* per buffer/);
+    await fillFields(page, { "hp-batch": "100000" });
+    await page.waitForFunction(() => document.querySelector('[data-testid="memory-total"]')?.dataset.fits === "false", null, {
+      timeout: patience(10_000),
+    });
+    assert.match(await total.locator(".mem-fill").getAttribute("class"), /\bover\b/);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
