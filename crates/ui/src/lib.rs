@@ -109,6 +109,8 @@ pub(crate) struct Store {
     /// Worker restarts after crashes (bounded, so a crash loop stops).
     restarts: RwSignal<u32>,
     pub pause_when_hidden: RwSignal<bool>,
+    /// Show a system notification when a run finishes (permission granted).
+    pub notify_when_done: RwSignal<bool>,
     /// The run was paused because the tab was hidden (resume when shown).
     paused_by_hiding: RwSignal<bool>,
     link: StoredValue<Option<WorkerLink>, LocalStorage>,
@@ -148,6 +150,7 @@ impl Store {
             restore_after_restart: RwSignal::new(None),
             restarts: RwSignal::new(0),
             pause_when_hidden: RwSignal::new(false),
+            notify_when_done: RwSignal::new(false),
             paused_by_hiding: RwSignal::new(false),
             link: StoredValue::new_local(None),
             shared: StoredValue::new_local(Vec::new()),

@@ -134,6 +134,22 @@ fn SaveSettings(
                     on:change=move |ev| store.pause_when_hidden.set(event_target_checked(&ev)) />
                 " pause while the tab is hidden"
             </label>
+            <label class="check" title="a system notification when a run finishes (the browser asks for permission)">
+                <input type="checkbox" data-testid="notify-done"
+                    prop:checked=move || store.notify_when_done.get()
+                    on:change=move |ev| {
+                        if !event_target_checked(&ev) {
+                            return store.notify_when_done.set(false);
+                        }
+                        crate::title::ask_to_notify(move |granted| {
+                            store.notify_when_done.set(granted);
+                            if !granted {
+                                store.show_error("asking to notify", "the browser did not allow notifications for this page".into());
+                            }
+                        });
+                    } />
+                " notify me when a run finishes"
+            </label>
         </div>
         <p class="validation" role="status" hidden=move || problem.with(|p| p.is_none())>
             {move || problem.get().unwrap_or_default()}

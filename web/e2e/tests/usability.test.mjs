@@ -215,3 +215,41 @@ test("the memory plan shows as bars against the engine's budget and this GPU's p
     await browser.close();
   }
 });
+
+test("asked to, the page sends one system notification when a run finishes, saying where it ended", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    // A recording stand-in for the Notification API (headless Chromium
+    // shows none), granting permission when asked.
+    const beforeGoto = (page) =>
+      page.addInitScript(() => {
+        window.__notes = [];
+        let permission = "default";
+        window.Notification = class {
+          constructor(title, options) {
+            window.__notes.push({ title, body: options?.body ?? "" });
+          }
+          static get permission() {
+            return permission;
+          }
+          static requestPermission() {
+            permission = "granted";
+            return Promise.resolve("granted");
+          }
+        };
+      });
+    const { page, logs } = await openReady(browser, server.url, { beforeGoto });
+    await page.getByTestId("notify-done").check();
+    await page.waitForFunction(() => Notification.permission === "granted");
+    assert.equal(await page.getByTestId("notify-done").isChecked(), true);
+    await trainQuick(page, { steps: 6, evalInterval: 3 });
+    await page.waitForFunction(() => window.__notes.length > 0, null, { timeout: patience(10_000) });
+    const notes = await page.evaluate(() => window.__notes);
+    assert.equal(notes.length, 1, JSON.stringify(notes));
+    assert.equal(notes[0].title, "TinyGPT-rs: run finished");
+    assert.match(notes[0].body, /^step 6 of 6 · train loss \d+\.\d{4} · val \d+\.\d{4}$/);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
