@@ -247,3 +247,17 @@ export async function a11yViolations(page) {
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 4).map((n) => n.target.join(" ")).join(", ")}`);
 }
+
+/**
+ * Waits for the start-up gate's `+f16 storage` pill, loads the bundled
+ * model and waits until the gate has verified it on its real weights.
+ */
+export async function loadBundledAndGate(page) {
+  await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
+  await page.getByTestId("load-bundled").click();
+  await page.waitForFunction(
+    () => /verified on this model in [\d.]+s/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
+    null,
+    { timeout: patience(180_000) },
+  );
+}

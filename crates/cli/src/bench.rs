@@ -324,26 +324,14 @@ fn bench_matmuls(
         }
         desc.bias = false;
         eprintln!("bench: matmul {label}");
-        out.push(bench_matmul(ctx, reg, label, desc, iters, MatmulPath::F32)?);
-        if f16 && label != "square" {
-            out.push(bench_matmul(
-                ctx,
-                reg,
-                label,
-                desc,
-                iters,
-                MatmulPath::F16Storage,
-            )?);
-        }
-        if ctx.coop_matrix && desc.m > 1 {
-            out.push(bench_matmul(
-                ctx,
-                reg,
-                label,
-                desc,
-                iters,
-                MatmulPath::Coop,
-            )?);
+        let coop = ctx.coop_matrix && desc.m > 1;
+        let paths = [
+            (true, MatmulPath::F32),
+            (f16 && label != "square", MatmulPath::F16Storage),
+            (coop, MatmulPath::Coop),
+        ];
+        for (_, path) in paths.into_iter().filter(|(wanted, _)| *wanted) {
+            out.push(bench_matmul(ctx, reg, label, desc, iters, path)?);
         }
     }
     Ok(out)

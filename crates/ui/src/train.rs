@@ -70,6 +70,20 @@ impl HyperFields {
         self.seed.set(t.seed.to_string());
     }
 
+    /// Each field under its share-link key (`share::KEYS`).
+    fn by_link_key(&self) -> [(&'static str, RwSignal<String>); 8] {
+        [
+            ("steps", self.steps),
+            ("batch", self.batch),
+            ("lr", self.lr),
+            ("warmup", self.warmup),
+            ("dropout", self.dropout),
+            ("eval_interval", self.eval_interval),
+            ("eval_batches", self.eval_batches),
+            ("seed", self.seed),
+        ]
+    }
+
     /// The preset's config with the typed fields; the first unreadable
     /// field is named in the error.
     fn read(&self, preset: &Preset) -> Result<TrainConfig, String> {
@@ -111,17 +125,7 @@ impl TrainForm {
     fn new(shared: &crate::share::Shared) -> Self {
         let name = shared.get("preset").unwrap_or(DEFAULT_PRESET).to_string();
         let fields = HyperFields::new(&preset(&name).train());
-        let f = &fields;
-        for (key, field) in [
-            ("steps", f.steps),
-            ("batch", f.batch),
-            ("lr", f.lr),
-            ("warmup", f.warmup),
-            ("dropout", f.dropout),
-            ("eval_interval", f.eval_interval),
-            ("eval_batches", f.eval_batches),
-            ("seed", f.seed),
-        ] {
+        for (key, field) in fields.by_link_key() {
             if let Some(v) = shared.get(key) {
                 field.set(v.to_string());
             }
@@ -245,18 +249,8 @@ pub fn TrainPanel(
     store: Store,
 ) -> impl IntoView {
     let form = TrainForm::new(&crate::share::from_location());
-    let f = &form.fields;
-    store.share_fields(&[
-        ("preset", form.preset_name),
-        ("steps", f.steps),
-        ("batch", f.batch),
-        ("lr", f.lr),
-        ("warmup", f.warmup),
-        ("dropout", f.dropout),
-        ("eval_interval", f.eval_interval),
-        ("eval_batches", f.eval_batches),
-        ("seed", f.seed),
-    ]);
+    store.share_fields(&[("preset", form.preset_name)]);
+    store.share_fields(&form.fields.by_link_key());
     let run_name = form.run_name;
     let problem = form.problem;
     view! {

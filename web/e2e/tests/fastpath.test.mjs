@@ -5,7 +5,7 @@
 // samples Shakespeare-like text.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { serve, launch, openReady, testid, fillFields, waitForAttr, unexpectedErrors, patience } from "../lib.mjs";
+import { serve, launch, openReady, testid, fillFields, waitForAttr, unexpectedErrors, patience, loadBundledAndGate } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -74,13 +74,7 @@ test("loading a model re-runs the gate on its real weights and a 100-token greed
   const browser = await launch({ webgpu: true });
   try {
     const { page, logs } = await openReady(browser, server.url);
-    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
-    await page.getByTestId("load-bundled").click();
-    await page.waitForFunction(
-      () => /verified on this model in [\d.]+s/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
-      null,
-      { timeout: patience(180_000) },
-    );
+    await loadBundledAndGate(page);
     const worker = logs.filter((l) => l.source === "worker").map((l) => l.text);
     assert.ok(
       worker.some((t) => /^\[ops\] f16-storage sample gate: 100 greedy tokens from "ROMEO:" on f32 and f16 — identical — PASS$/.test(t)),

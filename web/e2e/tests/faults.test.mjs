@@ -6,7 +6,7 @@
 // the weights.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { serve, launch, openReady, testid, fillFields, unexpectedErrors, patience, trainQuick, localise, DIST_TEST } from "../lib.mjs";
+import { serve, launch, openReady, testid, fillFields, unexpectedErrors, patience, trainQuick, localise, DIST_TEST, loadBundledAndGate } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -92,13 +92,7 @@ test("localisation names the stage where a one-layer fault enters (test hook), a
   const browser = await launch({ webgpu: true });
   try {
     const { page, logs } = await openReady(browser, `${server.url}?test_hooks=1`);
-    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
-    await page.getByTestId("load-bundled").click();
-    await page.waitForFunction(
-      () => /verified on this model in [\d.]+s/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
-      null,
-      { timeout: patience(180_000) },
-    );
+    await loadBundledAndGate(page);
     await page.evaluate(() => window.tinygptTestHook("corrupt_localization"));
     const bad = await localise(page, "ROMEO:");
     assert.equal(bad.firstJump, "layer 1 fc", bad.verdict);

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFile, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { serve, launch, openReady, unexpectedErrors, patience, localise } from "../lib.mjs";
+import { serve, launch, openReady, unexpectedErrors, patience, localise, loadBundledAndGate } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -17,17 +17,6 @@ before(async () => {
 after(async () => {
   await server?.close();
 });
-
-/** Loads the bundled model and waits for its gate on real weights. */
-async function loadBundledAndGate(page) {
-  await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
-  await page.getByTestId("load-bundled").click();
-  await page.waitForFunction(
-    () => /verified on this model in [\d.]+s/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
-    null,
-    { timeout: patience(180_000) },
-  );
-}
 
 test("every gate case shows its error histograms with the limits, the samples side by side, and a localisation chart", async () => {
   const browser = await launch({ webgpu: true });

@@ -5,7 +5,7 @@
 // keyboard shortcuts listed in the page and doing what their buttons do.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { serve, launch, openReady, unexpectedErrors, patience, trainQuick, localise, a11yViolations, waitForRunState, fillFields } from "../lib.mjs";
+import { serve, launch, openReady, unexpectedErrors, patience, trainQuick, localise, a11yViolations, waitForRunState, fillFields, loadBundledAndGate } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -32,15 +32,6 @@ async function everyControlFocusable(page) {
   assert.deepEqual(unreachable, [], "controls the keyboard cannot reach");
 }
 
-async function loadBundled(page) {
-  await page.getByTestId("load-bundled").click();
-  await page.waitForFunction(
-    () => /verified on this model in [\d.]+s/.test(document.querySelector('[data-testid="status"]')?.innerText ?? ""),
-    null,
-    { timeout: patience(180_000) },
-  );
-}
-
 test("no serious or critical accessibility violation in any state the page reaches, and every control takes the keyboard", async () => {
   const browser = await launch({ webgpu: true });
   try {
@@ -53,7 +44,7 @@ test("no serious or critical accessibility violation in any state the page reach
     await audit(page, "with the gates, the precision log and the shortcuts open");
     await trainQuick(page, { steps: 10, evalInterval: 5 });
     await audit(page, "after a run");
-    await loadBundled(page);
+    await loadBundledAndGate(page);
     await localise(page, "ROMEO:");
     await audit(page, "with the bundled model gated and localised");
     await everyControlFocusable(page);
@@ -87,7 +78,7 @@ test("at 390 px wide the page needs no horizontal scrolling", async () => {
     await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
     let o = await overflow();
     assert.ok(o.scroll <= o.client, `at start: ${JSON.stringify(o)}`);
-    await loadBundled(page);
+    await loadBundledAndGate(page);
     await page.evaluate(() => (document.querySelector('[data-testid="gates"]').open = true));
     await localise(page, "ROMEO:");
     await page.locator('[data-testid="precision-log"] > summary').click();
