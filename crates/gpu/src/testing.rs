@@ -78,3 +78,30 @@ pub fn random_in(
         .unwrap_or_else(|_| panic!("a test size that fits in usize"));
     (0..n).map(|_| rng.uniform(lo, hi)).collect()
 }
+
+/// Every `(M, K, N)` of `shapes` in all four layouts, each with the seed
+/// it runs with (`seed0 + 1` on), bias on every second and accumulation
+/// on every third: the cases a matmul kernel's test runs.
+pub fn every_layout(
+    shapes: &[(u32, u32, u32)],
+    seed0: u64,
+) -> Vec<(crate::ops::matmul::MatmulDesc, u64)> {
+    let mut seed = seed0;
+    let mut out = Vec::new();
+    for &(m, k, n) in shapes {
+        for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
+            seed += 1;
+            let desc = crate::ops::matmul::MatmulDesc {
+                m,
+                k,
+                n,
+                trans_a,
+                trans_b,
+                bias: seed.is_multiple_of(2),
+                accumulate: seed.is_multiple_of(3),
+            };
+            out.push((desc, seed));
+        }
+    }
+    out
+}

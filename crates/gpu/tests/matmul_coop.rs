@@ -17,7 +17,7 @@ use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::coop::{bind_matmul_coop, coop_unavailable};
 use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
-use tinygpt_gpu::testing::{random, TestGpu};
+use tinygpt_gpu::testing::{every_layout, random, TestGpu};
 
 /// The device lacks cooperative matrices: says so (the test did not run).
 fn unavailable(gpu: &TestGpu, test: &str) -> bool {
@@ -134,28 +134,16 @@ fn coop_matmul_equals_the_f16_golden_within_f32_rounding_in_every_layout() {
     if unavailable(gpu, "coop golden") {
         return;
     }
-    let (mut seed, mut worst) = (0u64, 0.0f64);
-    for (m, k, n) in SHAPES {
-        for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
-            seed += 1;
-            let desc = MatmulDesc {
-                m,
-                k,
-                n,
-                trans_a,
-                trans_b,
-                bias: seed.is_multiple_of(2),
-                accumulate: seed.is_multiple_of(3),
-            };
-            let (got, golden, bound) = run(gpu, desc, seed);
-            for (i, ((g, w), b)) in got.iter().zip(&golden).zip(&bound).enumerate() {
-                let ratio = (*g as f64 - w).abs() / b;
-                worst = worst.max(ratio);
-                assert!(
-                    ratio <= 1.0,
-                    "{desc:?} output {i}: got {g}, golden {w}, bound {b}"
-                );
-            }
+    let mut worst = 0.0f64;
+    for (desc, seed) in every_layout(&SHAPES, 0) {
+        let (got, golden, bound) = run(gpu, desc, seed);
+        for (i, ((g, w), b)) in got.iter().zip(&golden).zip(&bound).enumerate() {
+            let ratio = (*g as f64 - w).abs() / b;
+            worst = worst.max(ratio);
+            assert!(
+                ratio <= 1.0,
+                "{desc:?} output {i}: got {g}, golden {w}, bound {b}"
+            );
         }
     }
     eprintln!("coop golden: worst |kernel − golden| is {worst:.3} of the f32 reordering bound");

@@ -17,8 +17,8 @@ use tinygpt_gpu::ops::matmul::{
     MATMUL_F32_128, MATMUL_F32_CELLS, MATMUL_F32_SMALL,
 };
 use tinygpt_gpu::ops::View;
-use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
+use tinygpt_gpu::testing::{every_layout, random};
 
 /// Runs `desc` on `kernel` and the 64×64 kernel with every operand 5
 /// floats into its buffer and C starting from random values; compares
@@ -81,21 +81,8 @@ fn check(gpu: &TestGpu, kernel: TileKernel, exact: bool, desc: MatmulDesc, seed:
 /// bias and accumulation in turn.
 fn tile_kernel_matches(kernel: TileKernel, exact: bool, shapes: &[(u32, u32, u32)], seed0: u64) {
     let gpu = gpu_or_skip!();
-    let mut seed = seed0;
-    for &(m, k, n) in shapes {
-        for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
-            seed += 1;
-            let desc = MatmulDesc {
-                m,
-                k,
-                n,
-                trans_a,
-                trans_b,
-                bias: seed.is_multiple_of(2),
-                accumulate: seed.is_multiple_of(3),
-            };
-            check(gpu, kernel, exact, desc, seed);
-        }
+    for (desc, seed) in every_layout(shapes, seed0) {
+        check(gpu, kernel, exact, desc, seed);
     }
 }
 
