@@ -232,13 +232,6 @@ fn localization_chart(r: LocalizeReport) -> impl IntoView {
 #[component]
 pub fn PrecisionPanel(store: Store) -> impl IntoView {
     let prompt = RwSignal::new("ROMEO:\n".to_string());
-    let ready = move || {
-        store
-            .model
-            .with(|m| m.as_ref().is_some_and(|m| m.backend == "webgpu"))
-            && store.gates.with(|g| g.iter().any(|r| r.detected))
-            && !store.busy()
-    };
     let why_not = move || {
         if store.model.with(|m| m.is_none()) {
             "train or load a model first"
@@ -253,6 +246,9 @@ pub fn PrecisionPanel(store: Store) -> impl IntoView {
             ""
         }
     };
+    // Localise needs a GPU model and a detected fast path (`why_not` says
+    // which is missing), and an idle worker.
+    let ready = move || why_not().is_empty() && !store.busy();
     view! {
         <section class="card precision" data-testid="precision-panel"
             data-localized=move || store.localized.get()>
