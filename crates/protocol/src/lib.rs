@@ -6,12 +6,14 @@
 //! and what the precision gates report.
 
 pub mod adapter;
+pub mod card;
 pub mod config;
 pub mod memory;
 pub mod messages;
 pub mod precision;
 
 pub use adapter::AdapterDesc;
+pub use card::{CardCurve, ModelCard, CARD_VERSION};
 pub use config::{ConfigError, ModelConfig, Preset, TrainConfig, MAX_CORPUS_BYTES, PRESETS};
 pub use memory::{check_fits, training_memory, MemoryPlan, MEMORY_BUDGET_BYTES};
 pub use messages::*;

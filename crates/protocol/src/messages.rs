@@ -154,6 +154,11 @@ pub enum WorkerInput {
     },
     /// Re-send the saved-run list and storage usage.
     ListSavedRuns,
+    /// Send one saved run's loss curve ([`WorkerOutput::RunCurve`]), to
+    /// overlay it on the chart; the model held is not touched.
+    RunCurve {
+        id: String,
+    },
     /// Compare every stage of `prompt`'s forward on the f32 path and on
     /// each detected fast path (its gate passed or not) with the model held
     /// now; answered by [`WorkerOutput::Localization`].
@@ -385,8 +390,16 @@ pub enum WorkerOutput {
         records: Vec<PrecisionRecord>,
         problem: Option<String>,
     },
-    /// The loss history of a restored run, for the chart.
+    /// The loss history of a restored run, or of a loaded model's card,
+    /// for the chart.
     History {
+        train: Vec<(usize, f32)>,
+        val: Vec<(usize, f32)>,
+    },
+    /// A saved run's loss curve, asked for by [`WorkerInput::RunCurve`].
+    RunCurve {
+        id: String,
+        name: String,
         train: Vec<(usize, f32)>,
         val: Vec<(usize, f32)>,
     },

@@ -3,7 +3,7 @@
 //! of messages (errors, the model and its saves, the run, sampling, files,
 //! the fast paths' gates).
 
-use crate::chart::LossHistory;
+use crate::chart::{LossHistory, Overlay, MAX_OVERLAYS};
 use crate::{files, format, Pending, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::{
@@ -26,6 +26,18 @@ impl Store {
                 self.progress.set(None);
                 self.history.set(LossHistory { train, val });
             }
+            WorkerOutput::RunCurve {
+                id,
+                name,
+                train,
+                val,
+            } => self.overlays.update(|o| {
+                o.retain(|x| x.id != id);
+                if o.len() < MAX_OVERLAYS {
+                    let history = LossHistory { train, val };
+                    o.push(Overlay { id, name, history });
+                }
+            }),
             WorkerOutput::RunState { state } => self.run_state_changed(state),
             WorkerOutput::Progress(p) => {
                 self.history.update(|h| h.push(&p));

@@ -1,8 +1,9 @@
 //! Capability pills: what the adapter offers (detected) and which gated fast
 //! paths passed their check (active). The two kinds must never look alike.
 
+use crate::help::Help;
 use leptos::prelude::*;
-use tinygpt_protocol::GpuCaps;
+use tinygpt_protocol::{GateReport, GpuCaps};
 
 /// A pill that reports something detected on the adapter.
 #[component]
@@ -25,6 +26,7 @@ fn DetectPill(
         >
             {move || label.get()}
         </span>
+        <Help topic=testid label=testid />
     }
 }
 
@@ -33,7 +35,18 @@ fn DetectPill(
 pub fn CapsPills(
     /// Capabilities from the worker's `gpu_caps`; `None` until it reports.
     caps: RwSignal<Option<GpuCaps>>,
+    /// The gates' latest reports, for what the active pills' explainers say.
+    gates: RwSignal<Vec<GateReport>>,
 ) -> impl IntoView {
+    let measured = Signal::derive(move || {
+        gates.with(|g| {
+            g.iter()
+                .find(|r| r.path == "f16_storage")
+                .and_then(|r| r.lines.first())
+                .map(|l| format!("The gate measured: {l}"))
+                .unwrap_or_default()
+        })
+    });
     let has = move |f: fn(&GpuCaps) -> bool| {
         Signal::derive(move || caps.with(|c| c.as_ref().is_some_and(f)))
     };
@@ -93,12 +106,14 @@ pub fn CapsPills(
                 title=webnn_title>
                 {move || webnn_label.get()}
             </span>
+            <Help topic="pill-webnn" label="the WebNN pill" />
             <span class="group-label">"active"</span>
             <span class="gpu-accel" data-testid="active-pills">
                 <Show when=move || f16_storage.get()>
                     <span class="pill active" data-testid="pill-f16-storage" title="gate passed: forward matmuls read f16-packed weights">
                         "+f16 storage"
                     </span>
+                    <Help topic="pill-f16-storage" label="the f16 storage fast path" measured=measured />
                 </Show>
                 <Show when=move || !f16_storage.get()>
                     <span class="none-active">"f32 only"</span>

@@ -1,8 +1,15 @@
-//! The live loss chart: training loss as a line, validation loss as points
-//! joined by a line in another colour, on nice axes, as plain SVG.
+//! The live loss chart: training loss as a line (raw and EMA-smoothed),
+//! validation loss as points joined by a line in another colour, saved runs
+//! overlaid for comparison, on a linear or log axis, with a read-out of the
+//! point under the pointer (or the arrow keys), as plain SVG.
 
+use crate::chart_frame::{
+    ema, nearest, tick_label, Frame, Series, BOTTOM, H, LEFT, MAX_DRAWN, RIGHT, TOP, W,
+};
+use crate::help::Help;
+use crate::Store;
 use leptos::prelude::*;
-use tinygpt_protocol::{bound_loss_series, TrainProgress};
+use tinygpt_protocol::{bound_loss_series, TrainProgress, WorkerInput};
 
 /// Loss points of the current model's runs, in step order. A new run
 /// clears it; Continue appends.
@@ -48,111 +55,16 @@ impl LossHistory {
     }
 }
 
-/// Ticks at 1, 2 or 5 × 10ᵏ covering `[lo, hi]` in about `target` steps.
-/// Returns the tick step and the ticks, the first ≤ `lo`, the last ≥ `hi`.
-pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> (f64, Vec<f64>) {
-    let span = (hi - lo).max(f64::EPSILON);
-    let raw = span / target.max(1) as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    // d3's thresholds: the multiplier nearest `raw` on a log scale.
-    let norm = raw / mag;
-    let step = mag
-        * if norm >= 50f64.sqrt() {
-            10.0
-        } else if norm >= 10f64.sqrt() {
-            5.0
-        } else if norm >= 2f64.sqrt() {
-            2.0
-        } else {
-            1.0
-        };
-    let first = (lo / step + 1e-9).floor() as i64;
-    let last = (hi / step - 1e-9).ceil() as i64;
-    let ticks = (first..=last.max(first + 1))
-        .map(|i| i as f64 * step)
-        .collect();
-    (step, ticks)
+/// A saved run's curve drawn over the current one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Overlay {
+    pub id: String,
+    pub name: String,
+    pub history: LossHistory,
 }
 
-/// A tick label with as many decimals as the tick step needs.
-fn tick_label(value: f64, step: f64) -> String {
-    let decimals = (-step.log10().floor()).max(0.0) as usize;
-    format!("{value:.decimals$}")
-}
-
-/// SVG user units of the chart.
-const W: f64 = 640.0;
-const H: f64 = 280.0;
-const LEFT: f64 = 56.0;
-const RIGHT: f64 = 16.0;
-const TOP: f64 = 14.0;
-const BOTTOM: f64 = 40.0;
-/// Points drawn per series at most; longer series are thinned evenly.
-const MAX_DRAWN: usize = 1500;
-
-/// Maps data to SVG coordinates.
-#[derive(PartialEq)]
-struct Frame {
-    x_ticks: Vec<f64>,
-    x_step: f64,
-    y_ticks: Vec<f64>,
-    y_step: f64,
-}
-
-impl Frame {
-    fn new(h: &LossHistory, total_steps: usize) -> Self {
-        let last_step = h.train.iter().chain(&h.val).map(|p| p.0).max().unwrap_or(0);
-        let x_max = total_steps.max(last_step).max(1) as f64;
-        let (x_step, x_ticks) = nice_ticks(0.0, x_max, 6);
-        // Steps are whole numbers: never tick between them.
-        let (x_step, x_ticks) = if x_step < 1.0 {
-            nice_ticks(0.0, x_max.max(5.0), 5)
-        } else {
-            (x_step, x_ticks)
-        };
-        let losses = h.train.iter().chain(&h.val).map(|p| p.1 as f64);
-        let (lo, hi) = losses.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(v), hi.max(v))
-        });
-        let (lo, hi) = if lo.is_finite() {
-            let pad = ((hi - lo) * 0.05).max(0.05);
-            (lo - pad, hi + pad)
-        } else {
-            (0.0, 5.0)
-        };
-        let (y_step, y_ticks) = nice_ticks(lo, hi, 5);
-        Self {
-            x_ticks,
-            x_step,
-            y_ticks,
-            y_step,
-        }
-    }
-
-    fn x(&self, step: f64) -> f64 {
-        let (lo, hi) = (self.x_ticks[0], *self.x_ticks.last().expect("ticks"));
-        LEFT + (step - lo) / (hi - lo) * (W - LEFT - RIGHT)
-    }
-
-    fn y(&self, loss: f64) -> f64 {
-        let (lo, hi) = (self.y_ticks[0], *self.y_ticks.last().expect("ticks"));
-        H - BOTTOM - (loss - lo) / (hi - lo) * (H - TOP - BOTTOM)
-    }
-
-    fn points(&self, series: &[(usize, f32)]) -> String {
-        let stride = series.len().div_ceil(MAX_DRAWN).max(1);
-        let thinned = series.iter().step_by(stride).chain(
-            // Always end on the newest point.
-            series
-                .last()
-                .filter(|_| !(series.len() - 1).is_multiple_of(stride)),
-        );
-        thinned
-            .map(|&(s, l)| format!("{:.1},{:.1}", self.x(s as f64), self.y(l as f64)))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
+/// Overlays drawn at most (one colour each).
+pub const MAX_OVERLAYS: usize = 4;
 
 /// The x axis's ticks and their labels, below the axis at `x_axis_y`.
 fn x_ticks(f: &Frame, x_axis_y: f64) -> impl IntoView {
@@ -188,7 +100,7 @@ fn y_ticks(f: &Frame) -> impl IntoView {
 
 /// Gridlines, both axes and their ticks.
 fn axes(f: &Frame) -> impl IntoView {
-    let x_axis_y = f.y(f.y_ticks[0]);
+    let x_axis_y = H - BOTTOM;
     view! {
         {y_ticks(f)}
         <line class="axis" x1=LEFT x2=W - RIGHT y1=x_axis_y y2=x_axis_y />
@@ -198,10 +110,9 @@ fn axes(f: &Frame) -> impl IntoView {
 }
 
 /// A dot on each validation point, thinned like the lines.
-fn val_dots(h: &LossHistory, f: &Frame) -> impl IntoView {
-    let stride = h.val.len().div_ceil(MAX_DRAWN).max(1);
-    h.val
-        .iter()
+fn val_dots(val: &Series, f: &Frame) -> impl IntoView {
+    let stride = val.len().div_ceil(MAX_DRAWN).max(1);
+    val.iter()
         .step_by(stride)
         .map(|&(s, l)| {
             view! { <circle class="val-dot" cx=f.x(s as f64) cy=f.y(l as f64) r="3.5" /> }
@@ -210,13 +121,12 @@ fn val_dots(h: &LossHistory, f: &Frame) -> impl IntoView {
 }
 
 /// The axes' titles.
-#[component]
-fn AxisTitles() -> impl IntoView {
+fn axis_titles(log: bool) -> impl IntoView {
+    let mid = (TOP + H - BOTTOM) / 2.0;
     view! {
         <text class="axis-title" x=(LEFT + W - RIGHT) / 2.0 y=H - 4.0 text-anchor="middle">"step"</text>
-        <text class="axis-title" x="14" y=(TOP + H - BOTTOM) / 2.0 text-anchor="middle"
-            transform=format!("rotate(-90 14 {})", (TOP + H - BOTTOM) / 2.0)>
-            "loss (nats/char)"
+        <text class="axis-title" x="14" y=mid text-anchor="middle" transform=format!("rotate(-90 14 {mid})")>
+            {if log { "loss (nats/char, log scale)" } else { "loss (nats/char)" }}
         </text>
     }
 }
@@ -236,25 +146,57 @@ fn Legend() -> impl IntoView {
     }
 }
 
-/// The loss chart. `data-train-points` and `data-val-points` count the
-/// points in the history; `data-first-train-loss` and `data-last-train-loss`
-/// let a test see the trend without reading the drawing.
+/// What the chart draws, computed once per change.
+#[derive(PartialEq)]
+struct Drawn {
+    frame: Frame,
+    /// The train series as drawn (smoothed when smoothing is on).
+    train: Vec<(usize, f32)>,
+}
+
+/// The chart's view options.
+#[derive(Clone, Copy)]
+struct Options {
+    /// EMA weight on the past, 0 = off.
+    smoothing: RwSignal<f64>,
+    log: RwSignal<bool>,
+    /// The step under the pointer (or chosen with the arrow keys).
+    hover: RwSignal<Option<f64>>,
+}
+
+/// The loss chart with its controls and read-out. `data-train-points` and
+/// `data-val-points` count the points in the history;
+/// `data-first-train-loss` and `data-last-train-loss` let a test see the
+/// trend without reading the drawing; `data-smoothed-last` is the drawn
+/// line's last value.
 #[component]
-pub fn LossChart(
-    /// Loss points to draw.
-    history: RwSignal<LossHistory>,
-    /// The latest progress report, for the x range of the run.
-    progress: RwSignal<Option<TrainProgress>>,
-) -> impl IntoView {
-    let frame = Memo::new(move |_| {
-        let total = progress.with(|p| p.as_ref().map_or(0, |p| p.total_steps));
+pub fn LossChart(store: Store) -> impl IntoView {
+    let (history, overlays) = (store.history, store.overlays);
+    let opts = Options {
+        smoothing: RwSignal::new(0.0),
+        log: RwSignal::new(false),
+        hover: RwSignal::new(None),
+    };
+    let drawn = Memo::new(move |_| {
+        let total = store
+            .progress
+            .with(|p| p.as_ref().map_or(0, |p| p.total_steps));
         history.with(|h| {
-            let f = Frame::new(h, total);
-            (f.points(&h.train), f.points(&h.val), f)
+            overlays.with(|o| {
+                let mut all: Vec<&Series> = vec![&h.train, &h.val];
+                all.extend(
+                    o.iter()
+                        .flat_map(|o| [&o.history.train[..], &o.history.val[..]]),
+                );
+                let frame = Frame::new(&all, total, opts.log.get());
+                let train = ema(&h.train, opts.smoothing.get());
+                Drawn { frame, train }
+            })
         })
     });
     let empty = move || history.with(|h| h.train.is_empty() && h.val.is_empty());
     view! {
+        <ChartControls store=store opts=opts />
         <svg
             class="chart"
             data-testid="loss-chart"
@@ -262,15 +204,29 @@ pub fn LossChart(
             data-val-points=move || history.with(|h| h.val.len())
             data-first-train-loss=move || history.with(|h| h.train.first().map(|p| p.1.to_string()))
             data-last-train-loss=move || history.with(|h| h.train.last().map(|p| p.1.to_string()))
+            data-smoothed-last=move || drawn.with(|d| d.train.last().map(|p| p.1.to_string()))
+            data-log-scale=move || opts.log.get().to_string()
+            data-overlays=move || overlays.with(|o| o.len())
             viewBox=format!("0 0 {W} {H}")
             role="img"
-            aria-label="training and validation loss by step"
+            tabindex="0"
+            aria-label="training and validation loss by step; the arrow keys move the read-out"
+            on:pointermove=move |ev| pointer_moved(&ev, drawn, opts)
+            on:pointerleave=move |_| opts.hover.set(None)
+            on:keydown=move |ev| key_pressed(&ev, history, opts)
         >
-            {move || frame.with(|(_, _, f)| axes(f))}
-            <AxisTitles />
-            <polyline class="train-line" data-testid="train-line" points=move || frame.with(|f| f.0.clone()) />
-            <polyline class="val-line" data-testid="val-line" points=move || frame.with(|f| f.1.clone()) />
-            {move || history.with(|h| frame.with(|(_, _, f)| val_dots(h, f)))}
+            {move || drawn.with(|d| axes(&d.frame))}
+            {move || axis_titles(opts.log.get())}
+            {move || overlay_lines(store, drawn)}
+            <Show when=move || { opts.smoothing.get() > 0.0 }>
+                <polyline class="train-raw" data-testid="train-raw"
+                    points=move || history.with(|h| drawn.with(|d| d.frame.points(&h.train))) />
+            </Show>
+            <polyline class="train-line" data-testid="train-line" points=move || drawn.with(|d| d.frame.points(&d.train)) />
+            <polyline class="val-line" data-testid="val-line"
+                points=move || history.with(|h| drawn.with(|d| d.frame.points(&h.val))) />
+            {move || history.with(|h| drawn.with(|d| val_dots(&h.val, &d.frame)))}
+            {move || cursor(drawn, opts)}
             <Legend />
             <Show when=empty>
                 <text class="chart-empty" x=(LEFT + W - RIGHT) / 2.0 y=(TOP + H - BOTTOM) / 2.0 text-anchor="middle">
@@ -278,25 +234,191 @@ pub fn LossChart(
                 </text>
             </Show>
         </svg>
+        <Readout store=store drawn=drawn opts=opts />
+    }
+}
+
+/// Each overlay's train line, dashed in its own colour.
+fn overlay_lines(store: Store, drawn: Memo<Drawn>) -> impl IntoView {
+    store.overlays.with(|o| {
+        o.iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let points = drawn.with(|d| d.frame.points(&o.history.train));
+                view! { <polyline class=format!("overlay-line overlay-{i}") data-testid="overlay-line" points=points /> }
+            })
+            .collect_view()
+    })
+}
+
+/// The pointer's step, from its position over the SVG.
+fn pointer_moved(ev: &web_sys::PointerEvent, drawn: Memo<Drawn>, opts: Options) {
+    use wasm_bindgen::JsCast;
+    let Some(el) = ev
+        .current_target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+    else {
+        return;
+    };
+    let rect = el.get_bounding_client_rect();
+    if rect.width() <= 0.0 {
+        return;
+    }
+    let x = (ev.client_x() as f64 - rect.left()) / rect.width() * W;
+    opts.hover
+        .set(Some(drawn.with_untracked(|d| d.frame.step_at(x))));
+}
+
+/// ←/→ move the read-out from train point to train point; Escape hides it.
+fn key_pressed(ev: &web_sys::KeyboardEvent, history: RwSignal<LossHistory>, opts: Options) {
+    let points: Vec<usize> = history.with_untracked(|h| h.train.iter().map(|p| p.0).collect());
+    let (Some(&first), Some(&last)) = (points.first(), points.last()) else {
+        return;
+    };
+    let now = opts.hover.get_untracked();
+    let next = match ev.key().as_str() {
+        "ArrowRight" => now.map_or(first, |s| {
+            let i = points.partition_point(|&p| (p as f64) <= s);
+            points.get(i).copied().unwrap_or(last)
+        }),
+        "ArrowLeft" => now.map_or(last, |s| {
+            let i = points.partition_point(|&p| (p as f64) < s);
+            points.get(i.saturating_sub(1)).copied().unwrap_or(first)
+        }),
+        "Escape" => return opts.hover.set(None),
+        _ => return,
+    };
+    ev.prevent_default();
+    opts.hover.set(Some(next as f64));
+}
+
+/// The vertical line and the dot on the train line at the hovered step.
+fn cursor(drawn: Memo<Drawn>, opts: Options) -> Option<impl IntoView> {
+    let step = opts.hover.get()?;
+    drawn.with(|d| {
+        let (s, l) = nearest(&d.train, step)?;
+        let x = d.frame.x(s as f64);
+        Some(view! {
+            <line class="cursor" x1=x x2=x y1=TOP y2=H - BOTTOM />
+            <circle class="cursor-dot" cx=x cy=d.frame.y(l as f64) r="4" />
+        })
+    })
+}
+
+/// What the hovered step reads: train (and smoothed), validation, overlays.
+fn readout_text(store: Store, drawn: Memo<Drawn>, opts: Options, step: f64) -> Option<String> {
+    let h = store.history;
+    let (s, raw) = h.with(|h| nearest(&h.train, step))?;
+    let mut parts = vec![format!("step {s}"), format!("train {raw:.4}")];
+    if opts.smoothing.get() > 0.0 {
+        if let Some((_, sm)) = drawn.with(|d| nearest(&d.train, s as f64)) {
+            parts.push(format!("smoothed {sm:.4}"));
+        }
+    }
+    if let Some((vs, v)) = h.with(|h| nearest(&h.val, s as f64)) {
+        parts.push(format!("validation {v:.4} (step {vs})"));
+    }
+    store.overlays.with(|o| {
+        for o in o {
+            if let Some((os, ol)) = nearest(&o.history.train, s as f64) {
+                parts.push(format!("{} {ol:.4} (step {os})", o.name));
+            }
+        }
+    });
+    Some(parts.join(" · "))
+}
+
+/// The read-out line under the chart.
+#[component]
+fn Readout(store: Store, drawn: Memo<Drawn>, opts: Options) -> impl IntoView {
+    view! {
+        <p class="chart-readout" data-testid="chart-readout" aria-live="polite">
+            {move || {
+                opts.hover
+                    .get()
+                    .and_then(|s| readout_text(store, drawn, opts, s))
+                    .unwrap_or_else(|| "point at the chart (or focus it and press ← →) to read a step".into())
+            }}
+        </p>
+    }
+}
+
+/// Smoothing, log scale, and the saved runs to compare with.
+#[component]
+fn ChartControls(store: Store, opts: Options) -> impl IntoView {
+    let comparable = move || {
+        let current = store
+            .model
+            .with(|m| m.as_ref().and_then(|m| m.run_id.clone()));
+        store.saved_runs.with(|r| {
+            r.iter()
+                .filter(|r| Some(&r.id) != current.as_ref())
+                .filter(|r| store.overlays.with(|o| o.iter().all(|o| o.id != r.id)))
+                .map(|r| (r.id.clone(), format!("{} (step {})", r.name, r.step)))
+                .collect::<Vec<_>>()
+        })
+    };
+    let on_compare = move |ev: leptos::ev::Event| {
+        let id = event_target_value(&ev);
+        if !id.is_empty() {
+            store.send(WorkerInput::RunCurve { id });
+        }
+    };
+    view! {
+        <div class="chart-controls">
+            <label>"smoothing "
+                <select data-testid="chart-smoothing" on:change=move |ev| {
+                    opts.smoothing.set(event_target_value(&ev).parse().unwrap_or(0.0))
+                }>
+                    {[("0", "off"), ("0.6", "0.6"), ("0.9", "0.9"), ("0.97", "0.97"), ("0.99", "0.99")]
+                        .into_iter()
+                        .map(|(v, t)| view! { <option value=v>{t}</option> })
+                        .collect_view()}
+                </select>
+            </label>
+            <Help topic="chart-smoothing" label="smoothing" />
+            <label>
+                <input type="checkbox" data-testid="chart-log" on:change=move |ev| opts.log.set(event_target_checked(&ev)) />
+                " log scale"
+            </label>
+            <Help topic="chart-log" label="the log scale" />
+            <label>"compare with "
+                <select data-testid="chart-compare" prop:value="" on:change=on_compare
+                    disabled=move || comparable().is_empty() || store.overlays.with(|o| o.len() >= MAX_OVERLAYS)>
+                    <option value="">{move || if comparable().is_empty() { "no other saved run" } else { "a saved run…" }}</option>
+                    {move || comparable().into_iter().map(|(id, text)| view! { <option value=id>{text}</option> }).collect_view()}
+                </select>
+            </label>
+            <Help topic="chart-compare" label="comparing runs" />
+            <OverlayChips store=store />
+        </div>
+    }
+}
+
+/// One chip per overlay: its colour, name and a remove button.
+#[component]
+fn OverlayChips(store: Store) -> impl IntoView {
+    view! {
+        <ul class="overlay-chips" data-testid="overlay-chips">
+            {move || store.overlays.with(|o| o.iter().enumerate().map(|(i, o)| {
+                let id = o.id.clone();
+                view! {
+                    <li class=format!("chip overlay-{i}")>
+                        <span class="swatch" aria-hidden="true"></span>
+                        {o.name.clone()}
+                        <button class="chip-remove" title=format!("stop comparing with {}", o.name)
+                            aria-label=format!("stop comparing with {}", o.name)
+                            on:click=move |_| store.overlays.update(|v| v.retain(|x| x.id != id))>"×"</button>
+                    </li>
+                }
+            }).collect_view())}
+        </ul>
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ticks_are_round_and_cover_the_range() {
-        let (step, ticks) = nice_ticks(0.0, 30.0, 6);
-        assert_eq!(step, 5.0);
-        assert_eq!(ticks, vec![0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0]);
-        let (step, ticks) = nice_ticks(1.83, 4.47, 5);
-        assert_eq!(step, 0.5);
-        assert_eq!(ticks.first(), Some(&1.5));
-        assert_eq!(ticks.last(), Some(&4.5));
-        assert_eq!(tick_label(2.0, 0.5), "2.0");
-        assert_eq!(tick_label(2000.0, 500.0), "2000");
-    }
 
     #[test]
     fn history_skips_nan_and_replaces_a_repeated_step() {

@@ -1,6 +1,6 @@
 //! Checkpoints: download the model the worker holds, or load one from disk.
 
-use crate::{files, format, Store};
+use crate::{files, format, help::Help, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::WorkerInput;
 use web_sys::HtmlInputElement;
@@ -36,7 +36,7 @@ pub fn CheckpointPanel(
     };
     view! {
         <section class="card checkpoint" data-testid="checkpoint-panel">
-            <h2>"Checkpoint"</h2>
+            <h2>"Checkpoint" <Help topic="panel-checkpoint" label="the Checkpoint panel" controls="load-bundled save-checkpoint" /></h2>
             <p class="muted">"safetensors: f32 weights and AdamW moments, so a loaded model can keep training."</p>
             <div class="buttons">
                 <button data-testid="load-bundled"
@@ -58,6 +58,7 @@ pub fn CheckpointPanel(
                     <input type="file" accept=".safetensors" data-testid="load-checkpoint"
                         on:change=on_load disabled=move || store.run_active() />
                 </label>
+                <Help topic="load-checkpoint" label="loading a checkpoint" />
             </div>
             <p class="stats" data-testid="checkpoint-note">
                 {move || store.checkpoint_note.get().unwrap_or_default()}

@@ -1,11 +1,13 @@
 //! The labelled text field shared by the training panel's hyper-parameters
 //! and the sample panel's decoding settings.
 
+use crate::help::Help;
 use leptos::prelude::*;
 
 /// A labelled text field bound to a signal, with its hint shown on hover
-/// (an absent hint renders `title=""`); the training panel's hyper-parameters
-/// and the sample panel's decoding settings.
+/// (an absent hint renders `title=""`) and its "?" explainer (topic: the
+/// test id); the training panel's hyper-parameters and the sample panel's
+/// decoding settings.
 #[component]
 pub(crate) fn Field(
     /// `data-testid` of the input.
@@ -20,8 +22,8 @@ pub(crate) fn Field(
 ) -> impl IntoView {
     view! {
         <label class="field" title=hint>
-            <span>{label}</span>
-            <input type="text" inputmode="decimal" spellcheck="false" data-testid=testid bind:value=value />
+            <span>{label} <Help topic=testid label=label /></span>
+            <input type="text" inputmode="decimal" spellcheck="false" aria-label=label data-testid=testid bind:value=value />
         </label>
     }
 }

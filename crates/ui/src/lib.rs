@@ -9,10 +9,12 @@
 mod apply;
 mod caps;
 mod chart;
+mod chart_frame;
 mod checkpoint;
 mod field;
 mod files;
 mod format;
+mod help;
 mod memory_bar;
 mod precision;
 mod precision_plot;
@@ -22,10 +24,11 @@ mod saves;
 mod share;
 mod shortcuts;
 mod title;
+mod tour;
 mod train;
 mod worker_link;
 
-use chart::LossHistory;
+use chart::{LossHistory, Overlay};
 use leptos::prelude::*;
 use sample::SampleView;
 use tinygpt_protocol::{
@@ -88,6 +91,8 @@ pub(crate) struct Store {
     pub run_state: RwSignal<RunState>,
     pub progress: RwSignal<Option<TrainProgress>>,
     pub history: RwSignal<LossHistory>,
+    /// Saved runs' curves drawn over the chart for comparison.
+    pub overlays: RwSignal<Vec<Overlay>>,
     pub model: RwSignal<Option<ModelInfo>>,
     /// Runs started since the page opened (a test sees a new run by it).
     pub runs_started: RwSignal<u32>,
@@ -137,6 +142,7 @@ impl Store {
             run_state: RwSignal::new(RunState::Idle),
             progress: RwSignal::new(None),
             history: RwSignal::new(LossHistory::default()),
+            overlays: RwSignal::new(Vec::new()),
             model: RwSignal::new(None),
             runs_started: RwSignal::new(0),
             worker_busy: RwSignal::new(false),
@@ -290,6 +296,7 @@ impl Store {
 #[component]
 pub fn App() -> impl IntoView {
     let store = Store::new();
+    help::provide();
     store.connect();
     request_persistent_storage();
     watch_visibility(store);
@@ -306,7 +313,8 @@ pub fn App() -> impl IntoView {
             <span class="subtitle">"train and sample a small GPT in your browser"</span>
             <progress::BusyIndicator store=store />
         </header>
-        <caps::CapsPills caps=store.caps />
+        <tour::Tour />
+        <caps::CapsPills caps=store.caps gates=store.gates />
         <precision::GateReports gates=store.gates />
         <div class="status" data-testid="status" data-worker-ready=move || store.worker_ready.get().to_string()>
             {move || store.status.get()}
@@ -317,7 +325,7 @@ pub fn App() -> impl IntoView {
             <train::TrainPanel store=store />
             <section class="card run" data-testid="run-panel">
                 <progress::ProgressPanel store=store />
-                <chart::LossChart history=store.history progress=store.progress />
+                <chart::LossChart store=store />
                 <progress::ModelInfoLine store=store />
             </section>
             <sample::SamplePanel store=store />

@@ -5,7 +5,7 @@
 //! precision log (kept in private storage, exportable as one JSON file).
 
 use crate::precision_plot::{histogram_bars, log_bar, split_chars, value_x};
-use crate::{files, Store};
+use crate::{files, help::Help, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::{
     GateCase, GateReport, Histogram, LocalizeReport, PrecisionRecord, SampleGate, WorkerInput,
@@ -252,7 +252,7 @@ pub fn PrecisionPanel(store: Store) -> impl IntoView {
     view! {
         <section class="card precision" data-testid="precision-panel"
             data-localized=move || store.localized.get()>
-            <h2>"Precision"</h2>
+            <h2>"Precision" <Help topic="panel-precision" label="the Precision panel" controls="localize-run" /></h2>
             <p class="muted">
                 "Run a prompt on the f32 path and on each fast path, compare every stage of the forward, and see where the error first jumps."
             </p>
@@ -264,6 +264,7 @@ pub fn PrecisionPanel(store: Store) -> impl IntoView {
                     on:click=move |_| store.send(WorkerInput::Localize { prompt: prompt.get_untracked() })>
                     "Localise"
                 </button>
+                <Help topic="localize-prompt" label="localising" />
                 <span class="muted">{why_not}</span>
             </div>
             {move || store.localizations.get().into_iter().map(localization_chart).collect_view()}

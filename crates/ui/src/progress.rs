@@ -68,6 +68,7 @@ pub fn ProgressPanel(
                 >
                     {move || state_name(store.run_state.get())}
                 </span>
+                <crate::help::Help topic="panel-run" label="the run panel" controls="loss-chart" />
                 <span class="step" data-testid="progress-step">
                     {move || p.with(|p| p.as_ref().map_or_else(
                         || "step —".to_string(),

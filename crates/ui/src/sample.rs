@@ -1,7 +1,7 @@
 //! The sample panel: prompt and decoding settings, streamed output, and
 //! generation statistics.
 
-use crate::{field::Field, format, Store};
+use crate::{field::Field, format, help::Help, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::{SampleRequest, WorkerInput};
 
@@ -141,10 +141,10 @@ pub fn SamplePanel(
     let sample = store.sample;
     view! {
         <section class="card sample" data-testid="sample-panel">
-            <h2>"Sample"</h2>
+            <h2>"Sample" <Help topic="panel-sample" label="the Sample panel" controls="sample stop-sampling" /></h2>
             <label class="field wide">
-                <span>"prompt"</span>
-                <textarea rows="3" spellcheck="false" data-testid="sample-prompt" bind:value=prompt></textarea>
+                <span>"prompt" <Help topic="sample-prompt" label="the prompt" /></span>
+                <textarea rows="3" spellcheck="false" aria-label="prompt" data-testid="sample-prompt" bind:value=prompt></textarea>
             </label>
             <div class="fields">
                 <Field testid="sample-length" label="length" value=form.length hint="characters to generate" />

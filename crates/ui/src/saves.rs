@@ -2,7 +2,7 @@
 //! runs in the browser's private storage (load, resume, delete), storage
 //! usage, and the autosave and hidden-tab settings.
 
-use crate::{format, Store};
+use crate::{format, help::Help, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::{SavedRunInfo, StorageInfo, WorkerInput, DEFAULT_AUTOSAVE_STEPS};
 
@@ -84,7 +84,7 @@ pub fn SavedRunsPanel(
 ) -> impl IntoView {
     view! {
         <section class="card saves" data-testid="saves-panel">
-            <h2>"Saved runs"</h2>
+            <h2>"Saved runs" <Help topic="panel-saves" label="Saved runs" /></h2>
             <p class="muted" data-testid="storage"
                 data-persisted=move || store.storage.with(|s| s.as_ref().is_some_and(|s| s.persisted)).to_string()>
                 {move || store.storage.with(|s| storage_line(s.as_ref()))}
@@ -128,12 +128,14 @@ fn SaveSettings(
                     on:change=on_autosave />
                 <span>"steps"</span>
             </label>
+            <Help topic="autosave-steps" label="autosave" />
             <label class="check" title="pause training while this tab is hidden, resume when it is shown">
                 <input type="checkbox" data-testid="pause-hidden"
                     prop:checked=move || store.pause_when_hidden.get()
                     on:change=move |ev| store.pause_when_hidden.set(event_target_checked(&ev)) />
                 " pause while the tab is hidden"
             </label>
+            <Help topic="pause-hidden" label="pausing while hidden" />
             <label class="check" title="a system notification when a run finishes (the browser asks for permission)">
                 <input type="checkbox" data-testid="notify-done"
                     prop:checked=move || store.notify_when_done.get()
@@ -150,6 +152,7 @@ fn SaveSettings(
                     } />
                 " notify me when a run finishes"
             </label>
+            <Help topic="notify-done" label="the done notification" />
         </div>
         <p class="validation" role="status" hidden=move || problem.with(|p| p.is_none())>
             {move || problem.get().unwrap_or_default()}

@@ -243,7 +243,7 @@ pub fn SharePanel(store: crate::Store) -> impl leptos::IntoView {
     };
     view! {
         <section class="card share" data-testid="share-panel">
-            <h2>"Share this setup"</h2>
+            <h2>"Share this setup" <crate::help::Help topic="panel-share" label="sharing a setup" controls="share-make share-link" /></h2>
             <p class="muted">"A link with the preset, the hyper-parameters, the prompt and the sampling settings — no data, no weights."</p>
             <button data-testid="share-make" on:click=make>"Make a link"</button>
             <Show when=move || !shown.get().is_empty()>

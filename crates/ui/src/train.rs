@@ -1,7 +1,7 @@
 //! The training panel: preset, hyper-parameters, corpus, and the run's
 //! controls (Train, Pause, Resume, Stop, Continue).
 
-use crate::{field::Field, files, format, Store};
+use crate::{field::Field, files, format, help::Help, Store};
 use leptos::prelude::*;
 use tinygpt_protocol::{
     training_memory, CorpusSource, ModelShape, Preset, RunState, TrainConfig, WorkerInput,
@@ -255,12 +255,12 @@ pub fn TrainPanel(
     let problem = form.problem;
     view! {
         <section class="card train" data-testid="train-panel">
-            <h2>"Train"</h2>
+            <h2>"Train" <Help topic="panel-train" label="the Train panel" controls="train pause resume stop continue" /></h2>
             <PresetPicker store=store form=form />
             <HyperParams fields=form.fields />
             <label class="field wide" title="the name of this run in Saved runs (default: shape, corpus and time)">
-                <span>"run name"</span>
-                <input type="text" spellcheck="false" placeholder="optional" data-testid="run-name" bind:value=run_name />
+                <span>"run name" <Help topic="run-name" label="the run name" /></span>
+                <input type="text" spellcheck="false" placeholder="optional" aria-label="run name" data-testid="run-name" bind:value=run_name />
             </label>
             <CorpusPicker store=store form=form />
             <p class="validation" data-testid="train-validation" role="status"
@@ -299,8 +299,8 @@ fn PresetPicker(
     });
     view! {
         <label class="field wide">
-            <span>"model preset"</span>
-            <select data-testid="preset" on:change=move |ev| form.choose_preset(event_target_value(&ev))>
+            <span>"model preset" <Help topic="preset" label="the model preset" /></span>
+            <select data-testid="preset" aria-label="model preset" on:change=move |ev| form.choose_preset(event_target_value(&ev))>
                 {PRESETS.iter().map(|p| {
                     let label = move || format!(
                         "{} — {}L/{}H/{}C · {} params",
@@ -378,7 +378,7 @@ fn CorpusPicker(
     };
     view! {
         <fieldset class="corpus">
-            <legend>"corpus"</legend>
+            <legend>"corpus" <Help topic="corpus" label="the corpus" controls="corpus-bundled corpus-upload corpus-file" /></legend>
             <label>
                 <input type="radio" name="corpus" data-testid="corpus-bundled"
                     prop:checked=move || corpus.get() == CorpusChoice::Bundled
@@ -427,6 +427,7 @@ fn RunControls(
                 <span>"continue for"</span>
                 <input type="text" inputmode="numeric" data-testid="continue-steps" bind:value=continue_steps />
             </label>
+            <Help topic="continue-steps" label="continue for" />
             <button data-testid="continue" on:click=move |_| form.submit(store, form.continue_request())
                 disabled=move || store.run_active() || store.model.with(|m| m.is_none())>
                 "Continue"

@@ -152,6 +152,9 @@ pub const BUNDLED_CORPUS: &str = "./shakespeare.txt";
 /// Where the worker finds the bundled model (copied into `dist/` by Trunk).
 pub const BUNDLED_MODEL: &str = "./shakespeare.safetensors";
 
+/// The bundled model's card (`models/shakespeare.card.json`).
+pub const BUNDLED_CARD: &str = "./shakespeare.card.json";
+
 /// `fetch(url)` → bytes, with the HTTP status in the error.
 pub async fn fetch_bytes(url: &str) -> Result<Vec<u8>, FetchError> {
     let fail = |failure: FetchFailure| FetchError {

@@ -149,15 +149,24 @@ async fn read_manifest(dir: &Dir) -> Result<Manifest, SaveError> {
     Ok(m)
 }
 
-/// A saved run: its manifest, the current slot's checkpoint, and its stored
-/// corpus when it has one.
-pub async fn load(id: &str) -> Result<(Manifest, Vec<u8>, Option<Vec<u8>>), SaveError> {
-    let dir = runs_dir(false)
+/// A saved run's manifest alone (its names and loss history).
+pub async fn manifest(id: &str) -> Result<Manifest, SaveError> {
+    read_manifest(&run_dir(id).await?).await
+}
+
+async fn run_dir(id: &str) -> Result<Dir, SaveError> {
+    runs_dir(false)
         .await?
         .ok_or(SaveError::NoSavedRuns)?
         .dir(id, false)
         .await?
-        .ok_or_else(|| SaveError::NoSuchRun { id: id.to_string() })?;
+        .ok_or_else(|| SaveError::NoSuchRun { id: id.to_string() })
+}
+
+/// A saved run: its manifest, the current slot's checkpoint, and its stored
+/// corpus when it has one.
+pub async fn load(id: &str) -> Result<(Manifest, Vec<u8>, Option<Vec<u8>>), SaveError> {
+    let dir = run_dir(id).await?;
     let m = read_manifest(&dir).await?;
     let ckpt = dir
         .read(&slot_file(&m.slot))

@@ -370,21 +370,12 @@ async fn handle(runner: &mut Runner, msg: WorkerInput) {
         WorkerInput::StopSampling => {}
         WorkerInput::LoadCheckpoint { name, bytes } => runner.load_checkpoint(name, &bytes).await,
         WorkerInput::SaveCheckpoint => runner.save_checkpoint().await,
-        WorkerInput::LoadBundledModel => match js::fetch_bytes(js::BUNDLED_MODEL).await {
-            Ok(bytes) => {
-                runner
-                    .load_checkpoint("the bundled Shakespeare model".into(), &bytes)
-                    .await
-            }
-            Err(e) => post(&WorkerOutput::Error {
-                context: "loading the bundled model".into(),
-                message: e.to_string(),
-            }),
-        },
+        WorkerInput::LoadBundledModel => runner.load_bundled().await,
         WorkerInput::SetAutosave { every_steps } => runner.autosave_every = every_steps,
         WorkerInput::LoadSavedRun { id } => runner.load_saved_run(&id).await,
         WorkerInput::DeleteSavedRun { id } => runner.delete_saved_run(&id).await,
         WorkerInput::ListSavedRuns => runner.post_saved_runs().await,
+        WorkerInput::RunCurve { id } => runner.post_run_curve(&id).await,
         WorkerInput::Localize { prompt } => runner.localize(&prompt).await,
         WorkerInput::ListPrecisionLog => runner.post_precision_log().await,
         WorkerInput::ClearPrecisionLog => runner.clear_precision_log().await,

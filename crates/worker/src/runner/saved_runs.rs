@@ -168,6 +168,19 @@ impl Runner {
         self.post_saved_runs().await;
     }
 
+    /// Posts one saved run's loss curve (for the chart's comparison).
+    pub async fn post_run_curve(&self, id: &str) {
+        match saves::manifest(id).await {
+            Ok(m) => post(&WorkerOutput::RunCurve {
+                id: m.id,
+                name: m.name,
+                train: m.history_train,
+                val: m.history_val,
+            }),
+            Err(e) => error(&format!("reading the curve of saved run {id}"), e),
+        }
+    }
+
     /// Posts the saved runs and the storage they use.
     pub async fn post_saved_runs(&self) {
         let mut storage = StorageInfo::default();

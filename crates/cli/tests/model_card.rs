@@ -1,0 +1,73 @@
+//! Every model card under `models/` agrees with its weights and with the raw
+//! log of the run that made them: the page draws the card's curve as the
+//! model's own, so it must be that run's.
+
+use std::path::{Path, PathBuf};
+use tinygpt_core::checkpoint;
+use tinygpt_protocol::ModelCard;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cards() -> Vec<PathBuf> {
+    let mut cards: Vec<PathBuf> = std::fs::read_dir(repo().join("models"))
+        .expect("models/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".card.json"))
+        .collect();
+    cards.sort();
+    cards
+}
+
+/// `(step, train_loss, val_loss)` of each line of a `tinygpt train --json` log.
+fn log_rows(path: &Path) -> Vec<(usize, f32, Option<f32>)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            let f = |k: &str| v[k].as_f64().map(|x| x as f32);
+            (
+                v["step"].as_u64().expect("step") as usize,
+                f("train_loss").expect("train_loss"),
+                f("val_loss"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_card_matches_its_checkpoint_and_its_log() {
+    let cards = cards();
+    assert!(!cards.is_empty(), "no model card under models/");
+    for path in cards {
+        let card = ModelCard::parse(&std::fs::read(&path).expect("card")).expect("card parses");
+        let bytes = std::fs::read(repo().join("models").join(&card.file)).expect("weights");
+        assert_eq!(bytes.len() as u64, card.bytes, "{path:?}: bytes");
+        let ckpt = checkpoint::load(&bytes).expect("checkpoint loads");
+        assert_eq!(ckpt.config, card.config, "{path:?}: config");
+        assert_eq!(ckpt.step as usize, card.steps, "{path:?}: steps");
+        assert_eq!(card.config.num_params(), card.params, "{path:?}: params");
+        let rows = log_rows(&repo().join(&card.log));
+        let train: Vec<_> = rows.iter().map(|r| (r.0, r.1)).collect();
+        let val: Vec<_> = rows.iter().filter_map(|r| r.2.map(|v| (r.0, v))).collect();
+        assert_eq!(
+            card.curve.train, train,
+            "{path:?}: train curve is not its log's"
+        );
+        assert_eq!(
+            card.curve.val, val,
+            "{path:?}: validation curve is not its log's"
+        );
+        let last = val.last().expect("a validation point").1;
+        assert!(
+            (last - card.val_loss).abs() < 5e-4,
+            "{path:?}: card says {} but its log ends at {last}",
+            card.val_loss
+        );
+        println!(
+            "{path:?}: {} steps, validation {}",
+            card.steps, card.val_loss
+        );
+    }
+}
