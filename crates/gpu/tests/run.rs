@@ -1,11 +1,12 @@
 //! The run policy the worker and the CLI share (`engine::run`), driven the
 //! way the worker drives it, on a CPU session (no adapter needed: this is
-//! policy, not kernels): chunks end exactly at evaluations, autosaves and
-//! the end; the clock leaves pauses out; the history and the figures that
+//! policy, not kernels): chunks end exactly at evaluations, autosaves,
+//! fixed-interval live samples and the end; the clock leaves pauses out; the history and the figures that
 //! reach the page; the checks a run must pass.
 
 use tinygpt_core::data::Dataset;
 use tinygpt_core::{ModelConfig, TrainConfig};
+use tinygpt_gpu::engine::live::{LiveEvery, LiveSamples};
 use tinygpt_gpu::engine::run::{self, Run, CPU_TRAIN_MAX_PARAMS};
 use tinygpt_gpu::engine::{EngineError, Session};
 
@@ -67,6 +68,29 @@ fn chunks_end_exactly_at_evaluations_saves_and_the_end() {
     assert_eq!(free.next_steps(0, 8), 5);
     assert_eq!(free.next_steps(0, 3), 3);
     assert!(!free.at_eval(3) && free.at_eval(5));
+}
+
+#[test]
+fn chunks_end_exactly_at_live_samples_on_a_fixed_interval() {
+    let mut plan = Run::new(0, 0, None);
+    plan.live = LiveSamples::new(LiveEvery::Steps(6));
+    plan.begin(0, 20, 0.0);
+    let (mut step, mut samples) = (0, Vec::new());
+    while !plan.done(step) {
+        step += plan.next_steps(step, 8);
+        if plan.live.due(step, plan.active_ms(1.0)) {
+            plan.live.record(step, 1.0);
+            samples.push(step);
+        }
+    }
+    assert_eq!(samples, [6, 12, 18]);
+    // A new segment keeps the setting and restarts the accounts.
+    plan.begin(20, 10, 5.0);
+    assert_eq!(plan.live.every, LiveEvery::Steps(6));
+    assert_eq!(plan.live.share(1.0), 0.0);
+    // Auto never cuts a chunk short.
+    plan.live = LiveSamples::new(LiveEvery::Auto);
+    assert_eq!(plan.next_steps(20, 8), 8);
 }
 
 #[test]

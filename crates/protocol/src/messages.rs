@@ -90,6 +90,20 @@ pub enum CorpusSource {
     },
 }
 
+/// A short sample from the weights of a run in progress ("watch it learn").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LiveSample {
+    /// The training step whose weights wrote it.
+    pub step: usize,
+    pub prompt: String,
+    pub text: String,
+    /// What it cost.
+    pub millis: f64,
+    /// Time spent on live samples over time spent training, in this run
+    /// segment so far.
+    pub share: f64,
+}
+
 /// Parameters of one generation request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SampleRequest {
@@ -151,6 +165,11 @@ pub enum WorkerInput {
     },
     DeleteSavedRun {
         id: String,
+    },
+    /// How often to show a live sample while training: `None` within the
+    /// time budget (`auto`), `Some(0)` never, `Some(n)` every n steps.
+    SetLiveSamples {
+        every_steps: Option<usize>,
     },
     /// Re-send the saved-run list and storage usage.
     ListSavedRuns,
@@ -396,6 +415,8 @@ pub enum WorkerOutput {
         train: Vec<(usize, f32)>,
         val: Vec<(usize, f32)>,
     },
+    /// A sample from the weights of the run in progress.
+    LiveSample(LiveSample),
     /// A saved run's loss curve, asked for by [`WorkerInput::RunCurve`].
     RunCurve {
         id: String,

@@ -38,6 +38,7 @@ impl Store {
                     o.push(Overlay { id, name, history });
                 }
             }),
+            WorkerOutput::LiveSample(s) => self.live_samples.update(|l| crate::live::push(l, s)),
             WorkerOutput::RunState { state } => self.run_state_changed(state),
             WorkerOutput::Progress(p) => {
                 self.history.update(|h| h.push(&p));
@@ -134,6 +135,7 @@ impl Store {
         }
         if starts_new || loaded {
             self.history.set(LossHistory::default());
+            self.live_samples.set(Vec::new());
             self.progress.set(None);
             self.pending.set(Pending::None);
         }

@@ -15,6 +15,7 @@ mod field;
 mod files;
 mod format;
 mod help;
+mod live;
 mod memory_bar;
 mod precision;
 mod precision_plot;
@@ -91,6 +92,8 @@ pub(crate) struct Store {
     pub run_state: RwSignal<RunState>,
     pub progress: RwSignal<Option<TrainProgress>>,
     pub history: RwSignal<LossHistory>,
+    /// Live samples of the run in progress ("watch it learn").
+    pub live_samples: RwSignal<Vec<tinygpt_protocol::LiveSample>>,
     /// Saved runs' curves drawn over the chart for comparison.
     pub overlays: RwSignal<Vec<Overlay>>,
     pub model: RwSignal<Option<ModelInfo>>,
@@ -143,6 +146,7 @@ impl Store {
             progress: RwSignal::new(None),
             history: RwSignal::new(LossHistory::default()),
             overlays: RwSignal::new(Vec::new()),
+            live_samples: RwSignal::new(Vec::new()),
             model: RwSignal::new(None),
             runs_started: RwSignal::new(0),
             worker_busy: RwSignal::new(false),
@@ -327,6 +331,7 @@ pub fn App() -> impl IntoView {
                 <progress::ProgressPanel store=store />
                 <chart::LossChart store=store />
                 <progress::ModelInfoLine store=store />
+                <live::LivePanel store=store />
             </section>
             <sample::SamplePanel store=store />
             <checkpoint::CheckpointPanel store=store />

@@ -7,6 +7,7 @@ use futures_channel::mpsc;
 use futures_util::StreamExt;
 use std::cell::Cell;
 use std::rc::Rc;
+use tinygpt_gpu::engine::live::LiveEvery;
 use tinygpt_gpu::engine::Gpu;
 use tinygpt_gpu::gate::{status_suffix, Fault, GateOptions, DEFAULT_VOCAB};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -375,6 +376,9 @@ async fn handle(runner: &mut Runner, msg: WorkerInput) {
         WorkerInput::LoadSavedRun { id } => runner.load_saved_run(&id).await,
         WorkerInput::DeleteSavedRun { id } => runner.delete_saved_run(&id).await,
         WorkerInput::ListSavedRuns => runner.post_saved_runs().await,
+        WorkerInput::SetLiveSamples { every_steps } => {
+            runner.live_every = LiveEvery::from_setting(every_steps)
+        }
         WorkerInput::RunCurve { id } => runner.post_run_curve(&id).await,
         WorkerInput::Localize { prompt } => runner.localize(&prompt).await,
         WorkerInput::ListPrecisionLog => runner.post_precision_log().await,

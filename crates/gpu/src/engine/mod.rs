@@ -5,6 +5,7 @@
 mod cpu;
 mod error;
 mod gpu;
+pub mod live;
 pub mod run;
 
 pub use cpu::CpuTrainer;

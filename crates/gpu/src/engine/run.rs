@@ -5,6 +5,7 @@
 //! the time in (milliseconds from any fixed origin).
 
 use super::error::EngineError;
+use super::live::LiveSamples;
 use super::Session;
 use tinygpt_core::ModelConfig;
 use tinygpt_protocol::TrainProgress;
@@ -98,6 +99,8 @@ pub struct Run {
     /// Loss history (restored with a saved run), bounded for the chart.
     pub history_train: Vec<(usize, f32)>,
     pub history_val: Vec<(usize, f32)>,
+    /// Live samples of this segment (`begin` restarts their accounts).
+    pub live: LiveSamples,
 }
 
 fn push_history(series: &mut Vec<(usize, f32)>, step: usize, loss: f32) {
@@ -137,6 +140,13 @@ impl Run {
         self.clock.start(now_ms);
         self.tokens = 0;
         self.cache_checked = None;
+        self.live = LiveSamples::new(self.live.every);
+    }
+
+    /// Milliseconds spent training in this segment (pauses and live
+    /// samples excluded).
+    pub fn active_ms(&self, now_ms: f64) -> f64 {
+        self.clock.seconds(now_ms) * 1e3
     }
 
     pub fn pause(&mut self, now_ms: f64) {
@@ -153,13 +163,14 @@ impl Run {
     }
 
     /// How many steps to submit next from `step`, at most `per_call`: never
-    /// past the end, the next evaluation or the next autosave, so each lands
-    /// exactly on its step.
+    /// past the end, the next evaluation, the next live sample on a fixed
+    /// interval or the next autosave, so each lands exactly on its step.
     pub fn next_steps(&self, step: usize, per_call: usize) -> usize {
-        let to_eval = match self.eval_every {
+        let to = |every: usize| match every {
             0 => usize::MAX,
             every => every - step % every,
         };
+        let to_eval = to(self.eval_every).min(to(self.live.every.boundary().unwrap_or(0)));
         let to_save = self
             .next_save()
             .map_or(usize::MAX, |s| s.saturating_sub(step).max(1));

@@ -7,6 +7,7 @@
 //! private storage, the clock.
 
 mod gate;
+mod live;
 mod precision;
 mod sample;
 mod saved_runs;
@@ -19,6 +20,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use tinygpt_gpu::engine::live::LiveEvery;
 use tinygpt_gpu::engine::run::Run;
 use tinygpt_gpu::engine::{Gpu, Session, StepsInFlight};
 use tinygpt_protocol::{
@@ -47,6 +49,8 @@ pub struct Runner {
     run: Option<RunMeta>,
     /// Autosave interval in steps (0: only on pause, stop and the end).
     pub autosave_every: usize,
+    /// How often to show a live sample while training.
+    pub live_every: LiveEvery,
     /// Test-only faults are honoured (`?test_hooks=1`).
     pub test_hooks: bool,
     /// Test hook: crash halfway through the next autosave.
@@ -101,6 +105,7 @@ impl Runner {
             gate_reports,
             run: None,
             autosave_every: DEFAULT_AUTOSAVE_STEPS,
+            live_every: LiveEvery::Auto,
             test_hooks: false,
             crash_next_save: false,
             corrupt_localization: false,

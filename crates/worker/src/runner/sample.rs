@@ -48,7 +48,8 @@ impl Stream {
 
 /// The CPU path computes without awaiting: this lets the event loop
 /// deliver a Stop every [`YIELD_MS`].
-fn yielder() -> impl FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> {
+pub(super) fn yielder() -> impl FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
+{
     let mut last = js::now_ms();
     move || {
         let now = js::now_ms();

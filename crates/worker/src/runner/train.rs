@@ -222,6 +222,7 @@ impl Runner {
             0
         };
         self.plan.saved_step = saved.flatten();
+        self.plan.live.every = self.live_every;
         loop {
             let Some(s) = self.session.as_mut() else {
                 return;
@@ -259,7 +260,8 @@ impl Runner {
                 break;
             }
             let at_save = self.plan.autosave_due(s.step);
-            if js::now_ms() - t0 >= CHUNK_MS || at_save {
+            let at_live = self.plan.live.every.boundary().is_some() && self.live_due();
+            if js::now_ms() - t0 >= CHUNK_MS || at_save || at_live {
                 break;
             }
         }
@@ -268,6 +270,9 @@ impl Runner {
         if step.is_some_and(|s| self.plan.cache_check_due(s)) {
             self.drain().await;
             self.check_weight_cache("the next steps", true).await;
+        }
+        if self.live_due() && self.state == RunState::Running {
+            self.live_sample().await;
         }
         if step.is_some_and(|s| self.plan.autosave_due(s)) {
             self.drain().await;
