@@ -96,10 +96,13 @@ export async function launch({ webgpu = true } = {}) {
  * Opens the app and records every console line of the page and its workers.
  * Returns the page and `logs`, an array of `{ source, type, text }`.
  * `beforeGoto(page)`, if given, runs before the page is loaded (to add init
- * scripts or listeners that must see the very first request).
+ * scripts or listeners that must see the very first request). The page
+ * opens as a returning visitor's, the first-visit tour already seen, unless
+ * `tour` is set (the tour's own tests).
  */
-export async function openApp(browser, url, { beforeGoto } = {}) {
+export async function openApp(browser, url, { beforeGoto, tour = false } = {}) {
   const page = await browser.newPage();
+  if (!tour) await page.addInitScript(() => localStorage.setItem("tinygpt.tour", "done"));
   page.setDefaultTimeout(patience(30_000));
   const logs = [];
   const record = (source) => (msg) => {

@@ -65,7 +65,7 @@ test("every control, panel and pill has a \"?\" that explains it", async () => {
 test("the tour greets a first visit, can be skipped, is remembered and can be replayed", async () => {
   const browser = await launch({ webgpu: true });
   try {
-    const { page, logs } = await openReady(browser, server.url);
+    const { page, logs } = await openReady(browser, server.url, { tour: true });
     const tour = page.getByTestId("tour");
     await tour.waitFor();
     const focused = () => page.evaluate(() => [...document.querySelectorAll("[data-tour-focus]")].map((e) => e.dataset.testid));
