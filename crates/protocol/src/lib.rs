@@ -8,6 +8,7 @@
 pub mod adapter;
 pub mod card;
 pub mod config;
+pub mod inspect;
 pub mod memory;
 pub mod messages;
 pub mod precision;
@@ -15,6 +16,7 @@ pub mod precision;
 pub use adapter::AdapterDesc;
 pub use card::{CardCurve, ModelCard, CARD_VERSION};
 pub use config::{ConfigError, ModelConfig, Preset, TrainConfig, MAX_CORPUS_BYTES, PRESETS};
+pub use inspect::{Inspection, INSPECT_TOP};
 pub use memory::{check_fits, training_memory, MemoryPlan, MEMORY_BUDGET_BYTES};
 pub use messages::*;
 pub use precision::*;

@@ -184,6 +184,12 @@ pub enum WorkerInput {
     Localize {
         prompt: String,
     },
+    /// Run `text` (its last `block_size` characters) through the model held
+    /// and send what it expected at every position and every head's
+    /// attention weights ([`WorkerOutput::Inspection`]).
+    Inspect {
+        text: String,
+    },
     /// Send the device's precision log ([`WorkerOutput::PrecisionLog`]).
     ListPrecisionLog,
     /// Empty the precision log.
@@ -415,6 +421,8 @@ pub enum WorkerOutput {
         train: Vec<(usize, f32)>,
         val: Vec<(usize, f32)>,
     },
+    /// The answer to [`WorkerInput::Inspect`].
+    Inspection(crate::Inspection),
     /// A sample from the weights of the run in progress.
     LiveSample(LiveSample),
     /// A saved run's loss curve, asked for by [`WorkerInput::RunCurve`].

@@ -38,6 +38,10 @@ impl Store {
                     o.push(Overlay { id, name, history });
                 }
             }),
+            WorkerOutput::Inspection(i) => {
+                self.inspection.set(Some(i));
+                self.inspected.update(|n| *n += 1);
+            }
             WorkerOutput::LiveSample(s) => self.live_samples.update(|l| crate::live::push(l, s)),
             WorkerOutput::RunState { state } => self.run_state_changed(state),
             WorkerOutput::Progress(p) => {

@@ -15,6 +15,7 @@ mod field;
 mod files;
 mod format;
 mod help;
+mod inspect;
 mod live;
 mod memory_bar;
 mod precision;
@@ -92,6 +93,9 @@ pub(crate) struct Store {
     pub run_state: RwSignal<RunState>,
     pub progress: RwSignal<Option<TrainProgress>>,
     pub history: RwSignal<LossHistory>,
+    /// The last inspection of a text, and how many arrived.
+    pub inspection: RwSignal<Option<tinygpt_protocol::Inspection>>,
+    pub inspected: RwSignal<u32>,
     /// Live samples of the run in progress ("watch it learn").
     pub live_samples: RwSignal<Vec<tinygpt_protocol::LiveSample>>,
     /// Saved runs' curves drawn over the chart for comparison.
@@ -147,6 +151,8 @@ impl Store {
             history: RwSignal::new(LossHistory::default()),
             overlays: RwSignal::new(Vec::new()),
             live_samples: RwSignal::new(Vec::new()),
+            inspection: RwSignal::new(None),
+            inspected: RwSignal::new(0),
             model: RwSignal::new(None),
             runs_started: RwSignal::new(0),
             worker_busy: RwSignal::new(false),

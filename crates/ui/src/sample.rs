@@ -162,6 +162,7 @@ pub fn SamplePanel(
             <p class="stats" data-testid="sample-stats"
                 data-tokens-per-s=move || sample.with(|s| s.tokens_per_s)
                 data-first-token-ms=move || sample.with(|s| s.first_token_ms)>{move || sample.with(stats)}</p>
+            <crate::inspect::InspectPanel store=store />
         </section>
     }
 }

@@ -381,6 +381,7 @@ async fn handle(runner: &mut Runner, msg: WorkerInput) {
         }
         WorkerInput::RunCurve { id } => runner.post_run_curve(&id).await,
         WorkerInput::Localize { prompt } => runner.localize(&prompt).await,
+        WorkerInput::Inspect { text } => runner.inspect(&text).await,
         WorkerInput::ListPrecisionLog => runner.post_precision_log().await,
         WorkerInput::ClearPrecisionLog => runner.clear_precision_log().await,
         WorkerInput::TestHook { hook } => test_hook(runner, hook).await,

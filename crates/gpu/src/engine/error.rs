@@ -27,6 +27,8 @@ pub enum EngineError {
     Gpu(#[from] GpuError),
     #[error("this run does not fit on this GPU: {0}")]
     TooBig(String),
+    #[error("nothing to inspect: the text is empty")]
+    EmptyText,
     #[error("this model has no training data: load a corpus to continue training it")]
     NoData,
     #[error("the corpus's characters ({corpus}) differ from the model's vocabulary ({model}); continue training on the corpus it was trained on")]

@@ -5,6 +5,7 @@
 mod cpu;
 mod error;
 mod gpu;
+mod inspect;
 pub mod live;
 pub mod run;
 

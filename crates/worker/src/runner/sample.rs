@@ -119,6 +119,26 @@ impl Runner {
         }
     }
 
+    /// Runs `text` through the model and posts what it expected at every
+    /// position and where each head looked.
+    pub async fn inspect(&mut self, text: &str) {
+        const WHAT: &str = "inspecting the text";
+        self.drain().await;
+        let Some(s) = self.session.as_mut() else {
+            return error(
+                WHAT,
+                "there is no model yet: train one or load a checkpoint",
+            );
+        };
+        post(&WorkerOutput::Busy { busy: true });
+        let result = s.inspect(text).await;
+        post(&WorkerOutput::Busy { busy: false });
+        match result {
+            Ok(i) => post(&WorkerOutput::Inspection(i)),
+            Err(e) => error(WHAT, e),
+        }
+    }
+
     /// Loads a checkpoint; a bad file leaves the current model in place.
     pub async fn load_checkpoint(&mut self, name: String, bytes: &[u8]) {
         self.drain().await;

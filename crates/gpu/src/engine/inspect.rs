@@ -1,0 +1,81 @@
+//! Inside the model for one text ([`Session::inspect`]): the next-character
+//! distribution at every position and every head's attention weights. On
+//! the GPU the forward is the one sampling uses (the active fast paths
+//! included); its fused attention kernel never stores the weights, so they
+//! are recomputed from that forward's q and k rows with the CPU
+//! reference's attention (`tinygpt_core::model::layers`). Without WebGPU
+//! the CPU reference computes everything.
+
+use super::{Backend, EngineError, Session};
+use tinygpt_core::model::layers::attention_forward;
+use tinygpt_protocol::inspect::{quantise, top_k};
+use tinygpt_protocol::{Inspection, INSPECT_TOP};
+
+/// Softmax of each `v`-wide row, in f64 sums.
+fn softmax_rows(logits: &[f32], v: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(logits.len());
+    for row in logits.chunks(v) {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let exps: Vec<f64> = row.iter().map(|&x| ((x - max) as f64).exp()).collect();
+        let sum: f64 = exps.iter().sum();
+        out.extend(exps.iter().map(|e| (e / sum) as f32));
+    }
+    out
+}
+
+impl Session {
+    /// Runs `text` (its last `block_size` characters) through the model;
+    /// an unknown character or an empty text is refused by name.
+    pub async fn inspect(&mut self, text: &str) -> Result<Inspection, EngineError> {
+        let ids = self.vocab.encode(text)?;
+        let keep = ids.len().saturating_sub(self.config.block_size);
+        let ids = &ids[keep..];
+        if ids.is_empty() {
+            return Err(EngineError::EmptyText);
+        }
+        let (t, v) = (ids.len(), self.config.vocab_size);
+        let (l_n, nh, c) = (self.config.n_layer, self.config.n_head, self.config.d_model);
+        let (logits, att) = match &mut self.backend {
+            Backend::Cpu(tr) => {
+                let acts = tr.model.forward(ids, None, 1, t)?;
+                let att = acts.blocks.iter().flat_map(|b| b.att.clone()).collect();
+                (acts.logits, att)
+            }
+            Backend::Gpu(tr) => {
+                tr.model.prepare_inference(&tr.gpu.ctx).await?;
+                let mut reg = std::mem::take(&mut *tr.gpu.registry.borrow_mut());
+                let stages = tr.model.forward_stages(&tr.gpu.ctx, &mut reg, ids).await;
+                *tr.gpu.registry.borrow_mut() = reg;
+                let mut stages = stages?;
+                let logits = stages.pop().map(|s| s.1).unwrap_or_default();
+                let mut att = vec![0.0; l_n * nh * t * t];
+                let qkvs = stages.iter().filter(|s| s.0.ends_with(" qkv"));
+                for (l, (_, qkv)) in qkvs.enumerate() {
+                    let mut out = vec![0.0; t * c];
+                    let head = &mut att[l * nh * t * t..(l + 1) * nh * t * t];
+                    attention_forward(&mut out, head, qkv, 1, t, c, nh);
+                }
+                (logits, att)
+            }
+        };
+        let probs = softmax_rows(&logits, v);
+        let chars = self.vocab.chars();
+        let top = probs
+            .chunks(v)
+            .map(|p| top_k(p, chars, INSPECT_TOP))
+            .collect();
+        let next_prob = (0..t - 1)
+            .map(|i| probs[i * v + ids[i + 1] as usize])
+            .collect();
+        Ok(Inspection {
+            text: self.vocab.decode(ids),
+            backend: self.backend_name().to_string(),
+            top,
+            next_prob,
+            layers: l_n,
+            heads: nh,
+            t,
+            attention: quantise(&att),
+        })
+    }
+}

@@ -1,0 +1,134 @@
+//! `Session::inspect`, the page's token probabilities and attention maps:
+//! on the GPU (the sampling forward, attention weights recomputed from its
+//! q and k rows) and on the CPU reference, for the same trained weights,
+//! the two agree; every distribution sums to one, the attention is causal
+//! and its rows sum to one; bad text is refused by name.
+
+use std::rc::Rc;
+use tinygpt_core::data::Dataset;
+use tinygpt_core::{ModelConfig, TrainConfig};
+use tinygpt_gpu::engine::{EngineError, Gpu, Session};
+use tinygpt_gpu::GpuContext;
+use tinygpt_protocol::{Inspection, INSPECT_TOP};
+
+const TEXT: &str = "to be or not to be, that is the question";
+
+fn sessions() -> Option<(Session, Session)> {
+    tinygpt_gpu::testing::test_gpu()?;
+    let gpu: Rc<Gpu> = Gpu::new(pollster::block_on(GpuContext::new()).unwrap());
+    let corpus = format!("{TEXT}; whether 'tis nobler in the mind\n").repeat(20);
+    let data = Dataset::from_bytes(corpus.as_bytes(), 0.1, 16).unwrap();
+    let config = ModelConfig {
+        vocab_size: data.vocab.len(),
+        block_size: 48,
+        n_layer: 2,
+        n_head: 2,
+        d_model: 16,
+    };
+    let train = TrainConfig {
+        batch_size: 2,
+        seq_len: 16,
+        steps: 30,
+        warmup_steps: 2,
+        lr: 1e-2,
+        eval_interval: 0,
+        ..TrainConfig::default()
+    };
+    let mut g = Session::new(config, train, data, "gpu".into(), Some(gpu)).unwrap();
+    for _ in 0..30 {
+        pollster::block_on(g.train_steps(1)).unwrap();
+    }
+    let ckpt = pollster::block_on(g.checkpoint()).unwrap();
+    let c = Session::from_checkpoint(ckpt, "cpu".into(), None).unwrap();
+    Some((g, c))
+}
+
+/// What every inspection must satisfy, whatever computed it.
+fn well_formed(i: &Inspection, text: &str) {
+    let t = i.t;
+    assert_eq!(i.text, text);
+    assert_eq!(t, text.chars().count());
+    assert_eq!((i.top.len(), i.next_prob.len()), (t, t - 1));
+    for top in &i.top {
+        assert_eq!(top.len(), INSPECT_TOP);
+        assert!(top.windows(2).all(|w| w[0].1 >= w[1].1), "{top:?}");
+    }
+    // The next character's probability is in the top list when it is high.
+    let chars: Vec<char> = text.chars().collect();
+    for (p, (top, next)) in i.next_prob.iter().zip(i.top.iter().zip(&chars[1..])) {
+        if let Some(&(_, q)) = top.iter().find(|(c, _)| c == next) {
+            assert!((p - q).abs() < 1e-6);
+        } else {
+            assert!(*p <= top[INSPECT_TOP - 1].1 + 1e-6);
+        }
+    }
+    assert_eq!(i.attention.len(), i.layers * i.heads * t * t);
+    for l in 0..i.layers {
+        for h in 0..i.heads {
+            for (q, row) in i.head(l, h).chunks(t).enumerate() {
+                assert!(
+                    row[q + 1..].iter().all(|&w| w == 0),
+                    "causal: layer {l} head {h} row {q}"
+                );
+                let sum: u32 = row.iter().map(|&w| w as u32).sum();
+                let slack = (q as u32 + 1).div_ceil(2) + 1;
+                assert!(
+                    sum.abs_diff(255) <= slack,
+                    "row sums to {sum}/255 (layer {l} head {h} row {q})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_and_cpu_inspections_agree_and_are_well_formed() {
+    let Some((mut g, mut c)) = sessions() else {
+        return;
+    };
+    let gi = pollster::block_on(g.inspect(TEXT)).unwrap();
+    let ci = pollster::block_on(c.inspect(TEXT)).unwrap();
+    assert_eq!(
+        (gi.backend.as_str(), ci.backend.as_str()),
+        ("webgpu", "cpu")
+    );
+    well_formed(&gi, TEXT);
+    well_formed(&ci, TEXT);
+    let worst = gi
+        .next_prob
+        .iter()
+        .zip(&ci.next_prob)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-3,
+        "next-character probabilities differ by {worst}"
+    );
+    let att = gi
+        .attention
+        .iter()
+        .zip(&ci.attention)
+        .map(|(a, b)| a.abs_diff(*b))
+        .max()
+        .unwrap();
+    assert!(att <= 1, "attention bytes differ by {att}");
+    // The trained model is not uniform: some head attends sharply.
+    assert!(gi.attention.iter().any(|&w| w > 128));
+    println!("GPU vs CPU: next-char probabilities within {worst:.2e}, attention within {att}/255");
+}
+
+#[test]
+fn a_long_text_keeps_its_last_context_and_bad_text_is_refused() {
+    let Some((mut g, _)) = sessions() else {
+        return;
+    };
+    let long = TEXT.repeat(2);
+    let i = pollster::block_on(g.inspect(&long)).unwrap();
+    let tail: String = long.chars().skip(long.chars().count() - 48).collect();
+    assert_eq!(i.text, tail);
+    well_formed(&i, &tail);
+    let empty = pollster::block_on(g.inspect("")).unwrap_err();
+    assert!(matches!(empty, EngineError::EmptyText), "{empty}");
+    let unknown = pollster::block_on(g.inspect("to ☃")).unwrap_err();
+    assert!(unknown.to_string().contains('☃'), "{unknown}");
+}
