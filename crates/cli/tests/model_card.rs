@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use tinygpt_core::checkpoint;
-use tinygpt_protocol::ModelCard;
+use tinygpt_protocol::{suggested, GalleryIndex, ModelCard};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -70,4 +70,40 @@ fn every_card_matches_its_checkpoint_and_its_log() {
             card.steps, card.val_loss
         );
     }
+}
+
+#[test]
+fn the_gallery_lists_every_card_once_with_unique_ids() {
+    let bytes = std::fs::read(repo().join("models/gallery.json")).expect("models/gallery.json");
+    let index: GalleryIndex = serde_json::from_slice(&bytes).expect("gallery.json parses");
+    let mut listed: Vec<PathBuf> = index
+        .cards
+        .iter()
+        .map(|c| repo().join("models").join(c))
+        .collect();
+    let cards: Vec<ModelCard> = listed
+        .iter()
+        .map(|p| ModelCard::parse(&std::fs::read(p).expect("card")).expect("card parses"))
+        .collect();
+    let ids: Vec<&str> = cards.iter().map(|c| c.id.as_str()).collect();
+    assert!(
+        ids.iter().enumerate().all(|(i, id)| !ids[..i].contains(id)),
+        "{ids:?}"
+    );
+    listed.sort();
+    assert_eq!(
+        listed,
+        self::cards(),
+        "gallery.json lists every models/*.card.json"
+    );
+    // Every device class gets a suggestion: a CPU implementation the small
+    // model, a real GPU the best one.
+    assert_eq!(
+        suggested(&cards, true).map(|c| c.preset.as_str()),
+        Some("small")
+    );
+    assert_eq!(
+        suggested(&cards, false).map(|c| c.preset.as_str()),
+        Some("nanogpt")
+    );
 }

@@ -13,6 +13,8 @@ pub const CARD_VERSION: u32 = 1;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelCard {
     pub version: u32,
+    /// Stable name in the gallery and in messages (`"small"`).
+    pub id: String,
     /// Shown in the page, e.g. "Shakespeare, small".
     pub title: String,
     /// The weights file, relative to the card.
@@ -29,6 +31,9 @@ pub struct ModelCard {
     pub val_protocol: String,
     /// One paragraph: corpus, optimiser, schedule, device.
     pub summary: String,
+    /// Whether it samples fast enough on a CPU implementation of WebGPU
+    /// (SwiftShader, lavapipe, WARP) to be suggested there.
+    pub for_cpu_implementations: bool,
     /// The training curve of the run that made the weights.
     pub curve: CardCurve,
     /// Where the raw log of that run is, in the repository.
@@ -40,6 +45,27 @@ pub struct ModelCard {
 pub struct CardCurve {
     pub train: Vec<(usize, f32)>,
     pub val: Vec<(usize, f32)>,
+}
+
+/// `models/gallery.json`: the cards of the page's gallery, in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GalleryIndex {
+    pub version: u32,
+    /// Card files, relative to the index.
+    pub cards: Vec<String>,
+}
+
+/// The model the page suggests on a device: on a CPU implementation the
+/// best card marked for one, elsewhere the best card (lowest validation
+/// loss); ties keep gallery order.
+pub fn suggested(cards: &[ModelCard], cpu_implementation: bool) -> Option<&ModelCard> {
+    cards
+        .iter()
+        .filter(|c| !cpu_implementation || c.for_cpu_implementations)
+        .fold(None, |best: Option<&ModelCard>, c| match best {
+            Some(b) if b.val_loss <= c.val_loss => Some(b),
+            _ => Some(c),
+        })
 }
 
 impl ModelCard {
@@ -71,6 +97,7 @@ mod tests {
     fn a_card_with_a_bad_curve_or_version_is_refused() {
         let card = ModelCard {
             version: CARD_VERSION,
+            id: "t".into(),
             title: "t".into(),
             file: "f".into(),
             bytes: 1,
@@ -88,6 +115,7 @@ mod tests {
             val_loss: 1.0,
             val_protocol: String::new(),
             summary: String::new(),
+            for_cpu_implementations: true,
             curve: CardCurve {
                 train: vec![(1, 2.0), (2, 1.5)],
                 val: vec![(2, 1.6)],
@@ -100,10 +128,20 @@ mod tests {
         bad.curve.train.reverse();
         let err = ModelCard::parse(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
         assert!(err.contains("steps must rise"), "{err}");
-        let mut old = card;
+        let mut old = card.clone();
         old.version = 9;
         let err = ModelCard::parse(&serde_json::to_vec(&old).unwrap()).unwrap_err();
         assert!(err.contains("version 9"), "{err}");
         assert!(ModelCard::parse(b"{").unwrap_err().contains("unreadable"));
+        // The suggestion: the best card, or the best one a CPU
+        // implementation can run.
+        let mut big = card.clone();
+        big.id = "big".into();
+        big.val_loss = 0.5;
+        big.for_cpu_implementations = false;
+        let both = vec![card.clone(), big];
+        assert_eq!(suggested(&both, false).map(|c| c.id.as_str()), Some("big"));
+        assert_eq!(suggested(&both, true).map(|c| c.id.as_str()), Some("t"));
+        assert_eq!(suggested(&both[1..], true), None);
     }
 }

@@ -153,6 +153,12 @@ pub enum WorkerInput {
     SaveCheckpoint,
     /// Load the bundled Shakespeare model (`models/shakespeare.safetensors`).
     LoadBundledModel,
+    /// Send the model gallery's cards ([`WorkerOutput::Gallery`]).
+    ListGallery,
+    /// Load the gallery's model `id` with its card's curve.
+    LoadGalleryModel {
+        id: String,
+    },
     /// Autosave the run every `every_steps` steps (0: only on pause, stop
     /// and the end of the run).
     SetAutosave {
@@ -420,6 +426,11 @@ pub enum WorkerOutput {
     History {
         train: Vec<(usize, f32)>,
         val: Vec<(usize, f32)>,
+    },
+    /// The gallery's cards (`models/gallery.json`), or why it cannot be read.
+    Gallery {
+        cards: Vec<crate::ModelCard>,
+        problem: Option<String>,
     },
     /// The answer to [`WorkerInput::Inspect`].
     Inspection(crate::Inspection),

@@ -38,6 +38,7 @@ impl Store {
                     o.push(Overlay { id, name, history });
                 }
             }),
+            WorkerOutput::Gallery { cards, problem } => self.gallery.set(Some((cards, problem))),
             WorkerOutput::Inspection(i) => {
                 self.inspection.set(Some(i));
                 self.inspected.update(|n| *n += 1);

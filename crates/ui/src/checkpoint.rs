@@ -40,13 +40,10 @@ pub fn CheckpointPanel(
             <p class="muted">"safetensors: f32 weights and AdamW moments, so a loaded model can keep training."</p>
             <div class="buttons">
                 <button data-testid="load-bundled"
-                    title="4-layer model trained by this project on the Shakespeare corpus (see models/README.md)"
-                    on:click=move |_| {
-                        store.checkpoint_note.set(Some("Loading the bundled Shakespeare model…".into()));
-                        store.send(WorkerInput::LoadBundledModel);
-                    }
+                    title="the gallery's model suggested for this device (below), trained by this project on the Shakespeare corpus"
+                    on:click=move |_| crate::gallery::load(store, crate::gallery::suggested_id(store))
                     disabled=move || store.run_active()>
-                    "Load the Shakespeare model"
+                    "Load the suggested Shakespeare model"
                 </button>
                 <button data-testid="save-checkpoint"
                     on:click=move |_| store.send(WorkerInput::SaveCheckpoint)
@@ -63,6 +60,8 @@ pub fn CheckpointPanel(
             <p class="stats" data-testid="checkpoint-note">
                 {move || store.checkpoint_note.get().unwrap_or_default()}
             </p>
+            <h3>"Model gallery"</h3>
+            <crate::gallery::Gallery store=store />
         </section>
     }
 }

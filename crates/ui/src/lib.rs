@@ -14,6 +14,7 @@ mod checkpoint;
 mod field;
 mod files;
 mod format;
+mod gallery;
 mod help;
 mod inspect;
 mod live;
@@ -93,6 +94,8 @@ pub(crate) struct Store {
     pub run_state: RwSignal<RunState>,
     pub progress: RwSignal<Option<TrainProgress>>,
     pub history: RwSignal<LossHistory>,
+    /// The model gallery's cards and why it could not be read, once listed.
+    pub gallery: RwSignal<Option<(Vec<tinygpt_protocol::ModelCard>, Option<String>)>>,
     /// The last inspection of a text, and how many arrived.
     pub inspection: RwSignal<Option<tinygpt_protocol::Inspection>>,
     pub inspected: RwSignal<u32>,
@@ -152,6 +155,7 @@ impl Store {
             overlays: RwSignal::new(Vec::new()),
             live_samples: RwSignal::new(Vec::new()),
             inspection: RwSignal::new(None),
+            gallery: RwSignal::new(None),
             inspected: RwSignal::new(0),
             model: RwSignal::new(None),
             runs_started: RwSignal::new(0),
@@ -181,6 +185,7 @@ impl Store {
                 self.link.set_value(Some(link));
                 // Ask again once mounted: harmless if caps already arrived.
                 self.send(WorkerInput::QueryCaps);
+                self.send(WorkerInput::ListGallery);
             }
             Err(e) => self.status.set(format!("Cannot start the worker — {e}")),
         }

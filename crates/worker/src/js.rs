@@ -155,6 +155,10 @@ pub const BUNDLED_MODEL: &str = "./shakespeare.safetensors";
 /// The bundled model's card (`models/shakespeare.card.json`).
 pub const BUNDLED_CARD: &str = "./shakespeare.card.json";
 
+/// The model gallery's index (`models/gallery.json`); card and weight
+/// files sit beside it.
+pub const GALLERY_INDEX: &str = "./gallery.json";
+
 /// `fetch(url)` → bytes, with the HTTP status in the error.
 pub async fn fetch_bytes(url: &str) -> Result<Vec<u8>, FetchError> {
     let fail = |failure: FetchFailure| FetchError {

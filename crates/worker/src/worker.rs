@@ -372,6 +372,8 @@ async fn handle(runner: &mut Runner, msg: WorkerInput) {
         WorkerInput::LoadCheckpoint { name, bytes } => runner.load_checkpoint(name, &bytes).await,
         WorkerInput::SaveCheckpoint => runner.save_checkpoint().await,
         WorkerInput::LoadBundledModel => runner.load_bundled().await,
+        WorkerInput::ListGallery => runner.post_gallery().await,
+        WorkerInput::LoadGalleryModel { id } => runner.load_gallery(&id).await,
         WorkerInput::SetAutosave { every_steps } => runner.autosave_every = every_steps,
         WorkerInput::LoadSavedRun { id } => runner.load_saved_run(&id).await,
         WorkerInput::DeleteSavedRun { id } => runner.delete_saved_run(&id).await,

@@ -6,6 +6,7 @@
 //! (`tinygpt_gpu::engine::run`); this folder adds the browser: messages,
 //! private storage, the clock.
 
+mod gallery;
 mod gate;
 mod live;
 mod precision;

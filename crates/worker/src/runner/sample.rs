@@ -8,7 +8,7 @@ use tinygpt_core::checkpoint;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_gpu::engine::run::{self, Run};
 use tinygpt_gpu::engine::Session;
-use tinygpt_protocol::{LogLevel, ModelCard, RunState, SampleRequest, WorkerOutput};
+use tinygpt_protocol::{LogLevel, RunState, SampleRequest, WorkerOutput};
 
 /// The CPU sampling path yields to the event loop this often.
 const YIELD_MS: f64 = 30.0;
@@ -165,46 +165,6 @@ impl Runner {
             Err(e) => error(
                 &format!("loading {name} (your current model is unchanged)"),
                 e,
-            ),
-        }
-    }
-
-    /// Loads the bundled model, then its card's training curve as the
-    /// model's own history (the chart draws it; Continue appends to it). A
-    /// missing or mismatched card costs the curve only.
-    pub async fn load_bundled(&mut self) {
-        let name = "the bundled Shakespeare model".to_string();
-        let bytes = match js::fetch_bytes(js::BUNDLED_MODEL).await {
-            Ok(b) => b,
-            Err(e) => return error("loading the bundled model", e),
-        };
-        self.load_checkpoint(name.clone(), &bytes).await;
-        let loaded = self.last_loaded.as_ref().is_some_and(|l| l.0 == name)
-            && self.session.as_ref().is_some_and(|s| s.source == name);
-        if !loaded {
-            return;
-        }
-        let card = match js::fetch_bytes(js::BUNDLED_CARD).await {
-            Ok(b) => ModelCard::parse(&b),
-            Err(e) => Err(e.to_string()),
-        };
-        let config = self.session.as_ref().map(|s| s.config);
-        match card {
-            Ok(card) if Some(card.config) == config => {
-                self.plan = Run::restored(card.steps, card.curve.train, card.curve.val);
-                post(&WorkerOutput::History {
-                    train: self.plan.history_train.clone(),
-                    val: self.plan.history_val.clone(),
-                });
-            }
-            Ok(_) => log(
-                LogLevel::Warn,
-                "[worker] the bundled model's card describes another shape: its curve is not shown"
-                    .into(),
-            ),
-            Err(e) => log(
-                LogLevel::Warn,
-                format!("[worker] no training curve for the bundled model: {e}"),
             ),
         }
     }
