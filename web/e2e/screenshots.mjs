@@ -65,6 +65,13 @@ try {
     timeout: patience(120_000),
   });
   await shot(p.getByTestId("sample-panel"), "sample");
+  await p.getByTestId("inspect-run").click();
+  await p.getByTestId("inspection").waitFor({ timeout: patience(60_000) });
+  await p.locator('.inspect-text .tok[data-i="40"]').click();
+  await p.getByTestId("attention-layer").selectOption("3");
+  await shot(p.getByTestId("inspection"), "inspect");
+  await p.getByTestId("gallery-nanogpt").locator("summary").click();
+  await shot(p.getByTestId("checkpoint-panel"), "gallery");
   await shot(p.getByTestId("run-panel"), "bundled-curve");
 
   await localise(p, "ROMEO:");

@@ -14,7 +14,11 @@ impl Store {
     /// Folds one worker message into the signals.
     pub(crate) fn apply(&self, msg: WorkerOutput) {
         match msg {
-            WorkerOutput::Ready => self.worker_ready.set(true),
+            WorkerOutput::Ready => {
+                self.worker_ready.set(true);
+                // Sent once the worker listens: earlier messages can be lost.
+                self.send(WorkerInput::ListGallery);
+            }
             WorkerOutput::GpuCaps(c) => self.caps.set(Some(c)),
             WorkerOutput::Status { text } => self.status.set(text),
             WorkerOutput::Log { level, text } => self.log(level, text),

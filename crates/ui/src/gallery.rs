@@ -51,8 +51,9 @@ fn sparkline(card: &ModelCard) -> String {
     val.iter()
         .map(|&(s, l)| {
             let x = 2.0 + 116.0 * (s - first.0) as f32 / span;
+            // SVG's y grows downwards: the highest loss at the top.
             let y = 2.0 + 26.0 * (hi - l) / (hi - lo).max(1e-6);
-            format!("{x:.1},{:.1}", 30.0 - y)
+            format!("{x:.1},{y:.1}")
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -118,5 +119,44 @@ fn GalleryCard(store: Store, card: ModelCard) -> impl IntoView {
                 {format!("Load {}", card.title)}
             </button>
         </li>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tinygpt_protocol::{CardCurve, ModelConfig};
+
+    #[test]
+    fn the_sparkline_falls_as_the_loss_falls() {
+        let card = ModelCard {
+            version: 1,
+            id: "x".into(),
+            title: "x".into(),
+            file: "x".into(),
+            bytes: 0,
+            sha256: String::new(),
+            preset: "tiny".into(),
+            config: ModelConfig {
+                vocab_size: 2,
+                block_size: 2,
+                n_layer: 1,
+                n_head: 1,
+                d_model: 2,
+            },
+            params: 0,
+            steps: 2,
+            val_loss: 1.0,
+            val_protocol: String::new(),
+            summary: String::new(),
+            for_cpu_implementations: true,
+            curve: CardCurve {
+                train: Vec::new(),
+                val: vec![(1, 3.0), (2, 1.0)],
+            },
+            log: String::new(),
+        };
+        assert_eq!(sparkline(&card), "2.0,2.0 118.0,28.0");
+        assert!(cpu_class(None));
     }
 }

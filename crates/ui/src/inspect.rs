@@ -23,7 +23,7 @@ pub fn confidence_class(p: f32) -> &'static str {
 pub fn show_char(c: char) -> String {
     match c {
         '\n' => "↵ (new line)".into(),
-        ' ' => "␠ (space)".into(),
+        ' ' => "(space)".into(),
         c => c.to_string(),
     }
 }

@@ -185,7 +185,6 @@ impl Store {
                 self.link.set_value(Some(link));
                 // Ask again once mounted: harmless if caps already arrived.
                 self.send(WorkerInput::QueryCaps);
-                self.send(WorkerInput::ListGallery);
             }
             Err(e) => self.status.set(format!("Cannot start the worker — {e}")),
         }
@@ -236,9 +235,9 @@ impl Store {
     pub fn send(&self, msg: WorkerInput) {
         match &msg {
             WorkerInput::Train { .. } => self.pending.set(Pending::NewRun),
-            WorkerInput::LoadCheckpoint { .. } | WorkerInput::LoadBundledModel => {
-                self.pending.set(Pending::Load)
-            }
+            WorkerInput::LoadCheckpoint { .. }
+            | WorkerInput::LoadBundledModel
+            | WorkerInput::LoadGalleryModel { .. } => self.pending.set(Pending::Load),
             _ => {}
         }
         let sent = self.link.with_value(|l| match l {

@@ -41,6 +41,7 @@ test("the gallery shows both models with their cards, suggests small here, and l
       { timeout: patience(300_000) },
     );
     await waitForAttr(page, "loss-chart", "data-val-points", String(nano.curve.val.length), patience(30_000));
+    assert.match(await page.getByTestId("checkpoint-note").innerText(), /loaded/i);
     assert.match(await page.getByTestId("model-info").innerText(), /10,777,728 params · 6L\/6H\/384C, context 256/);
     await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 20, "sample-temperature": 0 });
     await page.getByTestId("generate").click();
