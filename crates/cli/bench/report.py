@@ -21,11 +21,11 @@ for r in ours["train"]:
           f"{f['train_tokens_per_s']:,.0f} | {t['train_tokens_per_s']:,.0f} | "
           f"{r['train_tokens_per_s'] / f['train_tokens_per_s']:.2f}× | {r['train_tokens_per_s'] / t['train_tokens_per_s']:.2f}× |")
 print()
-print("| shape | path | ours tok/s (KV cache) | PyTorch greedy fp32 tok/s | ratio |")
-print("|---|---|---|---|---|")
+print("| shape | path | mode | ours tok/s (KV cache) | PyTorch greedy fp32 tok/s | ratio |")
+print("|---|---|---|---|---|---|")
 for r in ours["sample"]:
     f = pt.get((r["config"], "fp32"))
-    print(f"| {r['config']} | {r['path']} | {r['sample_tokens_per_s']:,.1f} | {f['sample_tokens_per_s']:,.1f} | "
+    print(f"| {r['config']} | {r['path']} | {r.get('mode', 'greedy')} | {r['sample_tokens_per_s']:,.1f} | {f['sample_tokens_per_s']:,.1f} | "
           f"{r['sample_tokens_per_s'] / f['sample_tokens_per_s']:.2f}× |")
 print()
 print(f"| matmul | path | ms | TFLOP/s | GB/s | of fp32 SGEMM ceiling ({ceil['gemm_fp32_tflops']} TFLOP/s) | of fp32 GEMV ceiling ({ceil.get('gemv_fp32_GBps', 0)} GB/s) |")

@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 use std::ops::ControlFlow;
 use std::time::Instant;
 use tinygpt_core::data::BatchSampler;
+use tinygpt_core::sample::{SampleParams, Sampler};
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
-use tinygpt_gpu::engine::generate_greedy;
+use tinygpt_gpu::engine::generate_picked;
 use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
@@ -101,17 +102,27 @@ fn bench_train(
     }))
 }
 
-/// Batch-1 greedy sampling with the KV cache, as `tinygpt sample` runs it
-/// (picks on the GPU, chunks of tokens per submission): `n` tokens after a
-/// one-token prompt, within one context window, timed after one untimed
-/// run.
+/// The sampled rows' setting: temperature 0.8, top-k 40, top-p 0.95.
+fn sampled() -> SampleParams {
+    SampleParams {
+        temperature: 0.8,
+        top_k: Some(40),
+        top_p: Some(0.95),
+        seed: 1,
+    }
+}
+
+/// Batch-1 sampling with the KV cache, as `tinygpt sample` runs it (picks
+/// on the GPU, chunks of tokens per submission), greedy or with
+/// [`sampled`]'s setting: `n` tokens after a one-token prompt, within one
+/// context window, timed after one untimed run.
 fn bench_sample(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     name: &str,
     shape: (usize, usize, usize, usize, usize),
     n: usize,
-    fast: Option<FastPaths>,
+    (fast, params): (Option<FastPaths>, SampleParams),
 ) -> Result<Value> {
     let (l, h, c, t, _) = shape;
     let cfg = config(l, h, c, t);
@@ -129,7 +140,9 @@ fn bench_sample(
     let dec = model.decoder(ctx, reg)?;
     let n = n.min(dec.capacity() - 1);
     let run = |dec: &mut Decoder| {
-        pollster::block_on(generate_greedy(ctx, dec, &[0], n, |_| {
+        let mut sampler = Sampler::new(params)?;
+        let sampler = (!params.is_greedy()).then_some(&mut sampler);
+        pollster::block_on(generate_picked(ctx, dec, &[0], n, sampler, |_| {
             ControlFlow::Continue(())
         }))
     };
@@ -138,9 +151,15 @@ fn bench_sample(
     run(dec)?;
     let dt = t0.elapsed().as_secs_f64();
     let path = if fast.is_some() { "f16-storage" } else { "f32" };
+    let mode = if params.is_greedy() {
+        "greedy"
+    } else {
+        "top-k 40, top-p 0.95, T 0.8"
+    };
     Ok(json!({
         "config": name,
         "path": path,
+        "mode": mode,
         "tokens": n, "sample_tokens_per_s": n as f64 / dt }))
 }
 
@@ -259,9 +278,11 @@ fn bench_models(
         eprintln!("bench: training {name}");
         train.push(bench_train(ctx, reg, name, shape, warmup, steps)?);
         eprintln!("bench: sampling {name}");
-        sample.push(bench_sample(ctx, reg, name, shape, tokens, None)?);
-        if f16.is_some() {
-            sample.push(bench_sample(ctx, reg, name, shape, tokens, f16)?);
+        for params in [SampleParams::greedy(), sampled()] {
+            sample.push(bench_sample(ctx, reg, name, shape, tokens, (None, params))?);
+            if f16.is_some() {
+                sample.push(bench_sample(ctx, reg, name, shape, tokens, (f16, params))?);
+            }
         }
     }
     Ok((train, sample))

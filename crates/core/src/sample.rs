@@ -102,7 +102,8 @@ impl Sampler {
         })
     }
 
-    /// Draws one token id from `logits` `(V)`.
+    /// Draws one token id from `logits` `(V)`: one uniform of the seeded
+    /// stream per token ([`Self::next_draw`]), then [`pick`].
     pub fn sample(&mut self, logits: &[f32]) -> Result<u32, SampleError> {
         if logits.is_empty() {
             return Err(SampleError::EmptyLogits);
@@ -111,52 +112,78 @@ impl Sampler {
             let value = logits[index];
             return Err(SampleError::NonFiniteLogit { index, value });
         }
-        let argmax = || {
-            let best = logits
-                .iter()
-                .enumerate()
-                .fold(0, |best, (i, &l)| if l > logits[best] { i } else { best });
-            best as u32
-        };
         if self.params.is_greedy() {
-            return Ok(argmax());
+            return Ok(argmax(logits));
         }
-        // Candidates by falling probability, ties by id; f64 so a tiny
-        // temperature saturates cleanly to the argmax.
-        let max = logits.iter().fold(f32::MIN, |m, &l| m.max(l)) as f64;
-        let inv_t = 1.0 / self.params.temperature as f64;
-        let mut cands: Vec<(u32, f64)> = logits
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| (i as u32, ((l as f64 - max) * inv_t).exp()))
-            .collect();
-        cands.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        if let Some(k) = self.params.top_k {
-            cands.truncate(k);
-        }
-        if let Some(p) = self.params.top_p {
-            let total: f64 = cands.iter().map(|c| c.1).sum();
-            let mut cum = 0.0;
-            let keep = cands
-                .iter()
-                .position(|c| {
-                    cum += c.1;
-                    cum >= p as f64 * total
-                })
-                .map_or(cands.len(), |i| i + 1);
-            cands.truncate(keep);
-        }
-        let total: f64 = cands.iter().map(|c| c.1).sum();
-        let mut u = self.rng.next_f64() * total;
-        for &(id, weight) in &cands {
-            if u < weight {
-                return Ok(id);
-            }
-            u -= weight;
-        }
-        // Only reachable through rounding in the running subtraction.
-        Ok(cands.last().map_or_else(argmax, |c| c.0))
+        let u = self.next_draw();
+        Ok(pick(logits, &self.params, u))
     }
+
+    /// The next uniform in `[0, 1)` of this sampler's stream (24 bits): what
+    /// [`Self::sample`] draws with, handed to a GPU that picks with the
+    /// same rule (`shaders/sample_pick.wgsl`).
+    pub fn next_draw(&mut self) -> f32 {
+        self.rng.next_f32()
+    }
+
+    pub fn params(&self) -> &SampleParams {
+        &self.params
+    }
+}
+
+/// The largest logit, the lowest index on a tie.
+pub fn argmax(logits: &[f32]) -> u32 {
+    logits
+        .iter()
+        .enumerate()
+        .fold(0, |best, (i, &l)| if l > logits[best] { i } else { best }) as u32
+}
+
+/// `1 / temperature`, bounded so a tiny temperature saturates to the argmax
+/// instead of multiplying 0 by infinity.
+pub fn inverse_temperature(temperature: f32) -> f32 {
+    (1.0 / temperature).min(1e30)
+}
+
+/// The sampling rule every backend follows, in f32 and in this order (the
+/// GPU's `shaders/sample_pick.wgsl` does the same operations, one thread
+/// summing in the same order): weights `w_i = exp((l_i − max)·(1/T))`;
+/// candidates by falling weight, ties by id; keep the first `k`; keep the
+/// shortest prefix whose running sum reaches `p ×` their sum; then walk the
+/// kept candidates subtracting each weight from `u ×` their sum until it
+/// falls below one. Only `exp` may differ between backends (by an ulp or
+/// so), which changes a pick only when `u` falls that close to a boundary.
+pub fn pick(logits: &[f32], params: &SampleParams, u: f32) -> u32 {
+    let max = logits.iter().fold(f32::MIN, |m, &l| m.max(l));
+    let inv_t = inverse_temperature(params.temperature);
+    let mut cands: Vec<(u32, f32)> = logits
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| (i as u32, ((l - max) * inv_t).exp()))
+        .collect();
+    cands.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut n = params.top_k.map_or(cands.len(), |k| k.min(cands.len()));
+    if let Some(p) = params.top_p {
+        let total: f32 = cands[..n].iter().map(|c| c.1).sum();
+        let mut cum = 0.0f32;
+        for (i, c) in cands[..n].iter().enumerate() {
+            cum += c.1;
+            if cum >= p * total {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    let total: f32 = cands[..n].iter().map(|c| c.1).sum();
+    let mut left = u * total;
+    for &(id, weight) in &cands[..n] {
+        if left < weight {
+            return id;
+        }
+        left -= weight;
+    }
+    // Only reachable through rounding in the running subtraction.
+    cands[n - 1].0
 }
 
 impl Gpt {

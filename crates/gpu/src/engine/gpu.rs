@@ -71,6 +71,21 @@ pub async fn generate_greedy(
     dec: &mut Decoder,
     prompt: &[u32],
     n: usize,
+    on_token: impl FnMut(u32) -> ControlFlow<()>,
+) -> Result<Vec<u32>, EngineError> {
+    generate_picked(ctx, dec, prompt, n, None, on_token).await
+}
+
+/// [`generate_greedy`], or with a `sampler` its seeded rule on the GPU
+/// (`shaders/sample_pick.wgsl`): each pick takes the sampler's next draw,
+/// in token order, so a seed gives the CPU reference's tokens for the same
+/// logits (`tinygpt_core::sample::pick`).
+pub async fn generate_picked(
+    ctx: &GpuContext,
+    dec: &mut Decoder,
+    prompt: &[u32],
+    n: usize,
+    mut sampler: Option<&mut Sampler>,
     mut on_token: impl FnMut(u32) -> ControlFlow<()>,
 ) -> Result<Vec<u32>, EngineError> {
     let cap = dec.capacity();
@@ -93,7 +108,15 @@ pub async fn generate_greedy(
                 break;
             }
             let k = chunk.min(n - submitted).min(room);
-            in_flight.push_back(dec.submit_greedy(ctx, &host, k)?);
+            let pending = match sampler.as_deref_mut() {
+                Some(s) => {
+                    let draws: Vec<f32> = (0..k).map(|_| s.next_draw()).collect();
+                    let params = *s.params();
+                    dec.submit_picks(ctx, &host, k, Some((&params, &draws)))?
+                }
+                None => dec.submit_greedy(ctx, &host, k)?,
+            };
+            in_flight.push_back(pending);
             host.clear();
             submitted += k;
             chunk = (2 * chunk).min(GREEDY_CHUNK);
@@ -216,16 +239,15 @@ impl GpuTrainer {
     }
 
     /// KV-cached generation. Past the context window the cache restarts from
-    /// the last half window (amortised O(T) per token). Greedy decoding
-    /// picks on the GPU, many tokens per submission ([`generate_greedy`]);
-    /// other sampling reads each token's logits back for the seeded CPU
-    /// sampler.
+    /// the last half window (amortised O(T) per token). Every pick is made
+    /// on the GPU, many tokens per submission ([`generate_picked`]): greedy,
+    /// or the seeded sampler's rule with its draws.
     pub async fn generate(
         &mut self,
         prompt: &[u32],
         n: usize,
         params: &SampleParams,
-        mut on_token: impl FnMut(u32) -> ControlFlow<()>,
+        on_token: impl FnMut(u32) -> ControlFlow<()>,
     ) -> Result<Vec<u32>, EngineError> {
         let mut sampler = Sampler::new(*params)?;
         let gpu = self.gpu.clone();
@@ -234,40 +256,8 @@ impl GpuTrainer {
             let mut reg = gpu.registry.borrow_mut();
             self.model.decoder(&gpu.ctx, &mut reg)?
         };
-        if params.is_greedy() {
-            return generate_greedy(&gpu.ctx, dec, prompt, n, on_token).await;
-        }
-        let cap = dec.capacity();
-        let mut context: Vec<u32> = if prompt.is_empty() {
-            vec![0]
-        } else {
-            prompt.to_vec()
-        };
-        let start = context.len().saturating_sub(cap);
-        dec.reset();
-        let window = &context[start..];
-        for &t in &window[..window.len() - 1] {
-            dec.feed(&gpu.ctx, t)?;
-        }
-        let mut logits = dec.push(&gpu.ctx, window[window.len() - 1]).await?;
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            let next = sampler.sample(&logits)?;
-            out.push(next);
-            context.push(next);
-            if on_token(next).is_break() || out.len() == n {
-                break;
-            }
-            if dec.len == cap {
-                dec.reset();
-                let keep = &context[context.len() - cap / 2..context.len() - 1];
-                for &t in keep {
-                    dec.feed(&gpu.ctx, t)?;
-                }
-            }
-            logits = dec.push(&gpu.ctx, next).await?;
-        }
-        Ok(out)
+        let sampler = (!params.is_greedy()).then_some(&mut sampler);
+        generate_picked(&gpu.ctx, dec, prompt, n, sampler, on_token).await
     }
 
     pub async fn params(&self) -> Result<Vec<f32>, EngineError> {

@@ -11,7 +11,7 @@ pub mod run;
 
 pub use cpu::CpuTrainer;
 pub use error::EngineError;
-pub use gpu::{generate_greedy, Gpu, GpuTrainer, GREEDY_CHUNK};
+pub use gpu::{generate_greedy, generate_picked, Gpu, GpuTrainer, GREEDY_CHUNK};
 use std::rc::Rc;
 
 use crate::model::{StepLogRead, StepStats};

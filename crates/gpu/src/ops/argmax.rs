@@ -1,13 +1,17 @@
-//! Greedy token selection on the GPU (`shaders/argmax.wgsl`): the argmax of
-//! one row of logits, ties to the lowest index as
-//! `tinygpt_core::sample::Sampler` picks greedily, written as the decoder's
-//! next input token and recorded per position, so that one submission can
-//! decode many tokens and read back only their ids.
+//! Token selection on the GPU, written as the decoder's next input token
+//! and recorded per position, so that one submission can decode many tokens
+//! and read back only their ids: greedy (`shaders/argmax.wgsl`: the argmax
+//! of one row of logits, ties to the lowest index as
+//! `tinygpt_core::sample::Sampler` picks greedily) and seeded sampling
+//! (`shaders/sample_pick.wgsl`: temperature, top-k and top-p by the CPU
+//! reference's rule, `tinygpt_core::sample::pick`, with the host's draw for
+//! each position).
 
 use super::common::{bind_kernel, shape_error, uniform, View};
 use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
+use tinygpt_core::sample::{inverse_temperature, SampleParams};
 
 pub const GREEDY_PICK: KernelSource = KernelSource {
     key: "greedy_pick",
@@ -82,6 +86,76 @@ pub fn bind_greedy_pick<'a>(
         &GREEDY_PICK,
         &params,
         &[(1, position), (2, logits.buffer), (3, token), (4, picks)],
+        [1, 1, 1],
+    ))
+}
+
+pub const SAMPLE_PICK: KernelSource = KernelSource {
+    key: "sample_pick",
+    wgsl: include_str!("../../../../shaders/sample_pick.wgsl"),
+    entry: "main",
+    constants: &[],
+};
+
+/// The sampling pick's uniform for `params` over `v` logits at
+/// `logits_off`: `(v, off, top_k or 0, 0, top_p or 1, 1/T, 0, 0)`.
+pub fn sample_params_words(v: u32, logits_off: u32, params: &SampleParams) -> [u32; 8] {
+    [
+        v,
+        logits_off,
+        params.top_k.map_or(0, |k| k.min(u32::MAX as usize) as u32),
+        0,
+        params.top_p.unwrap_or(1.0).to_bits(),
+        inverse_temperature(params.temperature).to_bits(),
+        0,
+        0,
+    ]
+}
+
+/// Binds the seeded pick from `logits`: like [`bind_greedy_pick`], with the
+/// rule's uniform `params` (32 bytes, [`sample_params_words`], rewritten
+/// by the caller per generation) and `draws`, one f32 per position.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_sample_pick<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    v: u32,
+    logits: impl Into<View<'a>>,
+    params: &wgpu::Buffer,
+    position: &wgpu::Buffer,
+    token: &wgpu::Buffer,
+    picks: &wgpu::Buffer,
+    draws: &wgpu::Buffer,
+) -> Result<BoundKernel, GpuError> {
+    let logits = logits.into();
+    if v == 0 || v as usize > tinygpt_protocol::config::MAX_VOCAB {
+        return Err(shape_error(
+            "sample_pick",
+            format!(
+                "{v} logits: 1 to {} can be sampled",
+                tinygpt_protocol::config::MAX_VOCAB
+            ),
+        ));
+    }
+    logits.need("sample_pick", "logits", v as u64)?;
+    if params.size() < 32 || draws.size() < 4 || token.size() < 4 || picks.size() < PICK_BYTES {
+        return Err(shape_error(
+            "sample_pick",
+            "params needs 32 bytes, draws and token 4, picks 16 per position".into(),
+        ));
+    }
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        &SAMPLE_PICK,
+        params,
+        &[
+            (1, position),
+            (2, logits.buffer),
+            (3, token),
+            (4, picks),
+            (5, draws),
+        ],
         [1, 1, 1],
     ))
 }

@@ -23,6 +23,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     use matmul::*;
     let mut all: Vec<&'static KernelSource> = vec![
         &argmax::GREEDY_PICK,
+        &argmax::SAMPLE_PICK,
         &floor::FLOOR_NOOP,
         &matmul::MATMUL_COOP,
         &matmul::COOP_STAGE_A,

@@ -7,16 +7,17 @@
 //! projection GEMV adding into the residual row, the fc GEMV with the second
 //! LayerNorm before and GELU after, and the fc_proj GEMV adding into the
 //! residual row; plus the embedding, the head (final LayerNorm folded in)
-//! and, when decoding greedily, the pick of the next token on the GPU. On a
+//! and the pick of the next token on the GPU (greedy, or seeded sampling
+//! with the host's draw for the position). On a
 //! CPU implementation the three LayerNorms run as dispatches of their own,
 //! and the GEMVs and the attention without barriers, instead
 //! ([`DecoderKernels`]): seven per layer and four more.
 //!
 //! Steps chain inside one submission: before each, a copy from a table
 //! sets the position uniform, and the input token is either copied from
-//! the host's list (a prompt) or left by the previous step's pick. Greedy
-//! decoding therefore submits many tokens at once and reads back only their
-//! ids; sampling with temperature reads the `V` logits of each token.
+//! the host's list (a prompt) or left by the previous step's pick. Decoding
+//! therefore submits many tokens at once and reads back only their ids,
+//! greedy or sampled alike.
 
 mod layout;
 mod rows;
@@ -27,11 +28,14 @@ use super::builder::Flat;
 use super::F16WeightCache;
 use crate::buffers::PendingRead;
 use crate::kernel::{record_pass, BoundKernel};
-use crate::ops::argmax::{bind_greedy_pick, Pick, PICK_BYTES};
+use crate::ops::argmax::{
+    bind_greedy_pick, bind_sample_pick, sample_params_words, Pick, PICK_BYTES,
+};
 use crate::ops::attention::{DecodeDesc, KvCache, POSITION_BYTES};
 use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use rows::{RowBuilder, Rows};
+use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{ModelConfig, ParamKind::*};
 
 /// What a step records after the blocks.
@@ -43,6 +47,8 @@ enum Out {
     Logits,
     /// The logits and the greedy pick.
     Pick,
+    /// The logits and the seeded pick.
+    Sample,
 }
 
 /// The one-row buffers, caches and bound kernels of batch-1 decoding.
@@ -65,6 +71,10 @@ pub struct Decoder {
     /// and the GEMV.
     head: Vec<BoundKernel>,
     pick: BoundKernel,
+    /// The seeded pick, its rule's uniform and one draw per position.
+    sample: BoundKernel,
+    sample_params: wgpu::Buffer,
+    draws: wgpu::Buffer,
     _buffers: Vec<wgpu::Buffer>,
     _caches: Vec<KvCache>,
     /// Tokens in the cache.
@@ -118,10 +128,13 @@ impl Decoder {
         g.head(lnf)?; // logits (V)
         let head = g.take();
         let pick = bind_greedy_pick(ctx, g.reg, v, &r.logits, &r.position, &r.token, &picks)?;
+        let sample_params = ctx.uniform("decode_sample_params", bytemuck::cast_slice(&sample_params_words(v, 0, &SampleParams::default())));
+        let draws = ctx.zeros("decode_draws", t_max)?;
+        let sample = bind_sample_pick(ctx, g.reg, v, &r.logits, &sample_params, &r.position, &r.token, &picks, &draws)?;
         let Rows { token, position, logits, x, qkv, atty, fch, xn, mean, rstd } = rows;
         Ok(Self {
             desc, token, host_tokens, positions, position, logits, picks,
-            vocab: v as usize, body, head, pick,
+            vocab: v as usize, body, head, pick, sample, sample_params, draws,
             _buffers: vec![x, qkv, atty, fch, xn, mean, rstd],
             _caches: caches,
             len: 0,
@@ -162,12 +175,39 @@ impl Decoder {
         host: &[u32],
         picks: usize,
     ) -> Result<PendingPicks, GpuError> {
+        self.submit_picks(ctx, host, picks, None)
+    }
+
+    /// [`Self::submit_greedy`], or with `sampling` the seeded pick: its
+    /// rule's parameters, and one draw per pick (`draws.len() == picks`).
+    pub fn submit_picks(
+        &mut self,
+        ctx: &GpuContext,
+        host: &[u32],
+        picks: usize,
+        sampling: Option<(&SampleParams, &[f32])>,
+    ) -> Result<PendingPicks, GpuError> {
         if picks == 0 {
-            return Err(self.shape("a greedy submission picks at least one token".into()));
+            return Err(self.shape("a submission picks at least one token".into()));
         }
         let steps = host.len().max(1) + picks - 1;
         let first = self.len + steps - picks;
-        self.submit(ctx, host, steps, Out::Pick)?;
+        let out = match sampling {
+            None => Out::Pick,
+            Some((params, draws)) => {
+                if draws.len() != picks {
+                    return Err(self.shape(format!("{} draws for {picks} picks", draws.len())));
+                }
+                self.check_room(steps)?;
+                let words = sample_params_words(self.vocab as u32, 0, params);
+                ctx.queue
+                    .write_buffer(&self.sample_params, 0, bytemuck::cast_slice(&words));
+                ctx.queue
+                    .write_buffer(&self.draws, 4 * first as u64, bytemuck::cast_slice(draws));
+                Out::Sample
+            }
+        };
+        self.submit(ctx, host, steps, out)?;
         let at = PICK_BYTES * first as u64;
         Ok(PendingPicks(ctx.start_read(&[(
             &self.picks,
@@ -240,8 +280,10 @@ impl Decoder {
         if out != Out::None {
             k.extend(&self.head);
         }
-        if out == Out::Pick {
-            k.push(&self.pick);
+        match out {
+            Out::Pick => k.push(&self.pick),
+            Out::Sample => k.push(&self.sample),
+            Out::None | Out::Logits => {}
         }
         k
     }
