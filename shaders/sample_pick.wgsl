@@ -87,7 +87,9 @@ fn choose(v: u32, u: f32) -> u32 {
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) t: u32) {
     let v = min(p.v, MAXV);
-    var m = -3.4028235e38;
+    // f32::MIN, as the CPU rule starts its max (a literal of it is not
+    // exactly representable for every WGSL front end).
+    var m = bitcast<f32>(0xff7fffffu);
     var bad = NONE;
     for (var i = t; i < v; i += WG) {
         let x = logits[p.logits_off + i];
