@@ -3,12 +3,15 @@
 // chains greedy ones (argmax.wgsl). The rule is the CPU reference's
 // (`tinygpt_core::sample::pick`), in f32 and in its order:
 //   w_i = exp((l_i - max) * inv_t); candidates by falling weight, ties by
-//   index; keep the first top_k; keep the shortest prefix whose running sum
-//   reaches top_p * their sum; walk the kept ones subtracting each weight
-//   from u * their sum until it falls below one.
+//   index; their running sum S_r in that order; keep the first
+//   n = min(top_k, V); with top-p the shortest prefix whose running sum
+//   reaches top_p * S_(n-1); pick the first kept candidate whose running
+//   sum exceeds u * S_(n-1) (the last one if rounding leaves none).
 // u is this position's draw of the host's seeded stream (draws[P]). The
-// ranks are computed in parallel (each candidate counts the ones before
-// it); the sums run in one thread, in rank order, as the CPU sums.
+// max is combined in two levels, the ranks counted in parallel (each
+// candidate counts the ones before it), the one running sum taken by one
+// thread in rank order as the CPU takes it, and both searches along it run
+// in parallel (the sum never falls, so one candidate meets each).
 // The first non-finite logit is recorded as argmax.wgsl records it.
 
 struct Params {
@@ -42,46 +45,18 @@ const NONE: u32 = 0xffffffffu;
 var<workgroup> weight: array<f32, 512>;
 var<workgroup> ranked_w: array<f32, 512>;
 var<workgroup> ranked_i: array<u32, 512>;
-var<workgroup> red: array<f32, 256>;
-var<workgroup> bad_i: array<u32, 256>;
+// The running sum of ranked_w.
+var<workgroup> running: array<f32, 512>;
+// Each thread's max and first non-finite index, then (from 256 on) each
+// group of sixteen's.
+var<workgroup> red: array<f32, 272>;
+var<workgroup> bad_i: array<u32, 272>;
+// Candidates kept, and the pick.
+var<workgroup> kept: u32;
+var<workgroup> chosen: u32;
 
 fn finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
-}
-
-// The kept candidates' count and the index of the pick, in one thread.
-fn choose(v: u32, u: f32) -> u32 {
-    var n = v;
-    if (p.top_k > 0u) {
-        n = min(p.top_k, v);
-    }
-    if (p.top_p < 1.0) {
-        var total = 0.0;
-        for (var r = 0u; r < n; r++) {
-            total += ranked_w[r];
-        }
-        let reach = p.top_p * total;
-        var cum = 0.0;
-        for (var r = 0u; r < n; r++) {
-            cum += ranked_w[r];
-            if (cum >= reach) {
-                n = r + 1u;
-                break;
-            }
-        }
-    }
-    var total = 0.0;
-    for (var r = 0u; r < n; r++) {
-        total += ranked_w[r];
-    }
-    var left = u * total;
-    for (var r = 0u; r < n; r++) {
-        if (left < ranked_w[r]) {
-            return ranked_i[r];
-        }
-        left -= ranked_w[r];
-    }
-    return ranked_i[n - 1u];
 }
 
 @compute @workgroup_size(256)
@@ -101,18 +76,21 @@ fn main(@builtin(local_invocation_index) t: u32) {
     red[t] = m;
     bad_i[t] = bad;
     workgroupBarrier();
-    if (t == 0u) {
-        var mm = red[0];
-        var b = bad_i[0];
-        for (var k = 1u; k < WG; k++) {
+    if (t < 16u) {
+        var mm = red[16u * t];
+        var b = bad_i[16u * t];
+        for (var k = 16u * t + 1u; k < 16u * t + 16u; k++) {
             mm = max(mm, red[k]);
             b = min(b, bad_i[k]);
         }
-        red[0] = mm;
-        bad_i[0] = b;
+        red[WG + t] = mm;
+        bad_i[WG + t] = b;
     }
     workgroupBarrier();
-    let mx = red[0];
+    var mx = red[WG];
+    for (var k = 1u; k < 16u; k++) {
+        mx = max(mx, red[WG + k]);
+    }
     for (var i = t; i < v; i += WG) {
         weight[i] = exp((logits[p.logits_off + i] - mx) * p.inv_t);
     }
@@ -130,15 +108,52 @@ fn main(@builtin(local_invocation_index) t: u32) {
         ranked_i[r] = i;
     }
     workgroupBarrier();
+    var n = v;
+    if (p.top_k > 0u) {
+        n = min(p.top_k, v);
+    }
     if (t == 0u) {
-        let at = pos.x;
-        let next = choose(v, draws[at]);
-        token[0] = next;
-        let b = bad_i[0];
-        var bits = 0u;
-        if (b != NONE) {
-            bits = bitcast<u32>(logits[p.logits_off + b]);
+        var sum = 0.0;
+        for (var r = 0u; r < v; r++) {
+            sum += ranked_w[r];
+            running[r] = sum;
         }
-        picks[at] = vec4<u32>(next, b, bits, 0u);
+        kept = n;
+    }
+    workgroupBarrier();
+    if (p.top_p < 1.0) {
+        let reach = p.top_p * running[n - 1u];
+        for (var r = t; r < n; r += WG) {
+            if (running[r] >= reach && (r == 0u || running[r - 1u] < reach)) {
+                kept = r + 1u;
+            }
+        }
+    }
+    workgroupBarrier();
+    let k = kept;
+    if (t == 0u) {
+        chosen = ranked_i[k - 1u];
+    }
+    workgroupBarrier();
+    let at = draws[pos.x] * running[k - 1u];
+    for (var r = t; r < k; r += WG) {
+        if (at < running[r] && (r == 0u || !(at < running[r - 1u]))) {
+            chosen = ranked_i[r];
+        }
+    }
+    workgroupBarrier();
+    if (t == 0u) {
+        let next = chosen;
+        token[0] = next;
+        let b = bad_i[WG];
+        var first_bad = b;
+        for (var g = 1u; g < 16u; g++) {
+            first_bad = min(first_bad, bad_i[WG + g]);
+        }
+        var bits = 0u;
+        if (first_bad != NONE) {
+            bits = bitcast<u32>(logits[p.logits_off + first_bad]);
+        }
+        picks[pos.x] = vec4<u32>(next, first_bad, bits, 0u);
     }
 }

@@ -147,12 +147,14 @@ pub fn inverse_temperature(temperature: f32) -> f32 {
 
 /// The sampling rule every backend follows, in f32 and in this order (the
 /// GPU's `shaders/sample_pick.wgsl` does the same operations, one thread
-/// summing in the same order): weights `w_i = exp((l_i − max)·(1/T))`;
-/// candidates by falling weight, ties by id; keep the first `k`; keep the
-/// shortest prefix whose running sum reaches `p ×` their sum; then walk the
-/// kept candidates subtracting each weight from `u ×` their sum until it
-/// falls below one. Only `exp` may differ between backends (by an ulp or
-/// so), which changes a pick only when `u` falls that close to a boundary.
+/// running the one sum): weights `w_i = exp((l_i − max)·(1/T))`; candidates
+/// by falling weight, ties by id; their running sum `S_r = w_0 + … + w_r`
+/// in that order; keep the first `n = min(k, V)`; with top-p keep the
+/// shortest prefix whose running sum reaches `p · S_{n−1}`; pick the first
+/// kept candidate whose running sum exceeds `u · S_{n−1}` (the last one if
+/// rounding leaves none). Only `exp` may differ between backends (by an
+/// ulp or so), which changes a pick only when `u` falls that close to a
+/// boundary.
 pub fn pick(logits: &[f32], params: &SampleParams, u: f32) -> u32 {
     let max = logits.iter().fold(f32::MIN, |m, &l| m.max(l));
     let inv_t = inverse_temperature(params.temperature);
@@ -162,28 +164,25 @@ pub fn pick(logits: &[f32], params: &SampleParams, u: f32) -> u32 {
         .map(|(i, &l)| (i as u32, ((l - max) * inv_t).exp()))
         .collect();
     cands.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut sum = 0.0f32;
+    let running: Vec<f32> = cands
+        .iter()
+        .map(|c| {
+            sum += c.1;
+            sum
+        })
+        .collect();
     let mut n = params.top_k.map_or(cands.len(), |k| k.min(cands.len()));
     if let Some(p) = params.top_p {
-        let total: f32 = cands[..n].iter().map(|c| c.1).sum();
-        let mut cum = 0.0f32;
-        for (i, c) in cands[..n].iter().enumerate() {
-            cum += c.1;
-            if cum >= p * total {
-                n = i + 1;
-                break;
-            }
-        }
+        let reach = p * running[n - 1];
+        n = running[..n]
+            .iter()
+            .position(|&s| s >= reach)
+            .map_or(n, |r| r + 1);
     }
-    let total: f32 = cands[..n].iter().map(|c| c.1).sum();
-    let mut left = u * total;
-    for &(id, weight) in &cands[..n] {
-        if left < weight {
-            return id;
-        }
-        left -= weight;
-    }
-    // Only reachable through rounding in the running subtraction.
-    cands[n - 1].0
+    let at = u * running[n - 1];
+    let r = running[..n].iter().position(|&s| at < s).unwrap_or(n - 1);
+    cands[r].0
 }
 
 impl Gpt {
