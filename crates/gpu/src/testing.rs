@@ -105,3 +105,45 @@ pub fn every_layout(
     }
     out
 }
+
+/// A small model trained `steps` steps on a new GPU device (so its
+/// attention is no longer uniform), and a CPU session of the same weights:
+/// for tests that hold the two backends together. `None` where
+/// [`test_gpu`] finds no adapter (and it fails instead when one is
+/// required).
+pub fn trained_pair(
+    block_size: usize,
+    steps: usize,
+) -> Option<(crate::engine::Session, crate::engine::Session)> {
+    use crate::engine::{Gpu, Session};
+    use tinygpt_core::data::Dataset;
+    use tinygpt_core::{ModelConfig, TrainConfig};
+    test_gpu()?;
+    let gpu = Gpu::new(pollster::block_on(GpuContext::new()).expect("a GPU device"));
+    let corpus =
+        "to be or not to be, that is the question; whether 'tis nobler in the mind\n".repeat(20);
+    let data = Dataset::from_bytes(corpus.as_bytes(), 0.1, 16).expect("a dataset");
+    let config = ModelConfig {
+        vocab_size: data.vocab.len(),
+        block_size,
+        n_layer: 2,
+        n_head: 2,
+        d_model: 16,
+    };
+    let train = TrainConfig {
+        batch_size: 2,
+        seq_len: 16,
+        steps,
+        warmup_steps: 2,
+        lr: 1e-2,
+        eval_interval: 0,
+        ..TrainConfig::default()
+    };
+    let mut g = Session::new(config, train, data, "gpu".into(), Some(gpu)).expect("a GPU session");
+    for _ in 0..steps {
+        pollster::block_on(g.train_steps(1)).expect("a step");
+    }
+    let ckpt = pollster::block_on(g.checkpoint()).expect("a checkpoint");
+    let c = Session::from_checkpoint(ckpt, "cpu".into(), None).expect("a CPU session");
+    Some((g, c))
+}

@@ -4,43 +4,13 @@
 //! the two agree; every distribution sums to one, the attention is causal
 //! and its rows sum to one; bad text is refused by name.
 
-use std::rc::Rc;
-use tinygpt_core::data::Dataset;
-use tinygpt_core::{ModelConfig, TrainConfig};
-use tinygpt_gpu::engine::{EngineError, Gpu, Session};
-use tinygpt_gpu::GpuContext;
+use tinygpt_gpu::engine::{EngineError, Session};
 use tinygpt_protocol::{Inspection, INSPECT_TOP};
 
 const TEXT: &str = "to be or not to be, that is the question";
 
 fn sessions() -> Option<(Session, Session)> {
-    tinygpt_gpu::testing::test_gpu()?;
-    let gpu: Rc<Gpu> = Gpu::new(pollster::block_on(GpuContext::new()).unwrap());
-    let corpus = format!("{TEXT}; whether 'tis nobler in the mind\n").repeat(20);
-    let data = Dataset::from_bytes(corpus.as_bytes(), 0.1, 16).unwrap();
-    let config = ModelConfig {
-        vocab_size: data.vocab.len(),
-        block_size: 48,
-        n_layer: 2,
-        n_head: 2,
-        d_model: 16,
-    };
-    let train = TrainConfig {
-        batch_size: 2,
-        seq_len: 16,
-        steps: 30,
-        warmup_steps: 2,
-        lr: 1e-2,
-        eval_interval: 0,
-        ..TrainConfig::default()
-    };
-    let mut g = Session::new(config, train, data, "gpu".into(), Some(gpu)).unwrap();
-    for _ in 0..30 {
-        pollster::block_on(g.train_steps(1)).unwrap();
-    }
-    let ckpt = pollster::block_on(g.checkpoint()).unwrap();
-    let c = Session::from_checkpoint(ckpt, "cpu".into(), None).unwrap();
-    Some((g, c))
+    tinygpt_gpu::testing::trained_pair(48, 30)
 }
 
 /// What every inspection must satisfy, whatever computed it.

@@ -125,45 +125,9 @@ fn equal_weights_rank_by_index_and_a_non_finite_logit_is_reported() {
     assert_eq!(record.non_finite.map(|n| n.0), Some(5));
 }
 
-/// A GPU session trained a little, and a CPU session of its weights.
-fn gpu_and_cpu() -> Option<(tinygpt_gpu::engine::Session, tinygpt_gpu::engine::Session)> {
-    use tinygpt_core::data::Dataset;
-    use tinygpt_core::{ModelConfig, TrainConfig};
-    use tinygpt_gpu::engine::{Gpu, Session};
-    tinygpt_gpu::testing::test_gpu()?;
-    let gpu = Gpu::new(pollster::block_on(tinygpt_gpu::GpuContext::new()).unwrap());
-    let corpus = "to be or not to be, that is the question; whether 'tis nobler\n".repeat(20);
-    let data = Dataset::from_bytes(corpus.as_bytes(), 0.1, 16).unwrap();
-    let config = ModelConfig {
-        vocab_size: data.vocab.len(),
-        block_size: 64,
-        n_layer: 2,
-        n_head: 2,
-        d_model: 16,
-    };
-    let train = TrainConfig {
-        batch_size: 2,
-        seq_len: 16,
-        steps: 20,
-        warmup_steps: 2,
-        lr: 1e-2,
-        eval_interval: 0,
-        ..TrainConfig::default()
-    };
-    let mut g = Session::new(config, train, data, "gpu".into(), Some(gpu)).unwrap();
-    for _ in 0..20 {
-        pollster::block_on(g.train_steps(1)).unwrap();
-    }
-    let ckpt = pollster::block_on(g.checkpoint()).unwrap();
-    Some((
-        g,
-        Session::from_checkpoint(ckpt, "cpu".into(), None).unwrap(),
-    ))
-}
-
 #[test]
 fn a_seed_writes_the_same_text_on_the_gpu_and_the_cpu() {
-    let Some((mut g, mut c)) = gpu_and_cpu() else {
+    let Some((mut g, mut c)) = tinygpt_gpu::testing::trained_pair(64, 20) else {
         return;
     };
     let gen = |s: &mut tinygpt_gpu::engine::Session, params: &SampleParams| {
