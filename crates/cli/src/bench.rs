@@ -151,10 +151,14 @@ fn bench_sample(
     run(dec)?;
     let dt = t0.elapsed().as_secs_f64();
     let path = if fast.is_some() { "f16-storage" } else { "f32" };
-    let mode = if params.is_greedy() {
-        "greedy"
-    } else {
-        "top-k 40, top-p 0.95, T 0.8"
+    let mode = match params.is_greedy() {
+        true => "greedy".to_string(),
+        false => format!(
+            "top-k {}, top-p {}, T {}",
+            params.top_k.unwrap_or(0),
+            params.top_p.unwrap_or(1.0),
+            params.temperature
+        ),
     };
     Ok(json!({
         "config": name,

@@ -2,6 +2,7 @@
 //! log of the run that made them: the page draws the card's curve as the
 //! model's own, so it must be that run's.
 
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use tinygpt_core::checkpoint;
 use tinygpt_protocol::{suggested, GalleryIndex, ModelCard};
@@ -44,6 +45,11 @@ fn every_card_matches_its_checkpoint_and_its_log() {
         let card = ModelCard::parse(&std::fs::read(&path).expect("card")).expect("card parses");
         let bytes = std::fs::read(repo().join("models").join(&card.file)).expect("weights");
         assert_eq!(bytes.len() as u64, card.bytes, "{path:?}: bytes");
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(digest, card.sha256, "{path:?}: sha256");
         let ckpt = checkpoint::load(&bytes).expect("checkpoint loads");
         assert_eq!(ckpt.config, card.config, "{path:?}: config");
         assert_eq!(ckpt.step as usize, card.steps, "{path:?}: steps");

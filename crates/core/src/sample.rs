@@ -152,10 +152,12 @@ pub fn inverse_temperature(temperature: f32) -> f32 {
 /// in that order; keep the first `n = min(k, V)`; with top-p keep the
 /// shortest prefix whose running sum reaches `p · S_{n−1}`; pick the first
 /// kept candidate whose running sum exceeds `u · S_{n−1}` (the last one if
-/// rounding leaves none). Only `exp` may differ between backends (by an
-/// ulp or so), which changes a pick only when `u` falls that close to a
-/// boundary.
+/// rounding leaves none). Only `exp` may differ between backends (WGSL
+/// promises it within 3 + 2·|x| ulp), which changes a pick only when `u`
+/// falls that close to a boundary. `logits` must not be empty
+/// ([`Sampler::sample`] refuses that first).
 pub fn pick(logits: &[f32], params: &SampleParams, u: f32) -> u32 {
+    assert!(!logits.is_empty(), "pick: no logits");
     let max = logits.iter().fold(f32::MIN, |m, &l| m.max(l));
     let inv_t = inverse_temperature(params.temperature);
     let mut cands: Vec<(u32, f32)> = logits

@@ -1,8 +1,9 @@
 //! `Session::inspect`, the page's token probabilities and attention maps:
-//! on the GPU (the sampling forward, attention weights recomputed from its
+//! on the GPU (the inference forward, attention weights recomputed from its
 //! q and k rows) and on the CPU reference, for the same trained weights,
-//! the two agree; every distribution sums to one, the attention is causal
-//! and its rows sum to one; bad text is refused by name.
+//! the two agree; a text longer than the context is read a context at a
+//! time; the attention is causal and its rows sum to one; bad text is
+//! refused by name.
 
 use tinygpt_gpu::engine::{EngineError, Session};
 use tinygpt_protocol::{Inspection, INSPECT_TOP};
@@ -15,10 +16,15 @@ fn sessions() -> Option<(Session, Session)> {
 
 /// What every inspection must satisfy, whatever computed it.
 fn well_formed(i: &Inspection, text: &str) {
+    let n = text.chars().count();
     let t = i.t;
     assert_eq!(i.text, text);
-    assert_eq!(t, text.chars().count());
-    assert_eq!((i.top.len(), i.next_prob.len()), (t, t - 1));
+    assert_eq!(
+        i.attention_from + t,
+        n,
+        "the attention window ends the text"
+    );
+    assert_eq!((i.top.len(), i.next_prob.len()), (n, n - 1));
     for top in &i.top {
         assert_eq!(top.len(), INSPECT_TOP);
         assert!(top.windows(2).all(|w| w[0].1 >= w[1].1), "{top:?}");
@@ -88,15 +94,39 @@ fn gpu_and_cpu_inspections_agree_and_are_well_formed() {
 }
 
 #[test]
-fn a_long_text_keeps_its_last_context_and_bad_text_is_refused() {
-    let Some((mut g, _)) = sessions() else {
+fn a_long_text_is_read_a_context_at_a_time_and_bad_text_is_refused() {
+    let Some((mut g, mut c)) = sessions() else {
         return;
     };
+    // 80 characters, a context of 48: three windows; the attention is the
+    // last context's.
     let long = TEXT.repeat(2);
     let i = pollster::block_on(g.inspect(&long)).unwrap();
-    let tail: String = long.chars().skip(long.chars().count() - 48).collect();
-    assert_eq!(i.text, tail);
-    well_formed(&i, &tail);
+    well_formed(&i, &long);
+    assert_eq!((i.attention_from, i.t), (32, 48));
+    let ci = pollster::block_on(c.inspect(&long)).unwrap();
+    well_formed(&ci, &long);
+    let worst = i
+        .next_prob
+        .iter()
+        .zip(&ci.next_prob)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-3,
+        "next-character probabilities differ by {worst}"
+    );
+    // Windows 0..48, 24..72, 32..80: position 48 is read in 24..72, so
+    // its distribution is that of the text 24..=48 on its own (the same
+    // context at the same positions).
+    let alone = pollster::block_on(g.inspect(&long[24..49])).unwrap();
+    let (a, b) = (&i.top[48], &alone.top[24]);
+    // (Near-equal small probabilities may swap places: compare by value.)
+    assert_eq!(a[0].0, b[0].0);
+    assert!(
+        a.iter().zip(b).all(|(x, y)| (x.1 - y.1).abs() < 1e-5),
+        "{a:?} vs {b:?}"
+    );
     let empty = pollster::block_on(g.inspect("")).unwrap_err();
     assert!(matches!(empty, EngineError::EmptyText), "{empty}");
     let unknown = pollster::block_on(g.inspect("to ☃")).unwrap_err();

@@ -16,7 +16,7 @@ pub mod precision;
 pub use adapter::AdapterDesc;
 pub use card::{suggested, CardCurve, GalleryIndex, ModelCard, CARD_VERSION};
 pub use config::{ConfigError, ModelConfig, Preset, TrainConfig, MAX_CORPUS_BYTES, PRESETS};
-pub use inspect::{Inspection, INSPECT_TOP};
+pub use inspect::{Inspection, INSPECT_TOP, MAX_INSPECT_CHARS};
 pub use memory::{check_fits, training_memory, MemoryPlan, MEMORY_BUDGET_BYTES};
 pub use messages::*;
 pub use precision::*;

@@ -16,6 +16,8 @@ fn DetectPill(
     /// Whether the capability is present (✓) or not (—).
     #[prop(into)]
     on: Signal<bool>,
+    /// What the pill is about, for its "?" button's name.
+    about: &'static str,
 ) -> impl IntoView {
     view! {
         <span
@@ -26,7 +28,7 @@ fn DetectPill(
         >
             {move || label.get()}
         </span>
-        <Help topic=testid label=testid />
+        <Help topic=testid label=about />
     }
 }
 
@@ -73,40 +75,16 @@ pub fn CapsPills(
     let shader_f16 = has(|c| c.features.shader_f16);
     let subgroups = has(|c| c.features.subgroups);
     let timestamp = has(|c| c.features.timestamp_query);
-    let webnn = has(|c| c.features.webnn);
-    let webnn_label = Signal::derive(move || {
-        caps.with(|c| match c.as_ref().map(|c| &c.features) {
-            Some(f) if f.webnn => "WebNN ✓".to_string(),
-            Some(f) if f.webnn_api => "WebNN: API present, no backend here".to_string(),
-            _ => "WebNN —".to_string(),
-        })
-    });
-    let webnn_title = Signal::derive(move || {
-        caps.with(|c| match c.as_ref().map(|c| &c.features) {
-            Some(f) if f.webnn => "navigator.ml.createContext() gave a context".to_string(),
-            Some(f) if f.webnn_api => format!(
-                "navigator.ml exists but createContext() failed: {}",
-                f.webnn_problem.clone().unwrap_or_default()
-            ),
-            _ => "no navigator.ml in this browser".to_string(),
-        })
-    });
     let f16_storage = has(|c| c.active.f16_storage);
     view! {
         <section id="caps" class="caps" data-testid="caps" data-reported=move || caps.with(|c| c.is_some()).to_string()>
             <span class="group-label">"detected"</span>
-            <DetectPill testid="pill-webgpu" on=webgpu label=Signal::derive(move || format!("WebGPU {}", mark(webgpu.get()))) />
-            <DetectPill testid="pill-adapter" on=webgpu label=adapter />
-            <DetectPill testid="pill-shader-f16" on=shader_f16 label=Signal::derive(move || format!("shader-f16 {}", mark(shader_f16.get()))) />
-            <DetectPill testid="pill-subgroups" on=subgroups label=Signal::derive(move || format!("subgroups {}", mark(subgroups.get()))) />
-            <DetectPill testid="pill-timestamp" on=timestamp label=Signal::derive(move || format!("timestamp-query {}", mark(timestamp.get()))) />
-            <span class=move || if webnn.get() { "pill detect on" } else { "pill detect off" }
-                data-testid="pill-webnn" data-on=move || webnn.get().to_string()
-                data-api=move || caps.with(|c| c.as_ref().is_some_and(|c| c.features.webnn_api)).to_string()
-                title=webnn_title>
-                {move || webnn_label.get()}
-            </span>
-            <Help topic="pill-webnn" label="the WebNN pill" />
+            <DetectPill testid="pill-webgpu" about="the WebGPU pill" on=webgpu label=Signal::derive(move || format!("WebGPU {}", mark(webgpu.get()))) />
+            <DetectPill testid="pill-adapter" about="the GPU pill" on=webgpu label=adapter />
+            <DetectPill testid="pill-shader-f16" about="the shader-f16 pill" on=shader_f16 label=Signal::derive(move || format!("shader-f16 {}", mark(shader_f16.get()))) />
+            <DetectPill testid="pill-subgroups" about="the subgroups pill" on=subgroups label=Signal::derive(move || format!("subgroups {}", mark(subgroups.get()))) />
+            <DetectPill testid="pill-timestamp" about="the timestamp-query pill" on=timestamp label=Signal::derive(move || format!("timestamp-query {}", mark(timestamp.get()))) />
+            <WebnnPill caps=caps />
             <span class="group-label">"active"</span>
             <span class="gpu-accel" data-testid="active-pills">
                 <Show when=move || f16_storage.get()>
@@ -120,5 +98,38 @@ pub fn CapsPills(
                 </Show>
             </span>
         </section>
+    }
+}
+
+/// The WebNN pill: a working context, an API without a backend here, or
+/// none (`navigator.ml.createContext()` in the worker).
+#[component]
+fn WebnnPill(caps: RwSignal<Option<GpuCaps>>) -> impl IntoView {
+    let webnn = Signal::derive(move || caps.with(|c| c.as_ref().is_some_and(|c| c.features.webnn)));
+    let label = move || {
+        caps.with(|c| match c.as_ref().map(|c| &c.features) {
+            Some(f) if f.webnn => "WebNN ✓".to_string(),
+            Some(f) if f.webnn_api => "WebNN: API present, no backend here".to_string(),
+            _ => "WebNN —".to_string(),
+        })
+    };
+    let title = move || {
+        caps.with(|c| match c.as_ref().map(|c| &c.features) {
+            Some(f) if f.webnn => "navigator.ml.createContext() gave a context".to_string(),
+            Some(f) if f.webnn_api => format!(
+                "navigator.ml exists but createContext() failed: {}",
+                f.webnn_problem.clone().unwrap_or_default()
+            ),
+            _ => "no navigator.ml in this browser".to_string(),
+        })
+    };
+    view! {
+        <span class=move || if webnn.get() { "pill detect on" } else { "pill detect off" }
+            data-testid="pill-webnn" data-on=move || webnn.get().to_string()
+            data-api=move || caps.with(|c| c.as_ref().is_some_and(|c| c.features.webnn_api)).to_string()
+            title=title>
+            {label}
+        </span>
+        <Help topic="pill-webnn" label="the WebNN pill" />
     }
 }

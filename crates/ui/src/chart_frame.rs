@@ -203,7 +203,7 @@ mod tests {
         let e = ema(&s, 0.5);
         // Debiased: the first point is itself, not half of it.
         assert_eq!(e[0], (1, 4.0));
-        // (0.5·0.5·4 + 0.5·0.5·2... ) / (1 − 0.5²) = (1 + 1) / 0.75
+        // (0.5·0.5·4 + 0.5·2) / (1 − 0.5²) = (1 + 1) / 0.75
         assert!((e[1].1 - 2.0 / 0.75).abs() < 1e-6, "{:?}", e[1]);
         assert!(e[2].1 < e[1].1 && e[2].1 > 2.0);
     }

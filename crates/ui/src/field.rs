@@ -21,9 +21,11 @@ pub(crate) fn Field(
     hint: &'static str,
 ) -> impl IntoView {
     view! {
-        <label class="field" title=hint>
+        // `for`: the "?" button inside the label must not become its control.
+        <label class="field" title=hint for=format!("field-{testid}")>
             <span>{label} <Help topic=testid label=label /></span>
-            <input type="text" inputmode="decimal" spellcheck="false" aria-label=label data-testid=testid bind:value=value />
+            <input type="text" inputmode="decimal" spellcheck="false" id=format!("field-{testid}") aria-label=label
+                data-testid=testid bind:value=value />
         </label>
     }
 }

@@ -68,8 +68,9 @@ pub fn InspectPanel(store: Store) -> impl IntoView {
 #[component]
 fn InspectionView(i: Inspection) -> impl IntoView {
     let chars: Vec<char> = i.text.chars().collect();
-    let t = i.t;
-    let selected = RwSignal::new(t.saturating_sub(1));
+    let n = chars.len();
+    let (window, from) = (i.t, i.attention_from);
+    let selected = RwSignal::new(n.saturating_sub(1));
     let colour = RwSignal::new(true);
     let i = StoredValue::new(i);
     let spans = chars
@@ -95,14 +96,17 @@ fn InspectionView(i: Inspection) -> impl IntoView {
     let on_key = move |ev: web_sys::KeyboardEvent| {
         let at = selected.get_untracked();
         match ev.key().as_str() {
-            "ArrowRight" => selected.set((at + 1).min(t - 1)),
+            "ArrowRight" => selected.set((at + 1).min(n - 1)),
             "ArrowLeft" => selected.set(at.saturating_sub(1)),
+            "Home" => selected.set(0),
+            "End" => selected.set(n - 1),
             _ => return,
         }
         ev.prevent_default();
     };
     view! {
-        <div class="inspection" data-testid="inspection" data-t=t data-backend=i.with_value(|i| i.backend.clone())>
+        <div class="inspection" data-testid="inspection" data-t=n data-window=window data-attention-from=from
+            data-backend=i.with_value(|i| i.backend.clone())>
             <label class="check">
                 <input type="checkbox" data-testid="inspect-colour" prop:checked=move || colour.get()
                     on:change=move |ev| colour.set(event_target_checked(&ev)) />
@@ -110,7 +114,7 @@ fn InspectionView(i: Inspection) -> impl IntoView {
             </label>
             <Help topic="inspect-colour" label="the confidence colours" />
             <pre class="inspect-text" data-testid="inspect-text" tabindex="0" on:keydown=on_key
-                aria-label="the text inspected; ← → choose a character">{spans}</pre>
+                aria-label="the text inspected; ← → Home End choose a character">{spans}</pre>
             <Alternatives i=i selected=selected chars=chars.clone() />
             <AttentionMap i=i selected=selected />
         </div>
@@ -179,7 +183,9 @@ fn draw(
 /// character's query looked.
 #[component]
 fn AttentionMap(i: StoredValue<Inspection>, selected: RwSignal<usize>) -> impl IntoView {
-    let (layers, heads, t) = i.with_value(|i| (i.layers, i.heads, i.t));
+    let (layers, heads, t, from) = i.with_value(|i| (i.layers, i.heads, i.t, i.attention_from));
+    // The selected character's row in the window, if it is in it.
+    let query = move || selected.get().checked_sub(from);
     let layer = RwSignal::new(0usize);
     let head = RwSignal::new(0usize);
     let canvas = NodeRef::<leptos::html::Canvas>::new();
@@ -192,8 +198,9 @@ fn AttentionMap(i: StoredValue<Inspection>, selected: RwSignal<usize>) -> impl I
         }
     });
     let row = move || {
-        let (l, h, q) = (layer.get(), head.get(), selected.get());
-        i.with_value(|i| i.head(l, h)[q * t..(q + 1) * t].to_vec())
+        let (l, h) = (layer.get(), head.get());
+        let q = query()?;
+        Some(i.with_value(|i| i.head(l, h)[q * t..(q + 1) * t].to_vec()))
     };
     let upper_zero = move || {
         let (l, h) = (layer.get(), head.get());
@@ -204,16 +211,28 @@ fn AttentionMap(i: StoredValue<Inspection>, selected: RwSignal<usize>) -> impl I
                 .all(|(q, r)| r[q + 1..].iter().all(|&w| w == 0))
         })
     };
-    let row_sum = move || row().iter().map(|&w| w as u32).sum::<u32>() as f32 / 255.0;
+    let row_sum = move || row().map(|r| r.iter().map(|&w| w as u32).sum::<u32>() as f32 / 255.0);
     let looked = move || {
         let chars: Vec<char> = i.with_value(|i| i.text.chars().collect());
-        let mut keys: Vec<(usize, u8)> =
-            row().into_iter().enumerate().filter(|k| k.1 > 0).collect();
+        let Some(row) = row() else {
+            return format!(
+                "character {} is before the attention window (the last {t} characters, from {from})",
+                selected.get()
+            );
+        };
+        let mut keys: Vec<(usize, u8)> = row.into_iter().enumerate().filter(|k| k.1 > 0).collect();
         keys.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         let top: Vec<String> = keys
             .iter()
             .take(3)
-            .map(|&(k, w)| format!("{} at {k} ({:.0} %)", show_char(chars[k]), w as f32 / 2.55))
+            .map(|&(k, w)| {
+                format!(
+                    "{} at {} ({:.0} %)",
+                    show_char(chars[from + k]),
+                    from + k,
+                    w as f32 / 2.55
+                )
+            })
             .collect();
         format!(
             "character {} ({}) looks most at: {}",

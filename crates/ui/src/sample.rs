@@ -142,9 +142,9 @@ pub fn SamplePanel(
     view! {
         <section class="card sample" data-testid="sample-panel">
             <h2>"Sample" <Help topic="panel-sample" label="the Sample panel" controls="sample stop-sampling" /></h2>
-            <label class="field wide">
+            <label class="field wide" for="field-sample-prompt">
                 <span>"prompt" <Help topic="sample-prompt" label="the prompt" /></span>
-                <textarea rows="3" spellcheck="false" aria-label="prompt" data-testid="sample-prompt" bind:value=prompt></textarea>
+                <textarea rows="3" spellcheck="false" aria-label="prompt" id="field-sample-prompt" data-testid="sample-prompt" bind:value=prompt></textarea>
             </label>
             <div class="fields">
                 <Field testid="sample-length" label="length" value=form.length hint="characters to generate" />

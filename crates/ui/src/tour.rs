@@ -1,6 +1,8 @@
-//! The first-visit tour: five short steps over the page's parts, shown in
-//! the page's flow (never over a control), skippable, and remembered in
-//! `localStorage` so it greets a visitor once; "Take the tour" replays it.
+//! The first-visit tour: five short steps over the page's parts, in a card
+//! that sits under the header and stays at the top of the window while it
+//! is shown (each step scrolls its part into view below it), skippable,
+//! and remembered in `localStorage` so it greets a visitor once; "Take the
+//! tour" replays it.
 
 use leptos::prelude::*;
 
@@ -12,7 +14,7 @@ const STEPS: &[(&str, &str, &str)] = &[
     ("caps", "What this device can do", "Outlined pills are what the GPU offers; a filled pill is a fast path that is switched on only after it matched the exact f32 path on this very device. Every \"?\" explains its neighbour."),
     ("train-panel", "Train a model", "Pick a preset and press Train: nano learns word-like text in a few hundred steps. The memory bar shows what the run needs against the GPU's limits."),
     ("run-panel", "Watch it learn", "The chart plots train and validation loss; point at it (or focus it and press ← →) to read a step, smooth it, switch to a log scale or overlay a saved run."),
-    ("sample-panel", "Sample", "Generate text from the model you hold. No time to train? Load the bundled Shakespeare model in the Checkpoint panel and sample it at once."),
+    ("sample-panel", "Sample", "Generate text from the model you hold. No time to train? Load the suggested Shakespeare model in the Checkpoint panel and sample it at once."),
     ("precision-panel", "See the precision", "Each fast path's measured error against the f32 path: histograms, the two 100-token samples, and where along the forward any error begins."),
 ];
 

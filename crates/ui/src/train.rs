@@ -258,9 +258,9 @@ pub fn TrainPanel(
             <h2>"Train" <Help topic="panel-train" label="the Train panel" controls="train pause resume stop continue" /></h2>
             <PresetPicker store=store form=form />
             <HyperParams fields=form.fields />
-            <label class="field wide" title="the name of this run in Saved runs (default: shape, corpus and time)">
+            <label class="field wide" title="the name of this run in Saved runs (default: shape, corpus and time)" for="field-run-name">
                 <span>"run name" <Help topic="run-name" label="the run name" /></span>
-                <input type="text" spellcheck="false" placeholder="optional" aria-label="run name" data-testid="run-name" bind:value=run_name />
+                <input type="text" spellcheck="false" placeholder="optional" aria-label="run name" id="field-run-name" data-testid="run-name" bind:value=run_name />
             </label>
             <CorpusPicker store=store form=form />
             <p class="validation" data-testid="train-validation" role="status"
@@ -298,9 +298,9 @@ fn PresetPicker(
         training_memory(&p.model(store.vocab_size()), batch, p.block_size)
     });
     view! {
-        <label class="field wide">
+        <label class="field wide" for="field-preset">
             <span>"model preset" <Help topic="preset" label="the model preset" /></span>
-            <select data-testid="preset" aria-label="model preset" on:change=move |ev| form.choose_preset(event_target_value(&ev))>
+            <select data-testid="preset" aria-label="model preset" id="field-preset" on:change=move |ev| form.choose_preset(event_target_value(&ev))>
                 {PRESETS.iter().map(|p| {
                     let label = move || format!(
                         "{} — {}L/{}H/{}C · {} params",

@@ -338,7 +338,7 @@ async fn recover_device(
                 .map(|s| format!("your run from its last save at step {}", s.step))
         }
         (None, Some((name, bytes))) => {
-            runner.load_checkpoint(name.clone(), &bytes).await;
+            let _ = runner.load_checkpoint(name.clone(), &bytes).await;
             Some(name)
         }
         (None, None) => None,
@@ -369,7 +369,9 @@ async fn handle(runner: &mut Runner, msg: WorkerInput) {
         WorkerInput::Sample(req) => runner.sample(req).await,
         // The flag was raised on arrival; a generation in progress saw it.
         WorkerInput::StopSampling => {}
-        WorkerInput::LoadCheckpoint { name, bytes } => runner.load_checkpoint(name, &bytes).await,
+        WorkerInput::LoadCheckpoint { name, bytes } => {
+            let _ = runner.load_checkpoint(name, &bytes).await;
+        }
         WorkerInput::SaveCheckpoint => runner.save_checkpoint().await,
         WorkerInput::LoadBundledModel => runner.load_bundled().await,
         WorkerInput::ListGallery => runner.post_gallery().await,

@@ -59,8 +59,17 @@ test("the chart reads out a step, smooths, goes log and overlays a saved run", a
     await page.getByTestId("chart-log").check();
     assert.equal(await chartAttr(page, "data-log-scale"), "true");
     assert.match(await page.locator(".chart .axis-title").nth(1).textContent(), /log scale/);
-    const ticks = await page.locator(".chart .tick-label").allTextContents();
-    assert.ok(ticks.length > 3 && ticks.every((t) => Number(t) >= 0), `ticks ${ticks}`);
+    // The loss ticks (right-aligned, left of the plot): positive, rising
+    // upwards, bunched towards the top as a log axis has them.
+    const ys = await page.locator('.chart .tick-label[text-anchor="end"]').evaluateAll((els) =>
+      els.map((e) => ({ v: Number(e.textContent), y: Number(e.getAttribute("y")) })),
+    );
+    assert.ok(ys.length >= 2 && ys.every((t) => t.v > 0), `ticks ${JSON.stringify(ys)}`);
+    assert.ok(ys.every((t, i) => i === 0 || (t.v > ys[i - 1].v && t.y < ys[i - 1].y)), "rising upwards");
+    if (ys.length >= 3) {
+      const gap = (i) => (ys[i - 1].y - ys[i].y) / (ys[i].v - ys[i - 1].v);
+      assert.ok(gap(1) > gap(ys.length - 1), "more room per nat at low losses");
+    }
 
     // Compare with the first run: its curve is drawn, named and removable.
     const options = await page.getByTestId("chart-compare").locator("option").allTextContents();

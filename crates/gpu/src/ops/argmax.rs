@@ -138,10 +138,15 @@ pub fn bind_sample_pick<'a>(
         ));
     }
     logits.need("sample_pick", "logits", v as u64)?;
-    if params.size() < 32 || draws.size() < 4 || token.size() < 4 || picks.size() < PICK_BYTES {
+    // One draw for every position a pick may be recorded at.
+    if params.size() < 32
+        || token.size() < 4
+        || picks.size() < PICK_BYTES
+        || 4 * draws.size() < picks.size()
+    {
         return Err(shape_error(
             "sample_pick",
-            "params needs 32 bytes, draws and token 4, picks 16 per position".into(),
+            "params needs 32 bytes, token 4, picks 16 and draws 4 per position".into(),
         ));
     }
     Ok(bind_kernel(

@@ -90,10 +90,7 @@ impl Runner {
                 return error(&what, why);
             }
         }
-        self.load_checkpoint(name.clone(), &bytes).await;
-        let loaded = self.last_loaded.as_ref().is_some_and(|l| l.0 == name)
-            && self.session.as_ref().is_some_and(|s| s.source == name);
-        if loaded {
+        if self.load_checkpoint(name, &bytes).await {
             self.apply_card(card);
         }
     }

@@ -11,7 +11,7 @@ use std::ops::ControlFlow;
 use tinygpt_core::data::Vocab;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_gpu::engine::live::{LIVE_CHARS, LIVE_SEED, LIVE_TEMPERATURE};
-use tinygpt_protocol::{LiveSample, LogLevel, WorkerOutput};
+use tinygpt_protocol::{LiveSample, LogLevel, RunState, WorkerOutput};
 
 /// A new line when the vocabulary has one (Shakespeare's speeches start
 /// there), else its first character.
@@ -36,11 +36,15 @@ impl Runner {
     /// Generates and posts one live sample; the clock leaves it out.
     pub(super) async fn live_sample(&mut self) {
         self.drain().await;
-        let t0 = js::now_ms();
-        self.plan.pause(t0);
+        // Draining may have failed the run.
+        if self.state != RunState::Running {
+            return;
+        }
         let Some(s) = self.session.as_mut() else {
             return;
         };
+        let t0 = js::now_ms();
+        self.plan.pause(t0);
         let (step, prompt) = (s.step, live_prompt(&s.vocab));
         let params = SampleParams {
             temperature: LIVE_TEMPERATURE,

@@ -140,15 +140,17 @@ impl Runner {
     }
 
     /// Loads a checkpoint; a bad file leaves the current model in place.
-    pub async fn load_checkpoint(&mut self, name: String, bytes: &[u8]) {
+    /// Returns whether the model is in (`false`: an error was posted).
+    pub async fn load_checkpoint(&mut self, name: String, bytes: &[u8]) -> bool {
         self.drain().await;
         let ckpt = match checkpoint::load(bytes) {
             Ok(c) => c,
             Err(e) => {
-                return error(
+                error(
                     &format!("loading {name} (your current model is unchanged)"),
                     e,
-                )
+                );
+                return false;
             }
         };
         match Session::from_checkpoint(ckpt, name.clone(), self.gpu.clone()) {
@@ -161,11 +163,15 @@ impl Runner {
                 self.post_model_info();
                 log(LogLevel::Info, format!("[worker] loaded {name}"));
                 self.gate_loaded_model().await;
+                true
             }
-            Err(e) => error(
-                &format!("loading {name} (your current model is unchanged)"),
-                e,
-            ),
+            Err(e) => {
+                error(
+                    &format!("loading {name} (your current model is unchanged)"),
+                    e,
+                );
+                false
+            }
         }
     }
 
