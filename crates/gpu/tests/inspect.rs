@@ -57,6 +57,21 @@ fn well_formed(i: &Inspection, text: &str) {
     }
 }
 
+/// The two backends' next-character probabilities agree; the worst gap.
+fn agree(g: &Inspection, c: &Inspection) -> f32 {
+    let worst = g
+        .next_prob
+        .iter()
+        .zip(&c.next_prob)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-3,
+        "next-character probabilities differ by {worst}"
+    );
+    worst
+}
+
 #[test]
 fn gpu_and_cpu_inspections_agree_and_are_well_formed() {
     let Some((mut g, mut c)) = sessions() else {
@@ -70,16 +85,7 @@ fn gpu_and_cpu_inspections_agree_and_are_well_formed() {
     );
     well_formed(&gi, TEXT);
     well_formed(&ci, TEXT);
-    let worst = gi
-        .next_prob
-        .iter()
-        .zip(&ci.next_prob)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
-    assert!(
-        worst < 1e-3,
-        "next-character probabilities differ by {worst}"
-    );
+    let worst = agree(&gi, &ci);
     let att = gi
         .attention
         .iter()
@@ -106,16 +112,7 @@ fn a_long_text_is_read_a_context_at_a_time_and_bad_text_is_refused() {
     assert_eq!((i.attention_from, i.t), (32, 48));
     let ci = pollster::block_on(c.inspect(&long)).unwrap();
     well_formed(&ci, &long);
-    let worst = i
-        .next_prob
-        .iter()
-        .zip(&ci.next_prob)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
-    assert!(
-        worst < 1e-3,
-        "next-character probabilities differ by {worst}"
-    );
+    agree(&i, &ci);
     // Windows 0..48, 24..72, 32..80: position 48 is read in 24..72, so
     // its distribution is that of the text 24..=48 on its own (the same
     // context at the same positions).
