@@ -65,10 +65,11 @@ impl Runner {
             return error(WHAT, format!("the gallery has no model {id:?}"));
         };
         let url = format!("./{}", card.file);
-        if url == js::BUNDLED_MODEL {
-            return self.load_bundled().await;
-        }
-        let name = format!("the {} model", card.title);
+        // The bundled model keeps its name, whichever way it is loaded.
+        let name = match url == js::BUNDLED_MODEL {
+            true => BUNDLED_NAME.to_string(),
+            false => format!("the {} model", card.title),
+        };
         self.load_model(name, &url, Ok(card)).await
     }
 
@@ -102,10 +103,7 @@ impl Runner {
         match card {
             Ok(card) if Some(card.config) == config => {
                 self.plan = Run::restored(card.steps, card.curve.train, card.curve.val);
-                post(&WorkerOutput::History {
-                    train: self.plan.history_train.clone(),
-                    val: self.plan.history_val.clone(),
-                });
+                self.post_history();
             }
             Ok(card) => log(
                 LogLevel::Warn,

@@ -120,6 +120,14 @@ impl Runner {
         self.state == RunState::Running
     }
 
+    /// The run's loss history, for the chart.
+    fn post_history(&self) {
+        post(&WorkerOutput::History {
+            train: self.plan.history_train.clone(),
+            val: self.plan.history_val.clone(),
+        });
+    }
+
     fn post_model_info(&self) {
         if let Some(s) = &self.session {
             post(&WorkerOutput::ModelInfo(ModelInfo {

@@ -123,10 +123,7 @@ impl Runner {
             corpus_bytes: None,
             saved: Some(m.clone()),
         });
-        post(&WorkerOutput::History {
-            train: self.plan.history_train.clone(),
-            val: self.plan.history_val.clone(),
-        });
+        self.post_history();
         set_state(self, RunState::Idle);
         self.post_model_info();
         Ok(m)
