@@ -193,6 +193,10 @@ pub struct GateArgs {
     /// the gate reject it.
     #[arg(long, hide = true)]
     pub fault: Option<String>,
+    /// The speed gate (`on`: a path that passes on precision activates only
+    /// if it is faster than f32 here; `off`: precision alone decides).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub speed_gate: String,
     /// One JSON array of gate reports on stdout instead of the lines.
     #[arg(long)]
     pub json: bool,

@@ -165,6 +165,7 @@ async fn gate(a: GateArgs) -> Result<()> {
             .as_ref()
             .map_or(DEFAULT_VOCAB, |s| s.config.vocab_size as u32),
         now_ms,
+        measure_speed: a.speed_gate == "on",
     };
     let mut reg = std::mem::take(&mut *gpu.registry.borrow_mut());
     let (mut reports, active) = run_gates(&gpu.ctx, &mut reg, opts).await;

@@ -23,6 +23,7 @@ fn opts(fault: Option<Fault>) -> GateOptions {
         fault,
         vocab: DEFAULT_VOCAB,
         now_ms,
+        measure_speed: false,
     }
 }
 
@@ -145,6 +146,51 @@ fn every_fault_variant_fails_the_gate_and_nothing_activates() {
     }
     let (reports, active) = pollster::block_on(run_gates(&gpu.ctx, &mut reg, opts(None)));
     assert!(reports[0].active && active.f16_storage.is_some());
+}
+
+/// The speed gate on this adapter: after the precision PASS it times the
+/// decode step's linears on f32 and on f16 storage, states the ratio and
+/// the margin, and activates the path exactly when the ratio clears it
+/// (the decision itself on fixed figures: `gate::speed`'s unit tests).
+#[test]
+fn the_speed_gate_times_both_paths_and_activates_only_a_faster_one() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+    let measured = GateOptions {
+        measure_speed: true,
+        ..opts(None)
+    };
+    let (reports, active) = pollster::block_on(run_gates(&gpu.ctx, &mut reg, measured));
+    let r = &reports[0];
+    for line in &r.lines[..2] {
+        eprintln!("{line}");
+    }
+    assert!(r.passed, "precision passes here");
+    let s = r.speed.as_ref().expect("a passing path is timed");
+    assert!(s.f32_ms > 0.0 && s.fast_ms > 0.0 && s.rounds == 3, "{s:?}");
+    assert!(s.workload.contains("4 layers at C=256"), "{}", s.workload);
+    assert_eq!(r.active, s.faster(), "active iff faster by the margin");
+    assert_eq!(active.f16_storage.is_some(), r.active);
+    assert!(
+        r.lines[1].starts_with("[ops] f16-storage speed: decode step"),
+        "{}",
+        r.lines[1]
+    );
+    let verdict = if r.active {
+        "— faster — f16 path active"
+    } else {
+        "— precise, slower here: not activated"
+    };
+    assert!(r.lines[1].ends_with(verdict), "{}", r.lines[1]);
+    assert!(r.lines[0].contains("— PASS — "), "{}", r.lines[0]);
+    // Switched off, precision alone decides and the line says so.
+    let (reports, active) = pollster::block_on(run_gates(&gpu.ctx, &mut reg, opts(None)));
+    assert!(reports[0].active && reports[0].speed_forced && reports[0].speed.is_none());
+    assert!(active.f16_storage.is_some());
+    assert_eq!(
+        reports[0].lines[1],
+        "[ops] f16-storage speed: not measured (speed gate off) — activated on precision alone"
+    );
 }
 
 /// Seed 003's case: partial sums pass 65504 (the f16 maximum) while the

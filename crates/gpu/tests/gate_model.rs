@@ -210,6 +210,7 @@ fn a_trained_model_generates_identical_greedy_text_on_f16_and_f32() {
         fault: None,
         vocab: cfg.vocab_size as u32,
         now_ms: || 0.0,
+        measure_speed: false,
     };
     let (mut reports, active) =
         pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
@@ -260,6 +261,7 @@ fn a_loaded_model_gate_failure_rewrites_every_verdict() {
         fault: None,
         vocab: cfg.vocab_size as u32,
         now_ms: || 0.0,
+        measure_speed: false,
     };
     let (mut reports, _) =
         pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
@@ -306,6 +308,7 @@ fn a_failed_gate_leaves_the_model_on_f32() {
             fault: Some(fault),
             vocab: config().vocab_size as u32,
             now_ms: || 0.0,
+            measure_speed: false,
         };
         let (reports, active) =
             pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));

@@ -131,6 +131,39 @@ pub struct SampleGate {
     pub fast_text: String,
 }
 
+/// The speed gate: a short measurement of the workload a fast path exists
+/// for, on the fast path and on the f32 path it replaces, interleaved; the
+/// path activates only when it is faster by [`SpeedCheck::margin`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpeedCheck {
+    /// What was timed (`"decode step, 4 layers, C=256, 8 tokens"`).
+    pub workload: String,
+    /// Fastest of the rounds on the fast path, milliseconds.
+    pub fast_ms: f64,
+    /// Fastest of the rounds on the f32 path, milliseconds.
+    pub f32_ms: f64,
+    /// Rounds timed on each path (after one untimed warm-up each).
+    pub rounds: usize,
+    /// The speed-up a path needs to activate (`1.05`: 5 % faster).
+    pub margin: f64,
+}
+
+impl SpeedCheck {
+    /// f32 time ÷ fast time: above 1 the fast path is faster.
+    pub fn speedup(&self) -> f64 {
+        if self.fast_ms > 0.0 {
+            self.f32_ms / self.fast_ms
+        } else {
+            0.0
+        }
+    }
+
+    /// Faster than the f32 path by the margin.
+    pub fn faster(&self) -> bool {
+        self.speedup() >= self.margin
+    }
+}
+
 /// Everything one fast path's gate measured, and what it decided.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GateReport {
@@ -151,6 +184,13 @@ pub struct GateReport {
     pub cases: Vec<GateCase>,
     pub pack: Option<PackCheck>,
     pub sample: Option<SampleGate>,
+    /// The speed gate, when it ran (`None`: precision failed, or the speed
+    /// gate was switched off and precision alone decided).
+    #[serde(default)]
+    pub speed: Option<SpeedCheck>,
+    /// The speed gate was switched off (`?speed_gate=off`, `--speed-gate off`).
+    #[serde(default)]
+    pub speed_forced: bool,
     /// The console lines logged for this gate, headline first.
     pub lines: Vec<String>,
     /// Wall time of the gate.

@@ -97,6 +97,7 @@ pub fn CapsPills(
                     <span class="none-active">"f32 only"</span>
                 </Show>
             </span>
+            <Levers gates=gates />
         </section>
     }
 }
@@ -131,5 +132,45 @@ fn WebnnPill(caps: RwSignal<Option<GpuCaps>>) -> impl IntoView {
             {label}
         </span>
         <Help topic="pill-webnn" label="the WebNN pill" />
+    }
+}
+
+/// Per fast path (lever), what its gates decided: detected, precise (the
+/// precision gate), faster here (the speed gate), active.
+#[component]
+fn Levers(gates: RwSignal<Vec<GateReport>>) -> impl IntoView {
+    view! {
+        <Show when=move || gates.with(|g| !g.is_empty())>
+            <span class="levers" data-testid="levers">
+                {move || gates.get().into_iter().map(lever_row).collect_view()}
+            </span>
+            <Help topic="levers" label="the fast-path levers" />
+        </Show>
+    }
+}
+
+/// One lever: `f16-storage: precise ✓ · faster 1.24× · active`.
+fn lever_row(r: GateReport) -> impl IntoView {
+    let precision = match (r.detected, r.passed) {
+        (false, _) => "not detected",
+        (true, true) => "precise ✓",
+        (true, false) => "precision ✗",
+    };
+    let faster = r.speed.as_ref().is_some_and(|s| s.faster());
+    let speed = match &r.speed {
+        Some(s) if s.faster() => format!("faster {:.2}×", s.speedup()),
+        Some(s) => format!("slower here {:.2}×", s.speedup()),
+        None if r.speed_forced => "speed not measured".to_string(),
+        None => "speed —".to_string(),
+    };
+    let state = if r.active { "active" } else { "off" };
+    view! {
+        <span class=if r.active { "lever on" } else { "lever off" }
+            data-testid=format!("lever-{}", r.path)
+            data-detected=r.detected.to_string() data-passed=r.passed.to_string()
+            data-faster=faster.to_string() data-active=r.active.to_string()
+            title=r.lines.get(1).cloned().unwrap_or_default()>
+            {format!("{}: {precision} · {speed} · {state}", r.label)}
+        </span>
     }
 }

@@ -155,10 +155,12 @@ async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
             ),
         );
     }
+    let measure_speed = speed_gate_switch();
     let opts = GateOptions {
         fault,
         vocab: DEFAULT_VOCAB,
         now_ms: js::now_ms,
+        measure_speed,
     };
     // Moved out for the awaits (a RefCell guard must not cross one).
     let mut reg = std::mem::take(&mut *gpu.registry.borrow_mut());
@@ -179,6 +181,30 @@ async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
     caps.active.f16_storage = active.f16_storage.is_some();
     crate::precision_log::keep(&reports, &caps.adapter, "start-up").await;
     reports
+}
+
+/// `?speed_gate=off` lets precision alone decide (tests that need a path on
+/// whatever its speed here); anything but `on`/`off` is refused with a warning.
+fn speed_gate_switch() -> bool {
+    match js::query_param("speed_gate").as_deref() {
+        None | Some("on") => true,
+        Some("off") => {
+            log(
+                LogLevel::Warn,
+                "[ops] speed gate off by ?speed_gate=off: a fast path that passes on precision activates whatever its speed here".into(),
+            );
+            false
+        }
+        Some(other) => {
+            log(
+                LogLevel::Warn,
+                format!(
+                    "[ops] unknown ?speed_gate={other:?} ignored (on or off): the speed gate runs"
+                ),
+            );
+            true
+        }
+    }
 }
 
 /// What the worker loop reacts to: the UI's requests and the device's loss.

@@ -42,6 +42,54 @@ test("the f16-storage gate passes in the worker, then its pill and status line a
   }
 });
 
+test("the speed gate times f16 storage against f32 at start-up and activates it only if faster here", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url, { speedGate: true });
+    const lever = page.getByTestId("lever-f16_storage");
+    await lever.waitFor({ timeout: patience(120_000) });
+    const speed = logs.find((l) => l.source === "worker" && l.text.startsWith("[ops] f16-storage speed:"));
+    assert.ok(speed, "the worker logged the speed line");
+    const m = speed.text.match(
+      /^\[ops\] f16-storage speed: decode step's linears, 4 layers at C=256, 8 tokens — ([\d.]+) ms vs f32 ([\d.]+) ms: ([\d.]+)× \(needs ≥ 1\.05×\) — (faster — f16 path active|precise, slower here: not activated)$/,
+    );
+    assert.ok(m, speed.text);
+    const [fast, f32, ratio] = [Number(m[1]), Number(m[2]), Number(m[3])];
+    assert.ok(Math.abs(f32 / fast - ratio) < 0.01 + 0.01 * ratio, `${f32} / ${fast} is ${ratio}`);
+    const active = (await lever.getAttribute("data-active")) === "true";
+    assert.equal(await lever.getAttribute("data-passed"), "true", "precise on SwiftShader");
+    assert.equal(await lever.getAttribute("data-faster"), String(active), "active exactly when faster");
+    assert.equal(m[4].startsWith("faster"), active);
+    console.log(`  speed gate here: f16 ${fast} ms, f32 ${f32} ms (${ratio}×): ${active ? "active" : "not activated"}`);
+    const status = active
+      ? /· f16-storage matmul active — ready to generate\./
+      : /· f16-storage precise, [\d.]+× f32 here: not activated — ready to generate\./;
+    await page.waitForFunction((re) => new RegExp(re).test(document.querySelector('[data-testid="status"]')?.innerText ?? ""), status.source, {
+      timeout: patience(60_000),
+    });
+    assert.equal(await page.getByTestId("pill-f16-storage").count(), active ? 1 : 0);
+    assert.match(await lever.innerText(), active ? /^f16-storage: precise ✓ · faster [\d.]+× · active$/ : /^f16-storage: precise ✓ · slower here [\d.]+× · off$/);
+    const head = logs.find((l) => l.source === "worker" && l.text.startsWith("[ops] f16-storage gate: mean|ref|="));
+    assert.match(head.text, active ? /— PASS — f16 path active$/ : /— PASS — precise, slower here: not activated$/);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test("with ?speed_gate=off precision alone decides, and the lever says the speed was not measured", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    await page.getByTestId("pill-f16-storage").waitFor({ timeout: patience(90_000) });
+    assert.match(await testid(page, "lever-f16_storage"), /^f16-storage: precise ✓ · speed not measured · active$/);
+    assert.ok(logs.some((l) => l.text === "[ops] f16-storage speed: not measured (speed gate off) — activated on precision alone"));
+    assert.ok(logs.some((l) => l.type === "warning" && l.text.startsWith("[ops] speed gate off by ?speed_gate=off")));
+  } finally {
+    await browser.close();
+  }
+});
+
 test("the bundled Shakespeare model loads in one click and samples greedily", async () => {
   const browser = await launch({ webgpu: true });
   try {

@@ -29,12 +29,17 @@ pub const PATH: FastPath = FastPath {
     label: "f16-storage",
     pill: "+f16 storage",
     status: "f16-storage matmul active",
+    active_note: ACTIVE_NOTE,
     // pack2x16float / unpack2x16float are core WGSL: nothing to detect
     // beyond a working device. The gate decides.
     detect: |_| true,
     gate: gate_boxed,
+    speed: super::f16_speed::speed_boxed,
     activate,
 };
+
+/// What the passing headline ends with.
+const ACTIVE_NOTE: &str = "f16 path active";
 
 /// Seed of the gate's inputs.
 const GATE_SEED: u64 = 0x16_57_0A_6E;
@@ -147,7 +152,7 @@ pub async fn check_gpu_packing(
 }
 
 /// Seeded uniform inputs in [−0.2, 0.2].
-fn uniform(rng: &mut Rng, n: u32) -> Vec<f32> {
+pub(super) fn uniform(rng: &mut Rng, n: u32) -> Vec<f32> {
     (0..n)
         .map(|_| rng.uniform(-INPUT_RANGE, INPUT_RANGE))
         .collect()
@@ -364,7 +369,7 @@ pub async fn gate(
         cases.push(case);
     }
     let passed = pack_mismatches == 0 && cases.iter().all(|c| c.stats.passed);
-    let mut head = headline(PATH.label, &cases[0].stats, passed, "f16 path active");
+    let mut head = headline(PATH.label, &cases[0].stats, passed, ACTIVE_NOTE);
     if !passed {
         // A FAIL says why: each failing case, and the packing.
         let mut why: Vec<String> = cases

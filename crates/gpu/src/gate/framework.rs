@@ -6,7 +6,7 @@ use crate::ops::matmul::Fault;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use std::future::Future;
 use std::pin::Pin;
-use tinygpt_protocol::{GateReport, GateStats};
+use tinygpt_protocol::{GateReport, GateStats, SpeedCheck};
 
 /// What every gate run is given.
 #[derive(Clone, Copy, Debug)]
@@ -17,6 +17,9 @@ pub struct GateOptions {
     pub vocab: u32,
     /// Clock in milliseconds (performance.now on the web).
     pub now_ms: fn() -> f64,
+    /// Run the speed gate after a precision PASS (`false`: precision alone
+    /// decides — tests that need the path on, `?speed_gate=off`).
+    pub measure_speed: bool,
 }
 
 /// The vocabulary of the bundled Shakespeare corpus: the K=vocab shape when
@@ -25,6 +28,9 @@ pub const DEFAULT_VOCAB: u32 = 83;
 
 /// A gate's future (not `Send`: the web's GPU futures are not).
 pub type GateFuture<'a> = Pin<Box<dyn Future<Output = Result<GateReport, GpuError>> + 'a>>;
+
+/// A speed gate's future.
+pub type SpeedFuture<'a> = Pin<Box<dyn Future<Output = Result<SpeedCheck, GpuError>> + 'a>>;
 
 /// One registered fast path.
 pub struct FastPath {
@@ -36,10 +42,16 @@ pub struct FastPath {
     pub pill: &'static str,
     /// Appended to the status line when active.
     pub status: &'static str,
+    /// What a passing headline ends with (`f16 path active`); the speed
+    /// gate replaces it when the path is precise but slower here.
+    pub active_note: &'static str,
     /// The capability the path needs is present.
     pub detect: fn(&GpuContext) -> bool,
     /// Runs the gate: compare the path against the f32 reference.
     pub gate: for<'a> fn(&'a GpuContext, &'a mut PipelineRegistry, GateOptions) -> GateFuture<'a>,
+    /// Times the workload the path exists for, on the path and on f32
+    /// (`gate::speed`): it activates only if faster by the stated margin.
+    pub speed: for<'a> fn(&'a GpuContext, &'a mut PipelineRegistry, GateOptions) -> SpeedFuture<'a>,
     /// Turns a passing report into activation.
     pub activate: fn(&GateReport, Option<Fault>, &mut FastPaths),
 }

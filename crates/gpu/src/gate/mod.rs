@@ -9,18 +9,20 @@
 //! one linear-binding function.
 
 mod decoder_cases;
+mod f16_speed;
 pub mod f16_storage;
 mod framework;
 pub mod freshness;
 pub mod localize;
 pub mod model_gate;
 mod packing;
+pub mod speed;
 pub mod stats;
 
 pub use crate::model::FastPaths;
 pub use crate::ops::matmul::f16w::F16Storage;
 pub use crate::ops::matmul::Fault;
-pub use framework::{headline, FastPath, GateFuture, GateOptions, DEFAULT_VOCAB};
+pub use framework::{headline, FastPath, GateFuture, GateOptions, SpeedFuture, DEFAULT_VOCAB};
 
 use crate::{GpuContext, PipelineRegistry};
 use tinygpt_protocol::GateReport;
@@ -33,7 +35,9 @@ pub fn fast_path(id: &str) -> Option<&'static FastPath> {
     FAST_PATHS.iter().find(|p| p.id == id)
 }
 
-/// Runs every detected path's gate; a gate that errors counts as FAIL.
+/// Runs every detected path's gate; a gate that errors counts as FAIL. A
+/// path that passes is then timed against f32 (`speed`, unless
+/// `opts.measure_speed` is off) and activates only if faster here.
 /// Returns each report (with its console lines) and the activation set.
 pub async fn run_gates(
     ctx: &GpuContext,
@@ -67,6 +71,9 @@ pub async fn run_gates(
         report.fault = opts.fault.map(|f| f.name().to_string());
         report.active = report.passed;
         if report.passed {
+            speed::run_speed_gate(ctx, reg, path, opts, &mut report).await;
+        }
+        if report.active {
             (path.activate)(&report, opts.fault, &mut active);
         }
         reports.push(report);
@@ -74,14 +81,26 @@ pub async fn run_gates(
     (reports, active)
 }
 
-/// The status-bar suffix of the active paths (`· f16-storage matmul active`).
+/// The status-bar suffix of the active paths (`· f16-storage matmul
+/// active`) and of the precise but slower ones (`· f16-storage precise,
+/// 0.81× f32 here: not activated`).
 pub fn status_suffix(reports: &[GateReport]) -> String {
-    reports
-        .iter()
-        .filter(|r| r.active)
-        .filter_map(|r| fast_path(&r.path))
-        .map(|p| format!(" · {}", p.status))
-        .collect()
+    let mut out = String::new();
+    for r in reports {
+        let Some(p) = fast_path(&r.path) else {
+            continue;
+        };
+        match &r.speed {
+            _ if r.active => out.push_str(&format!(" · {}", p.status)),
+            Some(s) if r.passed && !s.faster() => out.push_str(&format!(
+                " · {} precise, {:.2}× f32 here: not activated",
+                p.label,
+                s.speedup()
+            )),
+            _ => {}
+        }
+    }
+    out
 }
 
 #[cfg(test)]
