@@ -9,7 +9,7 @@ use tinygpt_core::data::BatchSampler;
 use tinygpt_core::sample::{SampleParams, Sampler};
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::engine::generate_picked;
-use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions};
+use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
@@ -242,6 +242,7 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
         vocab: VOCAB as u32,
         now_ms,
         measure_speed: false,
+        speed_shape: BUNDLED_SHAPE,
     };
     let (gates, fast) = pollster::block_on(run_gates(ctx, &mut reg, opts));
     for line in gates.iter().flat_map(|g| &g.lines) {

@@ -140,7 +140,8 @@ fn distribution_lines(c: &tinygpt_protocol::GateCase) -> Vec<String> {
 }
 
 async fn gate(a: GateArgs) -> Result<()> {
-    use tinygpt_gpu::gate::{model_gate, run_gates, Fault, GateOptions, DEFAULT_VOCAB};
+    use tinygpt_gpu::gate::{model_gate, model_speed, run_gates, Fault, GateOptions};
+    use tinygpt_gpu::gate::{BUNDLED_SHAPE, DEFAULT_VOCAB};
     let fault = match &a.fault {
         Some(name) => Some(
             Fault::parse(name)
@@ -166,6 +167,7 @@ async fn gate(a: GateArgs) -> Result<()> {
             .map_or(DEFAULT_VOCAB, |s| s.config.vocab_size as u32),
         now_ms,
         measure_speed: a.speed_gate == "on",
+        speed_shape: BUNDLED_SHAPE,
     };
     let mut reg = std::mem::take(&mut *gpu.registry.borrow_mut());
     let (mut reports, active) = run_gates(&gpu.ctx, &mut reg, opts).await;
@@ -178,6 +180,7 @@ async fn gate(a: GateArgs) -> Result<()> {
         let decode = |ids: &[u32]| vocab.decode(ids);
         let trainer = s.gpu_trainer().expect("the session runs on the GPU");
         for r in &mut reports {
+            model_speed::retime_for_model(trainer, r, now_ms).await?;
             model_gate::run_model_gates(trainer, r, &ids, &a.prompt, &decode).await?;
         }
     }

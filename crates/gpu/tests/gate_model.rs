@@ -12,7 +12,7 @@ use tinygpt_gpu::gate::f16_storage::{REAL_COSINE_LIMIT, REAL_REL_L2_LIMIT};
 use tinygpt_gpu::gate::freshness::check_f16_cache;
 use tinygpt_gpu::gate::localize::{drift, localize};
 use tinygpt_gpu::gate::model_gate::run_model_gates;
-use tinygpt_gpu::gate::{run_gates, F16Storage, FastPaths, Fault, GateOptions};
+use tinygpt_gpu::gate::{run_gates, F16Storage, FastPaths, Fault, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::GpuContext;
@@ -211,6 +211,7 @@ fn a_trained_model_generates_identical_greedy_text_on_f16_and_f32() {
         vocab: cfg.vocab_size as u32,
         now_ms: || 0.0,
         measure_speed: false,
+        speed_shape: BUNDLED_SHAPE,
     };
     let (mut reports, active) =
         pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
@@ -262,6 +263,7 @@ fn a_loaded_model_gate_failure_rewrites_every_verdict() {
         vocab: cfg.vocab_size as u32,
         now_ms: || 0.0,
         measure_speed: false,
+        speed_shape: BUNDLED_SHAPE,
     };
     let (mut reports, _) =
         pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
@@ -309,6 +311,7 @@ fn a_failed_gate_leaves_the_model_on_f32() {
             vocab: config().vocab_size as u32,
             now_ms: || 0.0,
             measure_speed: false,
+            speed_shape: BUNDLED_SHAPE,
         };
         let (reports, active) =
             pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));

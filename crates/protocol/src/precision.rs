@@ -136,8 +136,11 @@ pub struct SampleGate {
 /// path activates only when it is faster by [`SpeedCheck::margin`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpeedCheck {
-    /// What was timed (`"decode step, 4 layers, C=256, 8 tokens"`).
+    /// What was timed (`"decode step's linears, 4 layers at C=256, 131 tokens"`).
     pub workload: String,
+    /// The model shape timed, `[width, layers]`.
+    #[serde(default)]
+    pub shape: [u32; 2],
     /// Fastest of the rounds on the fast path, milliseconds.
     pub fast_ms: f64,
     /// Fastest of the rounds on the f32 path, milliseconds.

@@ -33,10 +33,13 @@ pub fn GateReports(
 }
 
 fn gate_block(r: GateReport) -> impl IntoView {
-    let verdict = match (r.passed, r.active) {
-        (true, true) => "passed · active",
-        (true, false) => "passed · not active",
-        (false, _) => "FAILED · not active",
+    let verdict = match (r.passed, r.active, &r.speed) {
+        (true, true, _) => "passed · active".to_string(),
+        (true, false, Some(s)) if !s.faster() => {
+            format!("passed · {:.2}× f32 here, slower · not active", s.speedup())
+        }
+        (true, false, _) => "passed · not active".to_string(),
+        (false, _, _) => "FAILED · not active".to_string(),
     };
     let label = r.label.clone();
     view! {

@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use tinygpt_gpu::engine::live::LiveEvery;
 use tinygpt_gpu::engine::Gpu;
-use tinygpt_gpu::gate::{status_suffix, Fault, GateOptions, DEFAULT_VOCAB};
+use tinygpt_gpu::gate::{status_suffix, Fault, GateOptions, BUNDLED_SHAPE, DEFAULT_VOCAB};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
 use tinygpt_protocol::{GateReport, GpuCaps, LogLevel, TestHook, WorkerInput, WorkerOutput};
 use wasm_bindgen::prelude::*;
@@ -161,6 +161,7 @@ async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
         vocab: DEFAULT_VOCAB,
         now_ms: js::now_ms,
         measure_speed,
+        speed_shape: BUNDLED_SHAPE,
     };
     // Moved out for the awaits (a RefCell guard must not cross one).
     let mut reg = std::mem::take(&mut *gpu.registry.borrow_mut());

@@ -54,3 +54,28 @@ test("the gallery shows both models with their cards, suggests small here, and l
     await browser.close();
   }
 });
+
+test("a gallery model of another shape is timed again at its own shape, and the lever follows", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url, { speedGate: true });
+    await waitForAttr(page, "gallery", "data-count", "2");
+    await page.getByTestId("lever-f16_storage").waitFor({ timeout: patience(120_000) });
+    await page.getByTestId("gallery-load-nanogpt").click();
+    const deadline = Date.now() + patience(300_000);
+    const retimed = () => logs.find((l) => l.source === "worker" && l.text.endsWith("(at this model's shape)"));
+    while (!retimed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    const line = retimed()?.text;
+    assert.ok(line, "the worker timed the path again at the loaded model's shape");
+    const m = line.match(/^\[ops\] f16-storage speed: decode step's linears, 6 layers at C=384, \d+ tokens — ([\d.]+) ms vs f32 ([\d.]+) ms: ([\d.]+)× \(needs ≥ 1\.05×; best of [2-5] rounds\) — (faster — f16 path active|precise, slower here: not activated) \(at this model's shape\)$/);
+    assert.ok(m, line);
+    const active = m[4].startsWith("faster");
+    console.log(`  at nanoGPT's shape: ${m[3]}× → ${active ? "active" : "off"}`);
+    await waitForAttr(page, "lever-f16_storage", "data-active", String(active));
+    assert.equal(await page.getByTestId("pill-f16-storage").count(), active ? 1 : 0);
+    assert.match(await page.getByTestId("lever-f16_storage").getAttribute("title"), /6 layers at C=384/);
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});

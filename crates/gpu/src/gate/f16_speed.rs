@@ -6,21 +6,14 @@
 //! few tokens in one submission.
 
 use super::f16_storage::uniform;
-use super::framework::{GateOptions, SpeedFuture};
-use super::speed::time_pair;
-use crate::kernel::BoundKernel;
+use super::framework::{GateOptions, SpeedFuture, SpeedShape};
+use super::speed::{time_pair, SpeedUnit};
 use crate::ops::matmul::f16w::{bind_gemv_f16w, pack_cpu, PackedW};
 use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::Rng;
 use tinygpt_protocol::SpeedCheck;
 
-/// Width of the timed layers: the bundled model's (`models/shakespeare`).
-pub const SPEED_WIDTH: u32 = 256;
-/// Layers timed: the bundled model's.
-pub const SPEED_LAYERS: u32 = 4;
-/// Tokens per timed submission.
-pub const SPEED_TOKENS: usize = 8;
 /// Seed of the timed weights (their values do not matter, only their size).
 const SPEED_SEED: u64 = 0x5BEED;
 
@@ -42,13 +35,13 @@ async fn speed(
     reg: &mut PipelineRegistry,
     opts: GateOptions,
 ) -> Result<SpeedCheck, GpuError> {
-    let c = SPEED_WIDTH;
+    let SpeedShape { width: c, layers } = opts.speed_shape;
     let mut rng = Rng::new(SPEED_SEED);
     let x = ctx.upload("speed_x", &uniform(&mut rng, 4 * c))?;
     let y = ctx.zeros("speed_y", 4 * c as usize)?;
     let bias = ctx.upload("speed_b", &uniform(&mut rng, 4 * c))?;
     let mut weights = Vec::new();
-    for _ in 0..SPEED_LAYERS {
+    for _ in 0..layers {
         for (k, n) in layer_shapes(c) {
             let w = uniform(&mut rng, k * n);
             let packed = pack_cpu(&w, None);
@@ -88,9 +81,13 @@ async fn speed(
             &y,
         )?);
     }
-    let f32_run: Vec<&BoundKernel> = (0..SPEED_TOKENS).flat_map(|_| f32_layer.iter()).collect();
-    let fast_run: Vec<&BoundKernel> = (0..SPEED_TOKENS).flat_map(|_| fast_layer.iter()).collect();
-    let workload =
-        format!("decode step's linears, {SPEED_LAYERS} layers at C={c}, {SPEED_TOKENS} tokens");
-    time_pair(ctx, opts.now_ms, workload, &f32_run, &fast_run, &y).await
+    let work = SpeedUnit {
+        what: format!("decode step's linears, {layers} layers at C={c}"),
+        unit: "token",
+        f32_path: f32_layer.iter().collect(),
+        fast_path: fast_layer.iter().collect(),
+    };
+    let mut check = time_pair(ctx, opts.now_ms, &work, &y).await?;
+    check.shape = [c, layers];
+    Ok(check)
 }

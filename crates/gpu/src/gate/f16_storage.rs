@@ -36,6 +36,7 @@ pub const PATH: FastPath = FastPath {
     gate: gate_boxed,
     speed: super::f16_speed::speed_boxed,
     activate,
+    deactivate: |fast| fast.f16_storage = None,
 };
 
 /// What the passing headline ends with.

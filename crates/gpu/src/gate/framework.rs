@@ -20,7 +20,22 @@ pub struct GateOptions {
     /// Run the speed gate after a precision PASS (`false`: precision alone
     /// decides — tests that need the path on, `?speed_gate=off`).
     pub measure_speed: bool,
+    /// The model shape the speed gate times.
+    pub speed_shape: SpeedShape,
 }
+
+/// The model shape a speed gate times: its width and its layers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpeedShape {
+    pub width: u32,
+    pub layers: u32,
+}
+
+/// The bundled model's shape (`models/shakespeare`): what start-up times.
+pub const BUNDLED_SHAPE: SpeedShape = SpeedShape {
+    width: 256,
+    layers: 4,
+};
 
 /// The vocabulary of the bundled Shakespeare corpus: the K=vocab shape when
 /// no model is loaded.
@@ -54,6 +69,8 @@ pub struct FastPath {
     pub speed: for<'a> fn(&'a GpuContext, &'a mut PipelineRegistry, GateOptions) -> SpeedFuture<'a>,
     /// Turns a passing report into activation.
     pub activate: fn(&GateReport, Option<Fault>, &mut FastPaths),
+    /// Turns the path off in an activation set.
+    pub deactivate: fn(&mut FastPaths),
 }
 
 /// The headline console line, in the format docs/precision.md documents:

@@ -15,6 +15,7 @@ mod framework;
 pub mod freshness;
 pub mod localize;
 pub mod model_gate;
+pub mod model_speed;
 mod packing;
 pub mod speed;
 pub mod stats;
@@ -22,7 +23,10 @@ pub mod stats;
 pub use crate::model::FastPaths;
 pub use crate::ops::matmul::f16w::F16Storage;
 pub use crate::ops::matmul::Fault;
-pub use framework::{headline, FastPath, GateFuture, GateOptions, SpeedFuture, DEFAULT_VOCAB};
+pub use framework::{
+    headline, FastPath, GateFuture, GateOptions, SpeedFuture, SpeedShape, BUNDLED_SHAPE,
+    DEFAULT_VOCAB,
+};
 
 use crate::{GpuContext, PipelineRegistry};
 use tinygpt_protocol::GateReport;

@@ -4,7 +4,7 @@ use super::Runner;
 use crate::js;
 use crate::outbox::{error, log, post};
 use tinygpt_gpu::engine::Session;
-use tinygpt_protocol::{LogLevel, WorkerOutput};
+use tinygpt_protocol::{GateReport, LogLevel, WorkerOutput};
 
 /// The prompt of the loaded-model sample gate: a speaker cue when the
 /// vocabulary has it, else the model's first character.
@@ -25,6 +25,9 @@ impl Runner {
         let Some(gpu) = self.gpu.clone() else {
             return;
         };
+        let Some(mut reports) = self.retime_for_model().await else {
+            return;
+        };
         if gpu.fast_paths.get().f16_storage.is_none() {
             return;
         }
@@ -41,7 +44,6 @@ impl Runner {
             text: "verifying f16-storage matmul on this model (real weights, 100 greedy tokens on f32 and f16)…".into(),
         });
         let t0 = js::now_ms();
-        let mut reports = self.gate_reports.clone();
         for r in &mut reports {
             let len = r.lines.len();
             if let Err(e) = tinygpt_gpu::gate::model_gate::run_model_gates(
@@ -80,6 +82,45 @@ impl Runner {
             post(&WorkerOutput::GpuCaps(self.caps.clone()));
         }
         post(&WorkerOutput::Status { text: status });
+    }
+}
+
+impl Runner {
+    /// With a model of another shape than the one the speed gate timed: times
+    /// each precise path again at this model's shape (`gate::model_speed`),
+    /// and says what changed. Returns the start-up reports as this model
+    /// sees them; `None` when the timing could not run (reported).
+    async fn retime_for_model(&mut self) -> Option<Vec<GateReport>> {
+        let mut reports = self.gate_reports.clone();
+        let Some(t) = self.session.as_mut().and_then(|s| s.gpu_trainer()) else {
+            return Some(reports);
+        };
+        for r in &mut reports {
+            match tinygpt_gpu::gate::model_speed::retime_for_model(t, r, js::now_ms).await {
+                Ok(false) => continue,
+                Ok(true) => {}
+                Err(e) => {
+                    error("timing the fast paths at this model's shape", e);
+                    return None;
+                }
+            }
+            if let Some(line) = r.lines.iter().find(|l| l.contains(" speed: ")) {
+                log(LogLevel::Info, format!("{line} (at this model's shape)"));
+            }
+            post(&WorkerOutput::GateReport(r.clone()));
+        }
+        let active = t.gpu.fast_paths.get().f16_storage.is_some();
+        if self.caps.active.f16_storage != active {
+            self.caps.active.f16_storage = active;
+            post(&WorkerOutput::GpuCaps(self.caps.clone()));
+            post(&WorkerOutput::Status {
+                text: format!(
+                    "at this model's shape{} — ready to generate.",
+                    tinygpt_gpu::gate::status_suffix(&reports)
+                ),
+            });
+        }
+        Some(reports)
     }
 }
 
