@@ -5,6 +5,7 @@
 //! column layout with the same epilogues. Each is compared with the f32
 //! GEMV of the same form.
 
+use super::framework::uniform;
 use super::packing::{mismatched_halves, Packer};
 use super::stats::{error_distribution, gate_stats};
 use crate::ops::matmul::f16w::{bind_gemv_f16w, PackedW};
@@ -90,10 +91,6 @@ pub async fn decoder_cases(
         out.push(compare_form(ctx, reg, packer, fault, &form, rng).await?);
     }
     Ok(out)
-}
-
-fn uniform(rng: &mut Rng, n: u32) -> Vec<f32> {
-    (0..n).map(|_| rng.uniform(-0.2, 0.2)).collect()
 }
 
 /// The form on the f16 GEMV and on the f32 GEMV; the case and the packed

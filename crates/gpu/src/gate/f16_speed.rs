@@ -5,8 +5,7 @@
 //! bundled model's width, as the decoder binds them on this device, for a
 //! few tokens in one submission.
 
-use super::f16_storage::uniform;
-use super::framework::{GateOptions, SpeedFuture, SpeedShape};
+use super::framework::{uniform, GateOptions, SpeedFuture, SpeedShape};
 use super::speed::{time_pair, SpeedUnit};
 use crate::ops::matmul::f16w::{bind_gemv_f16w, pack_cpu, PackedW};
 use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};

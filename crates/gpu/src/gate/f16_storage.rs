@@ -10,7 +10,7 @@
 //! seeded uniform in [−0.2, 0.2]. Any failure rejects the path.
 
 use super::decoder_cases::decoder_cases;
-use super::framework::{headline, FastPath, GateFuture, GateOptions};
+use super::framework::{headline, uniform, FastPath, GateFuture, GateOptions};
 pub use super::packing::Packer;
 use super::packing::{halves, mismatched_halves, same_half};
 use super::stats::{error_distribution, gate_stats};
@@ -44,8 +44,6 @@ const ACTIVE_NOTE: &str = "f16 path active";
 
 /// Seed of the gate's inputs.
 const GATE_SEED: u64 = 0x16_57_0A_6E;
-/// Input range: typical weight-initialisation scale.
-const INPUT_RANGE: f32 = 0.2;
 
 fn gate_boxed<'a>(
     ctx: &'a GpuContext,
@@ -150,13 +148,6 @@ pub async fn check_gpu_packing(
         pack_on_gpu,
         reason,
     })
-}
-
-/// Seeded uniform inputs in [−0.2, 0.2].
-pub(super) fn uniform(rng: &mut Rng, n: u32) -> Vec<f32> {
-    (0..n)
-        .map(|_| rng.uniform(-INPUT_RANGE, INPUT_RANGE))
-        .collect()
 }
 
 /// What one comparison of the f16-weight matmul against the f32 matmul found.

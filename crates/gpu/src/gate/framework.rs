@@ -37,6 +37,17 @@ pub const BUNDLED_SHAPE: SpeedShape = SpeedShape {
     layers: 4,
 };
 
+/// Input range of the gates' seeded operands: typical
+/// weight-initialisation scale (seed 000).
+const INPUT_RANGE: f32 = 0.2;
+
+/// `n` seeded values uniform in [−0.2, 0.2] (the gates' operands).
+pub(super) fn uniform(rng: &mut tinygpt_core::Rng, n: u32) -> Vec<f32> {
+    (0..n)
+        .map(|_| rng.uniform(-INPUT_RANGE, INPUT_RANGE))
+        .collect()
+}
+
 /// The vocabulary of the bundled Shakespeare corpus: the K=vocab shape when
 /// no model is loaded.
 pub const DEFAULT_VOCAB: u32 = 83;

@@ -191,6 +191,20 @@ pub async fn run_speed_gate(
 mod tests {
     use super::*;
 
+    /// A path with the f16-storage path's names (its gates never run here).
+    const PATH: FastPath = FastPath {
+        id: "f16_storage",
+        label: "f16-storage",
+        pill: "+f16 storage",
+        status: "f16-storage matmul active",
+        active_note: "f16 path active",
+        detect: |_| true,
+        gate: |_, _, _| unreachable!(),
+        speed: |_, _, _| unreachable!(),
+        activate: |_, _, _| {},
+        deactivate: |_| {},
+    };
+
     fn check(f32_ms: f64, fast_ms: f64) -> SpeedCheck {
         SpeedCheck {
             workload: "decode step".into(),
@@ -218,7 +232,7 @@ mod tests {
     #[test]
     fn a_faster_path_stays_active_and_says_by_how_much() {
         let mut r = passing();
-        apply(&mut r, &super::super::f16_storage::PATH, check(1.5, 1.2));
+        apply(&mut r, &PATH, check(1.5, 1.2));
         assert!(r.active);
         assert!(r.lines[0].ends_with("— PASS — f16 path active"));
         assert_eq!(
@@ -231,7 +245,7 @@ mod tests {
     #[test]
     fn a_new_check_replaces_the_old_line_both_ways() {
         let mut r = passing();
-        let path = &super::super::f16_storage::PATH;
+        let path = &PATH;
         apply(&mut r, path, check(1.0, 1.5));
         apply(&mut r, path, check(1.5, 1.0));
         assert!(r.active && r.lines[0].ends_with("— PASS — f16 path active"));
@@ -246,11 +260,7 @@ mod tests {
     fn a_precise_but_slower_path_is_not_activated() {
         for (f32_ms, fast_ms) in [(1.0, 1.234), (1.0, 0.97)] {
             let mut r = passing();
-            apply(
-                &mut r,
-                &super::super::f16_storage::PATH,
-                check(f32_ms, fast_ms),
-            );
+            apply(&mut r, &PATH, check(f32_ms, fast_ms));
             assert!(!r.active, "{f32_ms} vs {fast_ms}: under the margin");
             assert!(r.passed, "precision still passed");
             assert!(r.lines[0].ends_with("— PASS — precise, slower here: not activated"));
