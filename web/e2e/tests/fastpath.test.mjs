@@ -111,6 +111,11 @@ test("the bundled Shakespeare model loads in one click and samples greedily", as
     // A trained model writes words: mostly letters and spaces, not noise.
     const letters = [...out].filter((ch) => /[A-Za-z \n,.']/.test(ch)).length;
     assert.ok(letters >= 36, `text looks like English: ${JSON.stringify(out)}`);
+    // A measurement (BENCHMARKS.md's time to first token), never a limit.
+    const stats = page.getByTestId("sample-stats");
+    const ttft = Number(await stats.getAttribute("data-first-token-ms"));
+    assert.ok(ttft > 0, "the first token's time is reported");
+    console.log(`  time to first token, bundled model, f16 storage: ${ttft.toFixed(0)} ms; ${await stats.getAttribute("data-tokens-per-s")} tok/s`);
     await waitForAttr(page, "busy", "data-busy", "false");
     assert.deepEqual(unexpectedErrors(logs), []);
   } finally {
