@@ -42,6 +42,7 @@ fn f16() -> FastPaths {
         f16_storage: Some(F16Storage {
             pack_on_gpu: false,
             fault: None,
+            training: true,
         }),
     }
 }

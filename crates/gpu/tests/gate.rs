@@ -165,7 +165,7 @@ fn the_speed_gate_times_both_paths_and_activates_only_a_faster_one() {
     };
     let (reports, active) = pollster::block_on(run_gates(&gpu.ctx, &mut reg, measured));
     let r = &reports[0];
-    for line in &r.lines[..2] {
+    for line in &r.lines[..3] {
         eprintln!("{line}");
     }
     assert!(r.passed, "precision passes here");
@@ -189,6 +189,17 @@ fn the_speed_gate_times_both_paths_and_activates_only_a_faster_one() {
     };
     assert!(r.lines[1].ends_with(verdict), "{}", r.lines[1]);
     assert!(r.lines[0].contains("— PASS — "), "{}", r.lines[0]);
+    // The training forward has its own check, and the activation carries it.
+    let t = r
+        .speed_training
+        .as_ref()
+        .expect("the training forward is timed");
+    let rows = if gpu.ctx.cpu_device { 128 } else { 1024 };
+    let what = format!("[ops] f16-storage speed, training: training forward's linears and the repack, {rows} rows, 4 layers at C=256, ");
+    assert!(r.lines[2].starts_with(&what), "{}", r.lines[2]);
+    if let Some(f16) = active.f16_storage {
+        assert_eq!(f16.training, t.faster());
+    }
     // Switched off, precision alone decides and the line says so.
     let (reports, active) = pollster::block_on(run_gates(&gpu.ctx, &mut reg, opts(None)));
     assert!(reports[0].active && reports[0].speed_forced && reports[0].speed.is_none());

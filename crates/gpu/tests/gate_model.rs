@@ -72,7 +72,11 @@ fn engine_gpu() -> Option<Rc<Gpu>> {
 
 fn f16(pack_on_gpu: bool, fault: Option<Fault>) -> FastPaths {
     FastPaths {
-        f16_storage: Some(F16Storage { pack_on_gpu, fault }),
+        f16_storage: Some(F16Storage {
+            pack_on_gpu,
+            fault,
+            training: true,
+        }),
     }
 }
 
@@ -124,6 +128,11 @@ fn f16_forward_loss_matches_f32_with_gpu_and_cpu_packing() {
             assert_eq!(got, want);
         }
     }
+    // The speed gate found the training forward slower with halves: the
+    // training graph stays f32 though the GPU packs.
+    let mut off = f16(true, None);
+    off.f16_storage.as_mut().unwrap().training = false;
+    assert_eq!(eval(&gpu, &mut model(&gpu, &params, off), &b), want);
 }
 
 /// After a step the f16 forward must see the updated weights; a variant

@@ -191,6 +191,10 @@ pub struct GateReport {
     /// gate was switched off and precision alone decided).
     #[serde(default)]
     pub speed: Option<SpeedCheck>,
+    /// The speed gate's timing of the training forward (paths the training
+    /// graph can use): the training graph uses the path only when faster.
+    #[serde(default)]
+    pub speed_training: Option<SpeedCheck>,
     /// The speed gate was switched off (`?speed_gate=off`, `--speed-gate off`).
     #[serde(default)]
     pub speed_forced: bool,

@@ -163,7 +163,11 @@ fn lever_row(r: GateReport) -> impl IntoView {
         None if r.speed_forced => "speed not measured".to_string(),
         None => "speed —".to_string(),
     };
-    let state = if r.active { "active" } else { "off" };
+    let state = match &r.speed_training {
+        Some(t) if r.active && !t.faster() => "active (training on f32)",
+        _ if r.active => "active",
+        _ => "off",
+    };
     view! {
         <span class=if r.active { "lever on" } else { "lever off" }
             data-testid=format!("lever-{}", r.path)

@@ -67,7 +67,7 @@ test("a gallery model of another shape is timed again at its own shape, and the 
     while (!retimed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
     const line = retimed()?.text;
     assert.ok(line, "the worker timed the path again at the loaded model's shape");
-    const m = line.match(/^\[ops\] f16-storage speed: decode step's linears, 6 layers at C=384, \d+ tokens — ([\d.]+) ms vs f32 ([\d.]+) ms: ([\d.]+)× \(needs ≥ 1\.05×; best of [2-5] rounds\) — (faster — f16 path active|precise, slower here: not activated) \(at this model's shape\)$/);
+    const m = line.match(/^\[ops\] f16-storage speed: decode step's linears, 6 layers at C=384, \d+ tokens? — ([\d.]+) ms vs f32 ([\d.]+) ms: ([\d.]+)× \(needs ≥ 1\.05×; best of [2-5] rounds\) — (faster — f16 path active|precise, slower here: not activated) \(at this model's shape\)$/);
     assert.ok(m, line);
     const active = m[4].startsWith("faster");
     console.log(`  at nanoGPT's shape: ${m[3]}× → ${active ? "active" : "off"}`);

@@ -57,6 +57,7 @@ fn activate(report: &GateReport, fault: Option<Fault>, active: &mut FastPaths) {
     active.f16_storage = Some(F16Storage {
         pack_on_gpu: report.pack.as_ref().is_some_and(|p| p.pack_on_gpu),
         fault,
+        training: report.speed_training.as_ref().is_none_or(|s| s.faster()),
     });
 }
 

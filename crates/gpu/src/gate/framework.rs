@@ -56,7 +56,16 @@ pub const DEFAULT_VOCAB: u32 = 83;
 pub type GateFuture<'a> = Pin<Box<dyn Future<Output = Result<GateReport, GpuError>> + 'a>>;
 
 /// A speed gate's future.
-pub type SpeedFuture<'a> = Pin<Box<dyn Future<Output = Result<SpeedCheck, GpuError>> + 'a>>;
+pub type SpeedFuture<'a> = Pin<Box<dyn Future<Output = Result<Speeds, GpuError>> + 'a>>;
+
+/// What a speed gate measured: the workload that decides activation and,
+/// for a path the training graph can use too, the training forward, which
+/// decides whether training uses it.
+#[derive(Clone, Debug)]
+pub struct Speeds {
+    pub activation: SpeedCheck,
+    pub training: Option<SpeedCheck>,
+}
 
 /// One registered fast path.
 pub struct FastPath {

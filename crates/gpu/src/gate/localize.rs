@@ -35,6 +35,7 @@ pub fn candidate(report: &GateReport) -> Option<FastPaths> {
     let f16 = F16Storage {
         pack_on_gpu: report.pack.as_ref().is_some_and(|p| p.pack_on_gpu),
         fault: report.fault.as_deref().and_then(Fault::parse),
+        training: true,
     };
     Some(FastPaths {
         f16_storage: Some(f16),

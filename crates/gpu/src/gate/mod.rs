@@ -95,7 +95,12 @@ pub fn status_suffix(reports: &[GateReport]) -> String {
             continue;
         };
         match &r.speed {
-            _ if r.active => out.push_str(&format!(" · {}", p.status)),
+            _ if r.active => {
+                out.push_str(&format!(" · {}", p.status));
+                if r.speed_training.as_ref().is_some_and(|t| !t.faster()) {
+                    out.push_str(" (decoding; training on f32, faster here)");
+                }
+            }
             Some(s) if r.passed && !s.faster() => out.push_str(&format!(
                 " · {} precise, {:.2}× f32 here: not activated",
                 p.label,

@@ -9,7 +9,7 @@
 //! untimed warm-up of each (pipeline creation, first-touch of buffers); the
 //! fastest round of each counts.
 
-use super::framework::{FastPath, GateOptions};
+use super::framework::{FastPath, GateOptions, Speeds};
 use crate::kernel::{submit, BoundKernel};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_protocol::{GateReport, SpeedCheck};
@@ -24,11 +24,11 @@ pub const SPEED_ROUNDS: usize = 5;
 /// repeated until one f32 round takes about this, so that the submission and
 /// read-back (~0.1 ms on an H200) are a small part of it. At 8 tokens a
 /// round took 0.76–0.93 ms on the H200 and the decision flipped between
-/// runs (0.91×, 1.02×, 1.08×); lavapipe and SwiftShader take ~100 ms a
-/// round at the minimum of 8 units anyway.
+/// runs (0.91×, 1.02×, 1.08×). A unit that alone takes longer (a CPU
+/// implementation of WebGPU) is timed once a round.
 pub const ROUND_MS: f64 = 25.0;
 /// Fewest and most repetitions of the unit per round.
-pub const UNITS: (usize, usize) = (8, 1024);
+pub const UNITS: (usize, usize) = (1, 1024);
 /// What a precise but slower path's headline ends with.
 pub const SLOWER_NOTE: &str = "precise, slower here: not activated";
 
@@ -86,7 +86,12 @@ pub async fn time_pair(
         repeat(&work.fast_path, units),
     );
     let mut check = SpeedCheck {
-        workload: format!("{}, {units} {}s", work.what, work.unit),
+        workload: format!(
+            "{}, {units} {}{}",
+            work.what,
+            work.unit,
+            if units == 1 { "" } else { "s" }
+        ),
         fast_ms: f64::INFINITY,
         f32_ms: f64::INFINITY,
         rounds: 0,
@@ -122,11 +127,12 @@ pub fn speed_line(label: &str, check: &SpeedCheck, active_note: &str) -> String 
     )
 }
 
-/// Records a speed check in a report that passed on precision: the path is
-/// active exactly when it is faster here; the speed line (after the
-/// headline, or in place of an earlier one) and the headline's ending say
-/// which.
-pub fn apply(report: &mut GateReport, path: &FastPath, check: SpeedCheck) {
+/// Records a speed gate's checks in a report that passed on precision: the
+/// path is active exactly when it is faster here; the speed lines (after the
+/// headline, or in place of earlier ones) and the headline's ending say
+/// which, and the training line says whether training uses the path.
+pub fn apply(report: &mut GateReport, path: &FastPath, speeds: Speeds) {
+    let check = speeds.activation;
     report.active = report.passed && check.faster();
     let note = if report.active {
         path.active_note
@@ -142,12 +148,53 @@ pub fn apply(report: &mut GateReport, path: &FastPath, check: SpeedCheck) {
         }
     }
     let line = speed_line(path.label, &check, path.active_note);
-    let prefix = format!("[ops] {} speed", path.label);
-    match report.lines.iter().position(|l| l.starts_with(&prefix)) {
-        Some(i) => report.lines[i] = line,
-        None => report.lines.insert(1.min(report.lines.len()), line),
-    }
+    let at = put_line(report, &format!("[ops] {} speed:", path.label), line, 1);
     report.speed = Some(check);
+    if let Some(t) = speeds.training {
+        let line = training_line(path.label, &t);
+        put_line(
+            report,
+            &format!("[ops] {} speed, training:", path.label),
+            line,
+            at + 1,
+        );
+        report.speed_training = Some(t);
+    }
+}
+
+/// Replaces the line starting with `prefix`, else inserts `line` at `at`
+/// (at most the end); returns its index.
+fn put_line(report: &mut GateReport, prefix: &str, line: String, at: usize) -> usize {
+    match report.lines.iter().position(|l| l.starts_with(prefix)) {
+        Some(i) => {
+            report.lines[i] = line;
+            i
+        }
+        None => {
+            let at = at.min(report.lines.len());
+            report.lines.insert(at, line);
+            at
+        }
+    }
+}
+
+/// The training check's line: `[ops] f16-storage speed, training: … —
+/// 0.93× (needs ≥ 1.05×; best of 5 rounds) — training stays on f32`.
+pub fn training_line(label: &str, check: &SpeedCheck) -> String {
+    format!(
+        "[ops] {label} speed, training: {} — {:.3} ms vs f32 {:.3} ms: {:.2}× (needs ≥ {:.2}×; best of {} rounds) — {}",
+        check.workload,
+        check.fast_ms,
+        check.f32_ms,
+        check.speedup(),
+        check.margin,
+        check.rounds,
+        if check.faster() {
+            "training reads it too"
+        } else {
+            "training stays on f32"
+        }
+    )
 }
 
 /// Runs `path`'s speed gate on a report that passed on precision (or notes
@@ -216,6 +263,13 @@ mod tests {
         }
     }
 
+    fn speeds(f32_ms: f64, fast_ms: f64) -> Speeds {
+        Speeds {
+            activation: check(f32_ms, fast_ms),
+            training: None,
+        }
+    }
+
     fn passing() -> GateReport {
         GateReport {
             detected: true,
@@ -232,7 +286,7 @@ mod tests {
     #[test]
     fn a_faster_path_stays_active_and_says_by_how_much() {
         let mut r = passing();
-        apply(&mut r, &PATH, check(1.5, 1.2));
+        apply(&mut r, &PATH, speeds(1.5, 1.2));
         assert!(r.active);
         assert!(r.lines[0].ends_with("— PASS — f16 path active"));
         assert_eq!(
@@ -246,21 +300,46 @@ mod tests {
     fn a_new_check_replaces_the_old_line_both_ways() {
         let mut r = passing();
         let path = &PATH;
-        apply(&mut r, path, check(1.0, 1.5));
-        apply(&mut r, path, check(1.5, 1.0));
+        apply(&mut r, path, speeds(1.0, 1.5));
+        apply(&mut r, path, speeds(1.5, 1.0));
         assert!(r.active && r.lines[0].ends_with("— PASS — f16 path active"));
         assert_eq!(r.lines.iter().filter(|l| l.contains(" speed: ")).count(), 1);
-        apply(&mut r, path, check(1.0, 1.5));
+        apply(&mut r, path, speeds(1.0, 1.5));
         assert!(!r.active && r.lines[0].ends_with("— PASS — precise, slower here: not activated"));
         assert!(r.lines[1].ends_with("— precise, slower here: not activated"));
         assert_eq!(r.lines.len(), 3);
     }
 
     #[test]
+    fn the_training_check_has_its_own_line_after_the_speed_line() {
+        let mut r = passing();
+        let mut s = speeds(1.5, 1.2);
+        s.training = Some(check(1.0, 1.1));
+        apply(&mut r, &PATH, s.clone());
+        assert!(r.active);
+        assert!(r.lines[2].starts_with(
+            "[ops] f16-storage speed, training: decode step — 1.100 ms vs f32 1.000 ms: 0.91×"
+        ));
+        assert!(
+            r.lines[2].ends_with("— training stays on f32"),
+            "{}",
+            r.lines[2]
+        );
+        s.training = Some(check(1.2, 1.0));
+        apply(&mut r, &PATH, s);
+        assert!(
+            r.lines[2].ends_with("— training reads it too"),
+            "{}",
+            r.lines[2]
+        );
+        assert_eq!(r.lines.len(), 4, "replaced, not added");
+    }
+
+    #[test]
     fn a_precise_but_slower_path_is_not_activated() {
         for (f32_ms, fast_ms) in [(1.0, 1.234), (1.0, 0.97)] {
             let mut r = passing();
-            apply(&mut r, &PATH, check(f32_ms, fast_ms));
+            apply(&mut r, &PATH, speeds(f32_ms, fast_ms));
             assert!(!r.active, "{f32_ms} vs {fast_ms}: under the margin");
             assert!(r.passed, "precision still passed");
             assert!(r.lines[0].ends_with("— PASS — precise, slower here: not activated"));

@@ -55,6 +55,11 @@ impl F16WeightCache {
         self.pack.is_some()
     }
 
+    /// The training forward reads these halves ([`F16Storage::training`]).
+    pub fn for_training(&self) -> bool {
+        self.cfg.training
+    }
+
     pub fn is_fresh(&self) -> bool {
         self.fresh
     }

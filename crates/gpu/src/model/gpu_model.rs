@@ -151,9 +151,12 @@ impl GpuModel {
     }
 
     /// The f16 weights for the training graph: only when the GPU packs,
-    /// since a step must repack inside its own submission.
+    /// since a step must repack inside its own submission, and when the
+    /// speed gate found the training forward faster with them.
     pub(super) fn train_f16(&self) -> Option<&F16WeightCache> {
-        self.f16.as_ref().filter(|c| c.packs_on_gpu())
+        self.f16
+            .as_ref()
+            .filter(|c| c.packs_on_gpu() && c.for_training())
     }
 
     /// Brings the f16 weights up to date for sampling (see

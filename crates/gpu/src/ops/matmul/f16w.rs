@@ -18,6 +18,9 @@ pub struct F16Storage {
     pub pack_on_gpu: bool,
     /// Test-only fault carried into the model's kernels.
     pub fault: Option<Fault>,
+    /// The training forward reads the halves too (its speed check passed,
+    /// or the speed gate was off); else only decoding and evaluation do.
+    pub training: bool,
 }
 
 /// The f16-storage kernels (f16w_common.wgsl, the tiled matmul_f16w.wgsl
