@@ -108,6 +108,20 @@ pub async fn time_pair(
     Ok(check)
 }
 
+/// A check's figures: `decode step, … — 1.23 ms vs f32 1.51 ms: 1.23×
+/// (needs ≥ 1.05×; best of 5 rounds)`.
+fn figures(check: &SpeedCheck) -> String {
+    format!(
+        "{} — {:.3} ms vs f32 {:.3} ms: {:.2}× (needs ≥ {:.2}×; best of {} rounds)",
+        check.workload,
+        check.fast_ms,
+        check.f32_ms,
+        check.speedup(),
+        check.margin,
+        check.rounds,
+    )
+}
+
 /// The speed gate's console line:
 /// `[ops] f16-storage speed: decode step, … — 1.23 ms vs f32 1.51 ms: 1.23× (needs ≥ 1.05×; best of 5 rounds) — faster — f16 path active`.
 pub fn speed_line(label: &str, check: &SpeedCheck, active_note: &str) -> String {
@@ -116,15 +130,7 @@ pub fn speed_line(label: &str, check: &SpeedCheck, active_note: &str) -> String 
     } else {
         SLOWER_NOTE.to_string()
     };
-    format!(
-        "[ops] {label} speed: {} — {:.3} ms vs f32 {:.3} ms: {:.2}× (needs ≥ {:.2}×; best of {} rounds) — {verdict}",
-        check.workload,
-        check.fast_ms,
-        check.f32_ms,
-        check.speedup(),
-        check.margin,
-        check.rounds,
-    )
+    format!("[ops] {label} speed: {} — {verdict}", figures(check))
 }
 
 /// Records a speed gate's checks in a report that passed on precision: the
@@ -181,19 +187,14 @@ fn put_line(report: &mut GateReport, prefix: &str, line: String, at: usize) -> u
 /// The training check's line: `[ops] f16-storage speed, training: … —
 /// 0.93× (needs ≥ 1.05×; best of 5 rounds) — training stays on f32`.
 pub fn training_line(label: &str, check: &SpeedCheck) -> String {
+    let verdict = if check.faster() {
+        "training reads it too"
+    } else {
+        "training stays on f32"
+    };
     format!(
-        "[ops] {label} speed, training: {} — {:.3} ms vs f32 {:.3} ms: {:.2}× (needs ≥ {:.2}×; best of {} rounds) — {}",
-        check.workload,
-        check.fast_ms,
-        check.f32_ms,
-        check.speedup(),
-        check.margin,
-        check.rounds,
-        if check.faster() {
-            "training reads it too"
-        } else {
-            "training stays on f32"
-        }
+        "[ops] {label} speed, training: {} — {verdict}",
+        figures(check)
     )
 }
 
