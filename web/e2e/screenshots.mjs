@@ -80,10 +80,12 @@ try {
   await localise(p, "ROMEO:");
   await p.evaluate(() => (document.querySelector('[data-testid="gates"]').open = true));
   await shot(p.getByTestId("precision-panel"), "precision");
-  const gates = await p.getByTestId("gates").boundingBox();
-  await p.getByTestId("gates").scrollIntoViewIfNeeded();
-  const top = await p.getByTestId("gates").boundingBox();
-  await shot(p, "gates", { clip: { x: top.x, y: top.y, width: gates.width, height: Math.min(gates.height, 640) } });
+  // The block is taller than the window: bring its top to the window's top
+  // (scrollIntoViewIfNeeded left it above, and the clip caught a sliver).
+  // The histograms: the first cases of the f16-storage block.
+  await p.evaluate(() => document.querySelector('[data-testid="cases-f16_storage"]').scrollIntoView({ block: "start" }));
+  const gates = await p.getByTestId("cases-f16_storage").boundingBox();
+  await shot(p, "gates", { clip: { x: gates.x, y: gates.y, width: gates.width, height: Math.min(gates.height, 360) } });
 
   const phone = await page(browser, server.url, { width: 390, height: 844 });
   await shot(phone, "phone");

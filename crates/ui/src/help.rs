@@ -52,7 +52,7 @@ const TOPICS: &[(&str, &str, &str)] = &[
     ("pill-timestamp", "Whether the adapter can time GPU work itself; the profiler uses it.", "—"),
     ("pill-webnn", "Whether the browser's Web Neural Network API can create a context here. An API without a backend is reported as such, never as a working path.", "—"),
     ("levers", "Each fast path in one line: detected on this device, precise (it matched the f32 path within the seed's limits), faster here (a short timing at start-up against the f32 path; it must win by 5 %), and whether it is active. A precise path that is slower here stays off.", "Open the fast-path gates in the Precision panel for the measured figures."),
-    ("pill-f16-storage", "Active fast path: the forward matmuls read weights stored as 16-bit floats (half the memory traffic) and accumulate in 32-bit. It was switched on only after matching the f32 path within the seed's limits on this device.", "Open the Precision panel to see the gate's measured errors."),
+    ("pill-f16-storage", "Active fast path: the forward matmuls read weights stored as 16-bit floats (half the memory traffic) and accumulate in 32-bit. It was switched on only after matching the f32 path within the seed's limits on this device and running faster than it here (unless ?speed_gate=off).", "Open the Precision panel to see the gate's measured errors."),
 ];
 
 /// The note of `topic`, if it has one.

@@ -11,7 +11,7 @@ const SEEN_KEY: &str = "tinygpt.tour";
 
 /// `(data-testid of the part shown, title, text)`.
 const STEPS: &[(&str, &str, &str)] = &[
-    ("caps", "What this device can do", "Outlined pills are what the GPU offers; a filled pill is a fast path that is switched on only after it matched the exact f32 path on this very device. Every \"?\" explains its neighbour."),
+    ("caps", "What this device can do", "Outlined pills are what the GPU offers; a filled pill is a fast path that is switched on only after it matched the exact f32 path on this very device and ran faster here. Every \"?\" explains its neighbour."),
     ("train-panel", "Train a model", "Pick a preset and press Train: nano learns word-like text in a few hundred steps. The memory bar shows what the run needs against the GPU's limits."),
     ("run-panel", "Watch it learn", "The chart plots train and validation loss; point at it (or focus it and press ← →) to read a step, smooth it, switch to a log scale or overlay a saved run."),
     ("sample-panel", "Sample", "Generate text from the model you hold. No time to train? Load the suggested Shakespeare model in the Checkpoint panel and sample it at once."),
