@@ -10,6 +10,10 @@
 // combining does not matter. The first non-finite logit is recorded too
 // (index and bits), so the host can refuse it exactly as the CPU sampler
 // does.
+//
+// Samples decoded together (B rows of logits, each V long) run as B
+// workgroups: workgroup b picks from row b into token[b], records at
+// picks[P·B + b].
 
 struct Params {
     v: u32,
@@ -28,6 +32,13 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> picks: array<vec4<u32>>;
 
 const WG: u32 = 256u;
+
+// Where this workgroup's row of logits starts.
+var<private> logits_row: u32;
+
+fn set_row(b: u32) {
+    logits_row = p.logits_off + b * p.v;
+}
 const NONE: u32 = 0xffffffffu;
 
 // Each thread's best, then (from 256 on) each group of sixteen's.
@@ -59,12 +70,17 @@ fn combine(first: u32) -> vec3<u32> {
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) t: u32) {
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    set_row(wg.x);
     var bv = 0.0;
     var bi = NONE;
     var bad = NONE;
     for (var i = t; i < p.v; i += WG) {
-        let x = logits[p.logits_off + i];
+        let x = logits[logits_row + i];
         if (!finite(x) && bad == NONE) {
             bad = i;
         }
@@ -86,11 +102,11 @@ fn main(@builtin(local_invocation_index) t: u32) {
     workgroupBarrier();
     if (t == 0u) {
         let g = combine(WG);
-        token[0] = g.y;
+        token[wg.x] = g.y;
         var bits = 0u;
         if (g.z != NONE) {
-            bits = bitcast<u32>(logits[p.logits_off + g.z]);
+            bits = bitcast<u32>(logits[logits_row + g.z]);
         }
-        picks[pos.x] = vec4<u32>(g.y, g.z, bits, 0u);
+        picks[pos.x * nwg.x + wg.x] = vec4<u32>(g.y, g.z, bits, 0u);
     }
 }

@@ -5,6 +5,11 @@
 // barrier is all it takes), which saves a dispatch per layer and token. The
 // output row (C) has the heads concatenated, as in the forward.
 //
+// Samples decoded together (B rows, one query each at the same position)
+// run as B rows of workgroups: workgroup (h, b) reads qkv row b (3C from
+// 3C·b), appends to sample b's caches (B caches one after the other, each
+// (NH, T_max, HS)) and writes output row b; the sums do not depend on B.
+//
 // One workgroup per head, 256 threads. Positions go 256 at a time: thread j
 // scores position c0 + j; the chunk's max and sum are tree reductions; the
 // running max m and sum l fold chunks together (online softmax). For the
@@ -81,14 +86,15 @@ fn reduce_sum(tid: u32, v: f32) -> f32 {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let h = wg.x;
     let hs = p.hs;
-    let base = h * p.t_max * hs;
+    let base = (wg.y * p.nh + h) * p.t_max * hs;
+    let q = 3u * p.c * wg.y + h * hs;
     // The host never sets P ≥ T_max; clamping keeps a stray value in bounds.
     let last = min(pos.x, p.t_max - 1u);
     if (tid < hs) {
-        q_sh[tid] = qkv[h * hs + tid] * p.scale;
+        q_sh[tid] = qkv[q + tid] * p.scale;
         let o = base + last * hs + tid;
-        k_cache[o] = qkv[p.c + h * hs + tid];
-        v_cache[o] = qkv[2u * p.c + h * hs + tid];
+        k_cache[o] = qkv[q + p.c + tid];
+        v_cache[o] = qkv[q + 2u * p.c + tid];
     }
     storageBarrier();
     workgroupBarrier();
@@ -145,15 +151,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     workgroupBarrier();
     if (tid < hs) {
         let sum = ((o_sh[tid] + o_sh[128u + tid]) + o_sh[256u + tid]) + o_sh[384u + tid];
-        out[h * hs + tid] = sum / l;
+        out[p.c * wg.y + h * hs + tid] = sum / l;
     }
 }
 
-// The scaled score of position s for head h (`main_serial`).
-fn score(h: u32, base: u32, s: u32) -> f32 {
+// The scaled score of position s for the query at qkv[q …] (`main_serial`).
+fn score(q: u32, base: u32, s: u32) -> f32 {
     let hs = p.hs;
     let row = base + s * hs;
-    let q = h * hs;
     var x4 = vec4<f32>(0.0);
     var i = 0u;
     for (; i + 4u <= hs; i += 4u) {
@@ -170,22 +175,23 @@ fn score(h: u32, base: u32, s: u32) -> f32 {
 fn main_serial(@builtin(workgroup_id) wg: vec3<u32>) {
     let h = wg.x;
     let hs = p.hs;
-    let base = h * p.t_max * hs;
+    let base = (wg.y * p.nh + h) * p.t_max * hs;
     let last = min(pos.x, p.t_max - 1u);
-    let o = h * hs;
+    let q = 3u * p.c * wg.y + h * hs;
+    let o = p.c * wg.y + h * hs;
     for (var d = 0u; d < hs; d++) {
         let r = base + last * hs + d;
-        k_cache[r] = qkv[p.c + o + d];
-        v_cache[r] = qkv[2u * p.c + o + d];
+        k_cache[r] = qkv[q + p.c + d];
+        v_cache[r] = qkv[q + 2u * p.c + d];
         out[o + d] = 0.0;
     }
     var m = NEG;
     for (var s = 0u; s <= last; s++) {
-        m = max(m, score(h, base, s));
+        m = max(m, score(q, base, s));
     }
     var l = 0.0;
     for (var s = 0u; s <= last; s++) {
-        let e = exp(score(h, base, s) - m);
+        let e = exp(score(q, base, s) - m);
         l += e;
         let row = base + s * hs;
         for (var d = 0u; d < hs; d++) {

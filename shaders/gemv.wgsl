@@ -48,7 +48,7 @@ const BLOCK: u32 = 256u;
 
 // Inputs k + 32i for i < 4.
 fn xs(k: u32) -> vec4<f32> {
-    let o = p.a_off + k;
+    let o = a_row + k;
     return vec4<f32>(a[o], a[o + LANES], a[o + 2u * LANES], a[o + 3u * LANES]);
 }
 
@@ -86,7 +86,7 @@ fn lane_dot(row: u32, lane: u32) -> f32 {
     }
     acc += acc1;
     for (var k = k0 + lane; k < p.k; k += LANES) {
-        acc.x = fma(a[p.a_off + k], b[row + k], acc.x);
+        acc.x = fma(a[a_row + k], b[row + k], acc.x);
     }
     return (acc.x + acc.y) + (acc.z + acc.w);
 }
@@ -141,6 +141,7 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
+    set_row(wg);
     let col = column(wg, nwg, lid);
     finish_lanes(lid, col, lane_dot(row_of(col), lid.x));
 }
@@ -152,6 +153,7 @@ fn main_ln(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
+    set_row(wg);
     let col = column(wg, nwg, lid);
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
@@ -167,6 +169,7 @@ fn main_cols(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
+    set_row(wg);
     let col = (wg.y * nwg.x + wg.x) * COL_GROUP + lid.x;
     if (col >= p.n) {
         return;
@@ -175,13 +178,13 @@ fn main_cols(
     var acc = vec4<f32>(0.0);
     var k = 0u;
     for (; k + 4u <= p.k; k += 4u) {
-        let o = p.a_off + k;
+        let o = a_row + k;
         let x = vec4<f32>(a[o], a[o + 1u], a[o + 2u], a[o + 3u]);
         let v = vec4<f32>(b[row + k], b[row + k + 1u], b[row + k + 2u], b[row + k + 3u]);
         acc = fma(x, v, acc);
     }
     for (; k < p.k; k += 1u) {
-        acc.x = fma(a[p.a_off + k], b[row + k], acc.x);
+        acc.x = fma(a[a_row + k], b[row + k], acc.x);
     }
     finish_col(col, (acc.x + acc.y) + (acc.z + acc.w));
 }

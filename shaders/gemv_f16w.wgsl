@@ -77,7 +77,7 @@ fn quad_row(col: u32) -> u32 {
 // rounds, then the rest one quad at a time.
 fn lane_dot_quads(row: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
     let quads = kmax / 4u;
-    let x0 = p.a_off / 4u + lane;
+    let x0 = a_row / 4u + lane;
     var acc = vec4<f32>(0.0);
     var acc1 = vec4<f32>(0.0);
     var j0 = 0u;
@@ -102,7 +102,7 @@ fn lane_dot_quads(row: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
         acc1 = step4(acc1, a4[x + 7u * LANES], halves(q7), fault);
     }
     for (var j = j0 + lane; j < quads; j += LANES) {
-        acc = step4(acc, a4[p.a_off / 4u + j], halves(w4[row + j]), fault);
+        acc = step4(acc, a4[a_row / 4u + j], halves(w4[row + j]), fault);
     }
     return add4(acc, acc1, fault);
 }
@@ -154,7 +154,7 @@ fn w_pair_at(r: u32, j: u32) -> vec2<f32> {
 
 // Inputs 2j and 2j + 1.
 fn x_pair(j: u32) -> vec2<f32> {
-    return vec2<f32>(a[p.a_off + 2u * j], a[p.a_off + 2u * j + 1u]);
+    return vec2<f32>(a[a_row + 2u * j], a[a_row + 2u * j + 1u]);
 }
 
 // `gemv_any`: the row's first half, clamped as `quad_row`.
@@ -190,7 +190,7 @@ fn lane_dot_pairs(r: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
     }
     if ((kmax & 1u) == 1u && lane == 0u) {
         let k = kmax - 1u;
-        let x = vec4<f32>(0.0, 0.0, a[p.a_off + k], 0.0);
+        let x = vec4<f32>(0.0, 0.0, a[a_row + k], 0.0);
         acc = step4(acc, x, vec4<f32>(0.0, 0.0, w_at(r + k), 0.0), fault);
     }
     return add4(acc, acc1, fault);
@@ -277,11 +277,13 @@ fn gemv_finish(lid: vec3<u32>, col: u32, acc: vec4<f32>, fault: u32) {
 
 // The entry points' bodies; `fault` is a constant at each.
 fn gemv_quads(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    set_row(wg);
     let col = gemv_column(wg, nwg, lid);
     gemv_finish(lid, col, lane_dot_quads(quad_row(col), lid.x, k_end(fault), fault), fault);
 }
 
 fn gemv_quads_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    set_row(wg);
     let col = gemv_column(wg, nwg, lid);
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
@@ -290,11 +292,13 @@ fn gemv_quads_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
 }
 
 fn gemv_pairs(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    set_row(wg);
     let col = gemv_column(wg, nwg, lid);
     gemv_finish(lid, col, lane_dot_pairs(half_row(col), lid.x, k_end(fault), fault), fault);
 }
 
 fn gemv_pairs_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    set_row(wg);
     let col = gemv_column(wg, nwg, lid);
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
@@ -340,12 +344,13 @@ fn col_dot(r: u32, kmax: u32, fault: u32) -> f32 {
     }
     if ((kmax & 1u) == 1u) {
         let k = kmax - 1u;
-        acc = step4(acc, vec4<f32>(0.0, 0.0, a[p.a_off + k], 0.0), vec4<f32>(0.0, 0.0, w_at(r + k), 0.0), fault);
+        acc = step4(acc, vec4<f32>(0.0, 0.0, a[a_row + k], 0.0), vec4<f32>(0.0, 0.0, w_at(r + k), 0.0), fault);
     }
     return add_f(add_f(acc.x, acc.y, fault), add_f(acc.z, acc.w, fault), fault);
 }
 
 fn gemv_cols_body(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
+    set_row(wg);
     let col = (wg.y * nwg.x + wg.x) * COL_GROUP + lid.x;
     if (col >= p.n) {
         return;

@@ -15,6 +15,12 @@
 // implementations (SwiftShader, lavapipe) run a kernel many times slower
 // when one is, even untaken.
 //
+// Rows: a GEMV runs M rows (the decoder's samples decoded together, each
+// one's row beside the others) as M layers of workgroups: the workgroups
+// at z = r compute row r, reading input row r (K elements from a_off) and
+// writing output row r (N from c_off), every sum in the one row's order, so
+// a row's bits do not depend on M. Each entry point calls `set_row` first.
+//
 // Appended to the kernel's source (with erf.wgsl); the kernel declares
 // `p` (fields k, n, flags, a_off, bias_off, c_off, ln_w_off, ln_b_off),
 // `a` (f32 input row), `bias` and `c` at bindings 1, 3, 4, and runs 256
@@ -25,6 +31,15 @@ const ACCUMULATE: u32 = 8u;
 const GELU: u32 = 64u;
 const LN_THREADS: u32 = 128u;
 const LN_EPS: f32 = 1e-5;
+
+// Where this workgroup's input and output rows start (`set_row`).
+var<private> a_row: u32;
+var<private> c_row: u32;
+
+fn set_row(wg: vec3<u32>) {
+    a_row = p.a_off + wg.z * p.k;
+    c_row = p.c_off + wg.z * p.n;
+}
 
 // LayerNorm weight at ln_w_off and bias at ln_b_off (the flat parameters).
 @group(0) @binding(5) var<storage, read> lnp: array<f32>;
@@ -74,14 +89,14 @@ fn ln_stats(t: u32) -> vec2<f32> {
     var s = 0.0;
     if (t < LN_THREADS) {
         for (var i = t; i < p.k; i += LN_THREADS) {
-            s += a[p.a_off + i];
+            s += a[a_row + i];
         }
     }
     let mu = ln_sum(t, s, 0u) / f32(p.k);
     var q = 0.0;
     if (t < LN_THREADS) {
         for (var i = t; i < p.k; i += LN_THREADS) {
-            let d = a[p.a_off + i] - mu;
+            let d = a[a_row + i] - mu;
             q += d * d;
         }
     }
@@ -91,7 +106,7 @@ fn ln_stats(t: u32) -> vec2<f32> {
 
 // Input k normalised with `st` = (mean, 1/σ).
 fn ln_x(k: u32, st: vec2<f32>) -> f32 {
-    return (a[p.a_off + k] - st.x) * st.y * lnp[p.ln_w_off + k] + lnp[p.ln_b_off + k];
+    return (a[a_row + k] - st.x) * st.y * lnp[p.ln_w_off + k] + lnp[p.ln_b_off + k];
 }
 
 // Stages inputs k0 … k0 + 255 (those below K) normalised with `st` in
@@ -125,7 +140,7 @@ fn finish_col(col: u32, dot: f32) {
     if ((p.flags & GELU) != 0u) {
         v = gelu_f32(v);
     }
-    let o = p.c_off + col;
+    let o = c_row + col;
     if ((p.flags & ACCUMULATE) != 0u) {
         v += c[o];
     }

@@ -13,6 +13,10 @@
 // thread in rank order as the CPU takes it, and both searches along it run
 // in parallel (the sum never falls, so one candidate meets each).
 // The first non-finite logit is recorded as argmax.wgsl records it.
+//
+// Samples decoded together (B rows of logits, each V long) run as B
+// workgroups: workgroup b picks from row b into token[b], records at
+// picks[P·B + b] and draws at draws[P·B + b].
 
 struct Params {
     v: u32,
@@ -60,14 +64,20 @@ fn finite(x: f32) -> bool {
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) t: u32) {
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let row = p.logits_off + wg.x * p.v;
+    let at_p = pos.x * nwg.x + wg.x;
     let v = min(p.v, MAXV);
     // f32::MIN, as the CPU rule starts its max (a literal of it is not
     // exactly representable for every WGSL front end).
     var m = bitcast<f32>(0xff7fffffu);
     var bad = NONE;
     for (var i = t; i < v; i += WG) {
-        let x = logits[p.logits_off + i];
+        let x = logits[row + i];
         if (!finite(x) && bad == NONE) {
             bad = i;
         }
@@ -92,7 +102,7 @@ fn main(@builtin(local_invocation_index) t: u32) {
         mx = max(mx, red[WG + k]);
     }
     for (var i = t; i < v; i += WG) {
-        weight[i] = exp((logits[p.logits_off + i] - mx) * p.inv_t);
+        weight[i] = exp((logits[row + i] - mx) * p.inv_t);
     }
     workgroupBarrier();
     for (var i = t; i < v; i += WG) {
@@ -135,7 +145,7 @@ fn main(@builtin(local_invocation_index) t: u32) {
         chosen = ranked_i[k - 1u];
     }
     workgroupBarrier();
-    let at = draws[pos.x] * running[k - 1u];
+    let at = draws[at_p] * running[k - 1u];
     for (var r = t; r < k; r += WG) {
         if (at < running[r] && (r == 0u || !(at < running[r - 1u]))) {
             chosen = ranked_i[r];
@@ -144,7 +154,7 @@ fn main(@builtin(local_invocation_index) t: u32) {
     workgroupBarrier();
     if (t == 0u) {
         let next = chosen;
-        token[0] = next;
+        token[wg.x] = next;
         let b = bad_i[WG];
         var first_bad = b;
         for (var g = 1u; g < 16u; g++) {
@@ -152,8 +162,8 @@ fn main(@builtin(local_invocation_index) t: u32) {
         }
         var bits = 0u;
         if (first_bad != NONE) {
-            bits = bitcast<u32>(logits[p.logits_off + first_bad]);
+            bits = bitcast<u32>(logits[row + first_bad]);
         }
-        picks[pos.x] = vec4<u32>(next, first_bad, bits, 0u);
+        picks[at_p] = vec4<u32>(next, first_bad, bits, 0u);
     }
 }

@@ -135,6 +135,10 @@ pub struct SampleArgs {
     /// Seed of the sampler (the same seed gives the same text).
     #[arg(long, default_value_t = 1337)]
     pub seed: u64,
+    /// Continuations of the prompt decoded together (1 to 8; sample i
+    /// draws with seed + i), printed one after another.
+    #[arg(long, default_value_t = 1)]
+    pub num_samples: usize,
     #[command(flatten)]
     pub backend: Backend,
 }

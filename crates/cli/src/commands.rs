@@ -32,6 +32,8 @@ pub async fn run(cli: Cli) -> Result<()> {
 }
 
 async fn sample(a: SampleArgs) -> Result<()> {
+    tinygpt_protocol::check_num_samples(a.num_samples, a.temperature)
+        .map_err(anyhow::Error::msg)?;
     let gpu = open_gpu(&a.backend).await?;
     let mut session = load_session(&a.checkpoint, gpu)?;
     let params = SampleParams {
@@ -40,30 +42,55 @@ async fn sample(a: SampleArgs) -> Result<()> {
         top_p: a.top_p,
         seed: a.seed,
     };
+    let several = a.num_samples > 1;
     let mut out = std::io::stdout().lock();
-    write!(out, "{}", a.prompt)?;
+    if !several {
+        write!(out, "{}", a.prompt)?;
+    }
     let start = Instant::now();
     let mut first = None;
     let mut count = 0usize;
-    session
-        .generate(
+    let texts = session
+        .generate_samples(
             &a.prompt,
             a.length,
             &params,
-            |text| {
+            a.num_samples,
+            |_, text| {
                 first.get_or_insert_with(|| start.elapsed());
                 count += 1;
-                let _ = write!(out, "{text}");
-                let _ = out.flush();
+                // One sample streams; several are printed whole at the end.
+                if !several {
+                    let _ = write!(out, "{text}");
+                    let _ = out.flush();
+                }
                 ControlFlow::Continue(())
             },
             || std::future::ready(()),
         )
         .await?;
-    writeln!(out)?;
     let secs = start.elapsed().as_secs_f64();
+    if several {
+        for (i, text) in texts.iter().enumerate() {
+            let seed = params.for_sample(i).seed;
+            writeln!(
+                out,
+                "── sample {} of {} (seed {seed}) ──",
+                i + 1,
+                texts.len()
+            )?;
+            writeln!(out, "{}{text}", a.prompt)?;
+        }
+    } else {
+        writeln!(out)?;
+    }
     eprintln!(
-        "{count} tokens in {secs:.2} s · {:.1} tok/s · first token after {:.1} ms",
+        "{count} tokens{} in {secs:.2} s · {:.1} tok/s · first token after {:.1} ms",
+        if several {
+            format!(" ({} samples)", a.num_samples)
+        } else {
+            String::new()
+        },
         count as f64 / secs.max(1e-9),
         first.unwrap_or_default().as_secs_f64() * 1e3
     );

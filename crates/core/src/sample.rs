@@ -21,6 +21,8 @@ pub enum SampleError {
     TopP(f32),
     #[error("top_k must be at least 1 (use None to keep every token)")]
     TopKZero,
+    #[error("{0}")]
+    Samples(String),
     #[error("cannot sample from empty logits")]
     EmptyLogits,
     #[error("logit {index} is {value}: the model has diverged")]
@@ -66,6 +68,16 @@ impl SampleParams {
 
     pub fn is_greedy(&self) -> bool {
         self.temperature == 0.0
+    }
+
+    /// The parameters of sample `i` of several decoded together: the seed
+    /// `seed + i` (wrapping), so that sample 0 is the text one sample of
+    /// this seed gives, and sample `i` that of seed `seed + i`.
+    pub fn for_sample(&self, i: usize) -> Self {
+        Self {
+            seed: self.seed.wrapping_add(i as u64),
+            ..*self
+        }
     }
 
     /// Refuses NaN or negative temperatures, `top_p` outside (0, 1] and

@@ -331,7 +331,17 @@ fn decode_with_kv_cache_matches_full_forward() {
     ];
     for (i, &(t, c, nh, t_max)) in cases.iter().enumerate() {
         let qkv = random(&mut Rng::new(500 + i as u64), shape(1, t, c, nh).qkv_len());
-        check_decode(gpu, DecodeDesc { c, nh, t_max }, &qkv, 1e-5);
+        check_decode(
+            gpu,
+            DecodeDesc {
+                c,
+                nh,
+                t_max,
+                batch: 1,
+            },
+            &qkv,
+            1e-5,
+        );
     }
 }
 
@@ -359,6 +369,7 @@ fn sharp_softmax_stays_finite_and_accurate() {
             c: d.c,
             nh: d.nh,
             t_max: d.t,
+            batch: 1,
         },
         seq,
         2e-5,
@@ -428,6 +439,7 @@ fn bad_shapes_are_errors_not_panics() {
         c: 12,
         nh: 3,
         t_max: 4,
+        batch: 1,
     };
     let position = decode_position_buffer(ctx);
     let cache = KvCache::new(ctx, desc).unwrap();

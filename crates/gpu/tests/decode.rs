@@ -12,7 +12,9 @@ use std::ops::ControlFlow;
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::sample::{SampleError, SampleParams, Sampler};
 use tinygpt_core::{Gpt, ModelConfig, ParamKind, ParamLayout, TrainConfig};
-use tinygpt_gpu::engine::{generate_greedy, EngineError, GREEDY_CHUNK};
+use tinygpt_gpu::engine::{
+    generate_greedy, generate_picked, generate_rows, EngineError, GREEDY_CHUNK,
+};
 use tinygpt_gpu::gate::{F16Storage, FastPaths};
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::model::{Decoder, DecoderKernels, GpuModel};
@@ -323,4 +325,117 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
             assert_eq!(serial, want, "{kernels:?}: {keys:?}");
         }
     }
+}
+
+/// Seeded sampling that keeps every token in play (V = 11): three samples
+/// write three different texts.
+fn sampling(seed: u64) -> SampleParams {
+    SampleParams {
+        temperature: 1.5,
+        top_k: Some(8),
+        top_p: Some(0.95),
+        seed,
+    }
+}
+
+/// Several samples decoded together: every row of every step's logits has
+/// the bits a batch of one gives for the same tokens, and each sample's
+/// text (seed + i, across window restarts, each from its own context) is
+/// the text its seed gives alone — f32 and f16 storage, every layout.
+#[test]
+fn samples_decoded_together_each_give_what_they_give_alone() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let cfg = config();
+    let p = params(&cfg);
+    let (rows, n, prompt) = (3, 3 * cfg.block_size, [1u32, 4, 2]);
+    for (fast, ln) in [FastPaths::default(), f16()]
+        .into_iter()
+        .flat_map(|f| KERNELS.map(|ln| (f, ln)))
+    {
+        let mut m = model_with(gpu, &mut reg, &p, fast, ln);
+        let push_all = |dec: &mut Decoder| -> Vec<Vec<f32>> {
+            dec.reset();
+            let tokens = [3u32, 1, 4, 1, 5];
+            let push = |&t| pollster::block_on(dec.push(&gpu.ctx, t)).unwrap();
+            tokens.iter().map(push).collect()
+        };
+        let alone = push_all(m.decoder(&gpu.ctx, &mut reg).unwrap());
+        let together = push_all(m.decoder_for(&gpu.ctx, &mut reg, rows).unwrap());
+        for (step, (one, all)) in alone.iter().zip(&together).enumerate() {
+            for (r, row) in all.chunks_exact(cfg.vocab_size).enumerate() {
+                let bits = |l: &[f32]| l.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(row),
+                    bits(one),
+                    "{fast:?}, {ln:?}: step {step}, row {r}"
+                );
+            }
+        }
+        let params = sampling(40);
+        let mut samplers: Vec<Sampler> = (0..rows)
+            .map(|i| Sampler::new(params.for_sample(i)).unwrap())
+            .collect();
+        let dec = m.decoder_for(&gpu.ctx, &mut reg, rows).unwrap();
+        let mut seen = vec![0; rows];
+        let texts = pollster::block_on(generate_rows(
+            &gpu.ctx,
+            dec,
+            &prompt,
+            n,
+            Some(&mut samplers),
+            |r, _| {
+                seen[r] += 1;
+                ControlFlow::Continue(())
+            },
+        ))
+        .unwrap();
+        assert_eq!(
+            seen,
+            vec![n; rows],
+            "on_token saw every token of every sample"
+        );
+        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            let mut s = Sampler::new(params.for_sample(i)).unwrap();
+            let alone = pollster::block_on(generate_picked(
+                &gpu.ctx,
+                dec,
+                &prompt,
+                n,
+                Some(&mut s),
+                |_| ControlFlow::Continue(()),
+            ))
+            .unwrap();
+            assert_eq!(text, &alone, "{fast:?}, {ln:?}: sample {i}");
+        }
+        assert!(texts[0] != texts[1] && texts[1] != texts[2], "{texts:?}");
+    }
+}
+
+/// A batch's host tokens and draws must match its samples.
+#[test]
+fn a_batch_refuses_host_tokens_or_draws_that_do_not_fit_its_samples() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let p = params(&config());
+    let mut m = model(gpu, &mut reg, &p, FastPaths::default());
+    let dec = m.decoder_for(&gpu.ctx, &mut reg, 2).unwrap();
+    dec.reset();
+    let err = |r: Result<_, tinygpt_gpu::GpuError>| r.err().map(|e| e.to_string());
+    let odd = err(dec.submit_greedy(&gpu.ctx, &[1, 2, 3], 1));
+    assert!(odd.is_some_and(|e| e.contains("3 host tokens for 2 samples")));
+    let params = sampling(1);
+    let draws = err(dec.submit_picks(&gpu.ctx, &[1, 2], 2, Some((&params, &[0.5; 3]))));
+    assert!(draws.is_some_and(|e| e.contains("3 draws for 2 picks of 2 samples")));
+    let samplers = &mut [Sampler::new(params).unwrap()][..];
+    let one = pollster::block_on(generate_rows(
+        &gpu.ctx,
+        dec,
+        &[1],
+        2,
+        Some(samplers),
+        |_, _| ControlFlow::Continue(()),
+    ));
+    assert!(one.is_err(), "one sampler for two samples");
 }

@@ -28,7 +28,7 @@ fn pick(gpu: &TestGpu, logits: &[f32], p: u32) -> (u32, Pick) {
     let k = bind_greedy_pick(
         ctx,
         &mut reg,
-        v,
+        (v, 1),
         View::at(&buf, 5),
         &position,
         &token,

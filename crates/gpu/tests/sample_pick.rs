@@ -35,7 +35,7 @@ fn gpu_pick(gpu: &TestGpu, logits: &[f32], params: &SampleParams, p: u32, u: f32
     let k = bind_sample_pick(
         ctx,
         &mut reg,
-        v,
+        (v, 1),
         View::at(&buf, 3),
         &uniform,
         &position,
@@ -155,4 +155,60 @@ fn a_seed_writes_the_same_text_on_the_gpu_and_the_cpu() {
         seed,
     };
     assert_ne!(gen(&mut g, &p(1)), gen(&mut g, &p(2)));
+}
+
+/// `Session::generate_samples`: on the GPU the samples decode together, on
+/// the CPU one after another; sample `i` writes the text seed `seed + i`
+/// writes alone on both. Zero, too many and several greedy samples are
+/// refused with one clear error each.
+#[test]
+fn several_samples_write_each_seeds_text_on_the_gpu_and_the_cpu() {
+    let Some((mut g, mut c)) = tinygpt_gpu::testing::trained_pair(64, 20) else {
+        return;
+    };
+    type S = tinygpt_gpu::engine::Session;
+    let go = |s: &mut S, params: &SampleParams, samples| {
+        pollster::block_on(s.generate_samples(
+            "to be",
+            40,
+            params,
+            samples,
+            |_, _| std::ops::ControlFlow::Continue(()),
+            || std::future::ready(()),
+        ))
+    };
+    let params = SampleParams {
+        temperature: 1.0,
+        top_k: Some(20),
+        top_p: Some(0.9),
+        seed: 7,
+    };
+    let gpu = go(&mut g, &params, 4).unwrap();
+    assert_eq!(gpu.len(), 4);
+    assert_eq!(gpu, go(&mut c, &params, 4).unwrap(), "GPU = CPU");
+    for (i, text) in gpu.iter().enumerate() {
+        let alone = go(&mut g, &params.for_sample(i), 1).unwrap();
+        assert_eq!(&alone[0], text, "sample {i} = seed {} alone", 7 + i);
+        assert_eq!(text.chars().count(), 40);
+    }
+    let distinct: std::collections::HashSet<_> = gpu.iter().collect();
+    assert_eq!(distinct.len(), 4, "{gpu:?}");
+    for (samples, temperature, why) in [
+        (0, 1.0, "samples must be in 1..=8 (got 0)"),
+        (9, 1.0, "samples must be in 1..=8 (got 9)"),
+        (
+            2,
+            0.0,
+            "temperature 0 (greedy) gives all 2 samples the same text",
+        ),
+    ] {
+        let p = SampleParams {
+            temperature,
+            ..params
+        };
+        for s in [&mut g, &mut c] {
+            let e = go(s, &p, samples).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
+    }
 }

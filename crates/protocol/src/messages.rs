@@ -115,6 +115,32 @@ pub struct SampleRequest {
     pub top_k: Option<usize>,
     pub top_p: Option<f32>,
     pub seed: u64,
+    /// Continuations of the prompt decoded together (1 to [`MAX_SAMPLES`]):
+    /// sample `i` draws from seed `seed + i`.
+    #[serde(default = "one")]
+    pub num_samples: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// Continuations one request may decode together (the page's "samples",
+/// `tinygpt sample --num-samples`).
+pub const MAX_SAMPLES: usize = 8;
+
+/// Refuses a number of samples outside 1..=[`MAX_SAMPLES`], and several
+/// greedy ones (temperature 0 gives each the same text).
+pub fn check_num_samples(n: usize, temperature: f32) -> Result<(), String> {
+    if n == 0 || n > MAX_SAMPLES {
+        return Err(format!("samples must be in 1..={MAX_SAMPLES} (got {n})"));
+    }
+    if n > 1 && temperature == 0.0 {
+        return Err(format!(
+            "temperature 0 (greedy) gives all {n} samples the same text: ask for one sample, or a temperature above 0"
+        ));
+    }
+    Ok(())
 }
 
 /// Messages the UI sends to the worker.
@@ -381,7 +407,11 @@ pub enum WorkerOutput {
     Progress(TrainProgress),
     /// Newly generated text; `tokens` counts all tokens so far.
     SampleChunk {
+        /// Which sample the text continues (0 when there is one).
+        #[serde(default)]
+        sample: usize,
         text: String,
+        /// Tokens so far, every sample's together.
         tokens: usize,
         tokens_per_s: f64,
         first_token_ms: f64,

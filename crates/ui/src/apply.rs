@@ -54,12 +54,15 @@ impl Store {
                 self.progress.set(Some(p));
             }
             WorkerOutput::SampleChunk {
+                sample,
                 text,
                 tokens,
                 tokens_per_s,
                 first_token_ms,
             } => self.sample.update(|s| {
-                s.text.push_str(&text);
+                if let Some(t) = s.texts.get_mut(sample) {
+                    t.push_str(&text);
+                }
                 s.tokens = tokens;
                 s.tokens_per_s = tokens_per_s;
                 s.first_token_ms = first_token_ms;

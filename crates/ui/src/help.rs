@@ -28,6 +28,7 @@ const TOPICS: &[(&str, &str, &str)] = &[
     ("sample-temperature", "Divides the logits before sampling: 0 always picks the likeliest character (greedy), 1 samples the model's distribution, above 1 flattens it.", "0.8 reads well; 0 shows what the model is surest of."),
     ("sample-top-k", "Sample only among the k likeliest characters (empty: all).", "10–40 removes rare misspellings."),
     ("sample-top-p", "Sample only among the likeliest characters whose probabilities add up to p (empty: all).", "0.9 trims the long tail while keeping variety."),
+    ("sample-count", "Continuations of the prompt decoded together (1 to 8), shown side by side. Sample i draws with seed + i, so sample 1 is the text this seed gives alone; on a GPU they share every step's dispatches, so several cost little more than one.", "Try 4 at temperature 1 and compare how the continuations diverge."),
     ("sample-seed", "Seeds the sampler: the same seed, model and settings give the same text.", "Change it for another continuation."),
     ("load-checkpoint", "Load a .safetensors checkpoint saved by this page or by the tinygpt CLI; a bad file is refused and your model stays.", "Save a run here, load it on another device to compare its fast paths."),
     ("localize-prompt", "Localise runs this prompt through the model on the f32 path and on each fast path and compares every stage (embedding, each LayerNorm, attention, MLP, logits).", "Run it when a gate fails: the first stage whose error jumps is where the fast path goes wrong."),

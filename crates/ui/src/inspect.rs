@@ -47,7 +47,7 @@ pub fn heat_pixels(weights: &[u8]) -> Vec<u8> {
 /// The inspection card under the sample.
 #[component]
 pub fn InspectPanel(store: Store) -> impl IntoView {
-    let text = move || store.sample.with(|s| format!("{}{}", s.prompt, s.text));
+    let text = move || store.sample.with(|s| format!("{}{}", s.prompt, s.text(0)));
     let can = move || store.model.with(|m| m.is_some()) && !store.busy() && !text().is_empty();
     view! {
         <div class="inspect" data-testid="inspect-panel" data-inspected=move || store.inspected.get()>

@@ -3,15 +3,15 @@
 
 use crate::{field::Field, format, help::Help, Store};
 use leptos::prelude::*;
-use tinygpt_protocol::{SampleRequest, WorkerInput};
+use tinygpt_protocol::{check_num_samples, SampleRequest, WorkerInput};
 
 /// The generation shown in the panel.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SampleView {
     /// The prompt the generation continues.
     pub prompt: String,
-    /// Generated text so far.
-    pub text: String,
+    /// Generated text so far, one per sample.
+    pub texts: Vec<String>,
     /// Tokens generated so far.
     pub tokens: usize,
     pub tokens_per_s: f64,
@@ -25,23 +25,29 @@ pub struct SampleView {
     pub generation: u64,
 }
 
+impl SampleView {
+    /// Sample `i`'s text so far (empty past the samples).
+    pub fn text(&self, i: usize) -> &str {
+        self.texts.get(i).map_or("", String::as_str)
+    }
+}
+
 /// The typed decoding settings, read into a request.
 fn request(
     prompt: String,
-    length: &str,
-    temperature: &str,
-    top_k: &str,
-    top_p: &str,
-    seed: &str,
+    [length, temperature, top_k, top_p, seed, samples]: [&str; 6],
 ) -> Result<SampleRequest, String> {
-    Ok(SampleRequest {
+    let req = SampleRequest {
         prompt,
         max_tokens: format::whole("Length", length)?,
         temperature: format::decimal("Temperature", temperature)?,
         top_k: format::optional_whole("Top-k", top_k)?,
         top_p: format::optional_decimal("Top-p", top_p)?,
         seed: format::seed("Seed", seed)?,
-    })
+        num_samples: format::whole("Samples", samples)?,
+    };
+    check_num_samples(req.num_samples, req.temperature)?;
+    Ok(req)
 }
 
 /// The typed prompt and decoding settings.
@@ -53,6 +59,7 @@ struct SampleForm {
     top_k: RwSignal<String>,
     top_p: RwSignal<String>,
     seed: RwSignal<String>,
+    samples: RwSignal<String>,
     /// Why the last Generate was refused.
     problem: RwSignal<Option<String>>,
 }
@@ -71,19 +78,25 @@ impl SampleForm {
             top_k: value("top_k", "40"),
             top_p: value("top_p", ""),
             seed: value("sample_seed", "42"),
+            samples: value("samples", "1"),
             problem: RwSignal::new(None),
         }
     }
 
     /// Starts a generation from the typed settings, or shows why not.
     fn generate(&self, store: Store) {
+        let fields = [
+            self.length,
+            self.temperature,
+            self.top_k,
+            self.top_p,
+            self.seed,
+            self.samples,
+        ]
+        .map(|f| f.get_untracked());
         let req = request(
             self.prompt.get_untracked(),
-            &self.length.get_untracked(),
-            &self.temperature.get_untracked(),
-            &self.top_k.get_untracked(),
-            &self.top_p.get_untracked(),
-            &self.seed.get_untracked(),
+            fields.each_ref().map(String::as_str),
         );
         match req {
             Ok(req) => {
@@ -91,6 +104,7 @@ impl SampleForm {
                 store.sample.update(|s| {
                     *s = SampleView {
                         prompt: req.prompt.clone(),
+                        texts: vec![String::new(); req.num_samples],
                         running: true,
                         generation: s.generation + 1,
                         ..SampleView::default()
@@ -135,6 +149,7 @@ pub fn SamplePanel(
         ("top_k", form.top_k),
         ("top_p", form.top_p),
         ("sample_seed", form.seed),
+        ("samples", form.samples),
     ]);
     let prompt = form.prompt;
     let problem = form.problem;
@@ -152,6 +167,7 @@ pub fn SamplePanel(
                 <Field testid="sample-top-k" label="top-k" value=form.top_k hint="empty: off" />
                 <Field testid="sample-top-p" label="top-p" value=form.top_p hint="empty: off" />
                 <Field testid="sample-seed" label="seed" value=form.seed hint="same seed, same text" />
+                <Field testid="sample-count" label="samples" value=form.samples hint="1–8, side by side" />
             </div>
             <p class="validation" data-testid="sample-validation" role="status"
                 hidden=move || problem.with(|p| p.is_none())>
@@ -194,13 +210,30 @@ fn SampleButtons(
     }
 }
 
-/// The prompt and the streamed text. The text is appended to the DOM, not
-/// re-rendered whole: a long generation would otherwise copy its text once
-/// per token.
+/// The prompt and the streamed text of each sample, side by side.
 #[component]
 fn SampleOutput(
     /// The generation shown.
     sample: RwSignal<SampleView>,
+) -> impl IntoView {
+    let count = move || sample.with(|s| s.texts.len().max(1));
+    view! {
+        <div class="sample-boxes" data-testid="sample-boxes" data-samples=count>
+            <For each=move || 0..count() key=|i| *i
+                children=move |i| view! { <SampleBox sample=sample index=i /> } />
+        </div>
+    }
+}
+
+/// One sample's prompt and streamed text. The text is appended to the DOM,
+/// not re-rendered whole: a long generation would otherwise copy its text
+/// once per token.
+#[component]
+fn SampleBox(
+    /// The generation shown.
+    sample: RwSignal<SampleView>,
+    /// Which sample.
+    index: usize,
 ) -> impl IntoView {
     let output = NodeRef::<leptos::html::Span>::new();
     let shown = StoredValue::new((0u64, 0usize));
@@ -208,17 +241,18 @@ fn SampleOutput(
         let Some(el) = output.get() else { return };
         sample.with(|s| {
             let (generation, len) = shown.get_value();
-            if generation != s.generation || len > s.text.len() {
-                el.set_text_content(Some(&s.text));
-            } else if len < s.text.len() {
-                if let Err(e) = el.append_with_str_1(&s.text[len..]) {
+            let text = s.text(index);
+            if generation != s.generation || len > text.len() {
+                el.set_text_content(Some(text));
+            } else if len < text.len() {
+                if let Err(e) = el.append_with_str_1(&text[len..]) {
                     web_sys::console::error_2(&"appending sampled text failed".into(), &e);
                 }
             }
-            shown.set_value((s.generation, s.text.len()));
+            shown.set_value((s.generation, text.len()));
         });
     });
     view! {
-        <pre class="sample-box" data-running=move || sample.with(|s| s.running).to_string()><span class="sample-prompt">{move || sample.with(|s| s.prompt.clone())}</span><span data-testid="sample-output" node_ref=output></span></pre>
+        <pre class="sample-box" data-running=move || sample.with(|s| s.running).to_string()><span class="sample-prompt">{move || sample.with(|s| s.prompt.clone())}</span><span data-testid="sample-output" data-sample=index node_ref=output></span></pre>
     }
 }

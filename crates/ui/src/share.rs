@@ -9,7 +9,7 @@ use crate::{format, BUNDLED_VOCAB};
 use tinygpt_protocol::Preset;
 
 /// The link's keys, in the order it lists them.
-pub const KEYS: [&str; 15] = [
+pub const KEYS: [&str; 16] = [
     "preset",
     "steps",
     "batch",
@@ -25,6 +25,7 @@ pub const KEYS: [&str; 15] = [
     "top_k",
     "top_p",
     "sample_seed",
+    "samples",
 ];
 
 /// Longest prompt a link may carry (characters).
@@ -137,6 +138,9 @@ fn check_sampling(key: &str, value: &str) -> Result<(), String> {
             x => Err(format!("temperature {x} is outside 0..=5")),
         },
         "top_k" => format::optional_whole(key, value).map(|_| ()),
+        // With greedy decoding several samples are refused at Generate,
+        // where the temperature is known.
+        "samples" => tinygpt_protocol::check_num_samples(format::whole(key, value)?, 1.0),
         "top_p" => match format::optional_decimal(key, value)? {
             Some(p) if !(p > 0.0 && p <= 1.0) => Err(format!("top_p {p} is outside (0, 1]")),
             _ => Ok(()),

@@ -85,33 +85,55 @@ pub async fn generate_picked(
     dec: &mut Decoder,
     prompt: &[u32],
     n: usize,
-    mut sampler: Option<&mut Sampler>,
+    sampler: Option<&mut Sampler>,
     mut on_token: impl FnMut(u32) -> ControlFlow<()>,
 ) -> Result<Vec<u32>, EngineError> {
-    let cap = dec.capacity();
-    let mut context: Vec<u32> = if prompt.is_empty() {
+    let samplers = sampler.map(std::slice::from_mut);
+    let mut rows = generate_rows(ctx, dec, prompt, n, samplers, |_, t| on_token(t)).await?;
+    Ok(rows.swap_remove(0))
+}
+
+/// [`generate_picked`] for the decoder's batch of samples at once, each
+/// continuing `prompt` with its own sampler (`samplers`: one per sample;
+/// `None` is greedy), every pick of every sample in the same submissions.
+/// `on_token` sees `(sample, token)`, a step's samples in order; the
+/// result holds each sample's tokens.
+pub async fn generate_rows(
+    ctx: &GpuContext,
+    dec: &mut Decoder,
+    prompt: &[u32],
+    n: usize,
+    mut samplers: Option<&mut [Sampler]>,
+    mut on_token: impl FnMut(usize, u32) -> ControlFlow<()>,
+) -> Result<Vec<Vec<u32>>, EngineError> {
+    let (cap, rows) = (dec.capacity(), dec.batch());
+    if samplers.as_ref().is_some_and(|s| s.len() != rows) {
+        return Err(SampleError::Samples(format!("one sampler per sample ({rows})")).into());
+    }
+    let start = if prompt.is_empty() {
         vec![0]
     } else {
         prompt.to_vec()
     };
-    // Tokens the next submission appends before its picks.
-    let mut host = context[context.len().saturating_sub(cap)..].to_vec();
+    let mut contexts = vec![start; rows];
+    // Tokens the next submission appends before its picks, a step at a time.
+    let mut host = steps_of(&contexts, contexts[0].len().saturating_sub(cap));
     dec.reset();
-    let mut out = Vec::with_capacity(n);
+    let mut out = vec![Vec::with_capacity(n); rows];
     let mut in_flight = VecDeque::new();
     let (mut submitted, mut chunk) = (0, 1);
-    while out.len() < n {
+    while out[0].len() < n {
         while in_flight.len() < 2 && submitted < n {
             // Host tokens only start a cache, so this never underflows.
-            let room = cap - dec.len - host.len().saturating_sub(1);
+            let room = cap - dec.len - (host.len() / rows).saturating_sub(1);
             if room == 0 {
                 break;
             }
             let k = chunk.min(n - submitted).min(room);
-            let pending = match sampler.as_deref_mut() {
+            let pending = match samplers.as_deref_mut() {
                 Some(s) => {
-                    let draws: Vec<f32> = (0..k).map(|_| s.next_draw()).collect();
-                    let params = *s.params();
+                    let draws: Vec<f32> = (0..k * rows).map(|i| s[i % rows].next_draw()).collect();
+                    let params = *s[0].params();
                     dec.submit_picks(ctx, &host, k, Some((&params, &draws)))?
                 }
                 None => dec.submit_greedy(ctx, &host, k)?,
@@ -125,21 +147,30 @@ pub async fn generate_picked(
             // The cache is full and every pick is out: the last half window,
             // ending with the newest pick (not in the cache yet).
             dec.reset();
-            host = context[context.len() - (cap / 2).max(1)..].to_vec();
+            host = steps_of(&contexts, contexts[0].len() - (cap / 2).max(1));
             continue;
         };
-        for pick in read.finish(ctx).await? {
+        for (i, pick) in read.finish(ctx).await?.into_iter().enumerate() {
             if let Some((index, value)) = pick.non_finite {
                 return Err(SampleError::NonFiniteLogit { index, value }.into());
             }
-            out.push(pick.token);
-            context.push(pick.token);
-            if on_token(pick.token).is_break() || out.len() == n {
+            let row = i % rows;
+            out[row].push(pick.token);
+            contexts[row].push(pick.token);
+            if on_token(row, pick.token).is_break() {
                 return Ok(out);
             }
         }
     }
     Ok(out)
+}
+
+/// The contexts' tokens from `from` on, a step (every sample's token) at a
+/// time: the decoder's host tokens.
+fn steps_of(contexts: &[Vec<u32>], from: usize) -> Vec<u32> {
+    (from..contexts[0].len())
+        .flat_map(|i| contexts.iter().map(move |c| c[i]))
+        .collect()
 }
 
 /// A model on the GPU with its device.
@@ -247,17 +278,38 @@ impl GpuTrainer {
         prompt: &[u32],
         n: usize,
         params: &SampleParams,
-        on_token: impl FnMut(u32) -> ControlFlow<()>,
+        mut on_token: impl FnMut(u32) -> ControlFlow<()>,
     ) -> Result<Vec<u32>, EngineError> {
-        let mut sampler = Sampler::new(*params)?;
+        let mut rows = self
+            .generate_samples(prompt, n, params, 1, |_, t| on_token(t))
+            .await?;
+        Ok(rows.swap_remove(0))
+    }
+
+    /// [`Self::generate`] of `samples` continuations of `prompt` decoded
+    /// together ([`generate_rows`]), sample `i` with the seed of
+    /// [`SampleParams::for_sample`]`(i)`; `on_token` sees `(sample, token)`.
+    pub async fn generate_samples(
+        &mut self,
+        prompt: &[u32],
+        n: usize,
+        params: &SampleParams,
+        samples: usize,
+        on_token: impl FnMut(usize, u32) -> ControlFlow<()>,
+    ) -> Result<Vec<Vec<u32>>, EngineError> {
+        tinygpt_protocol::check_num_samples(samples, params.temperature)
+            .map_err(SampleError::Samples)?;
+        let mut samplers = (0..samples)
+            .map(|i| Sampler::new(params.for_sample(i)))
+            .collect::<Result<Vec<_>, _>>()?;
         let gpu = self.gpu.clone();
         self.model.prepare_inference(&gpu.ctx).await?;
         let dec = {
             let mut reg = gpu.registry.borrow_mut();
-            self.model.decoder(&gpu.ctx, &mut reg)?
+            self.model.decoder_for(&gpu.ctx, &mut reg, samples)?
         };
-        let sampler = (!params.is_greedy()).then_some(&mut sampler);
-        generate_picked(&gpu.ctx, dec, prompt, n, sampler, on_token).await
+        let samplers = (!params.is_greedy()).then_some(samplers.as_mut_slice());
+        generate_rows(&gpu.ctx, dec, prompt, n, samplers, on_token).await
     }
 
     pub async fn params(&self) -> Result<Vec<f32>, EngineError> {

@@ -11,7 +11,7 @@ pub mod run;
 
 pub use cpu::CpuTrainer;
 pub use error::EngineError;
-pub use gpu::{generate_greedy, generate_picked, Gpu, GpuTrainer, GREEDY_CHUNK};
+pub use gpu::{generate_greedy, generate_picked, generate_rows, Gpu, GpuTrainer, GREEDY_CHUNK};
 use std::rc::Rc;
 
 use crate::model::{StepLogRead, StepStats};
@@ -22,7 +22,7 @@ use std::ops::ControlFlow;
 use tinygpt_core::checkpoint::{self, Checkpoint, WeightDtype};
 use tinygpt_core::data::{BatchSampler, Dataset, Vocab};
 use tinygpt_core::optim::lr_at;
-use tinygpt_core::sample::{SampleParams, Sampler};
+use tinygpt_core::sample::{SampleError, SampleParams, Sampler};
 use tinygpt_core::{ModelConfig, TrainConfig};
 
 /// Seed offset of the validation sampler: every evaluation draws the same
@@ -376,38 +376,70 @@ impl Session {
         n: usize,
         params: &SampleParams,
         mut on_text: impl FnMut(&str) -> ControlFlow<()>,
-        mut tick: impl FnMut() -> F,
+        tick: impl FnMut() -> F,
     ) -> Result<String, EngineError> {
+        let on_text = |_: usize, text: &str| on_text(text);
+        let mut texts = self
+            .generate_samples(prompt, n, params, 1, on_text, tick)
+            .await?;
+        Ok(texts.swap_remove(0))
+    }
+
+    /// [`Self::generate`] of `samples` continuations of `prompt`, sample `i`
+    /// drawing with [`SampleParams::for_sample`]`(i)` (its text is the one
+    /// a single sample of seed `seed + i` gives); `on_text` sees
+    /// `(sample, text)`. On the GPU the samples decode together (one
+    /// dispatch per op for all of them); the CPU reference runs them in
+    /// turn.
+    pub async fn generate_samples<F: Future<Output = ()>>(
+        &mut self,
+        prompt: &str,
+        n: usize,
+        params: &SampleParams,
+        samples: usize,
+        mut on_text: impl FnMut(usize, &str) -> ControlFlow<()>,
+        mut tick: impl FnMut() -> F,
+    ) -> Result<Vec<String>, EngineError> {
         params.validate()?;
+        tinygpt_protocol::check_num_samples(samples, params.temperature)
+            .map_err(SampleError::Samples)?;
         let ids = self.vocab.encode(prompt)?;
         let vocab = &self.vocab;
         let mut buf = String::new();
-        let mut emit = |id: u32| {
+        let mut emit = |row: usize, id: u32| {
             buf.clear();
             buf.push_str(&vocab.decode(&[id]));
-            on_text(&buf)
+            on_text(row, &buf)
         };
-        let out = match &mut self.backend {
+        let rows = match &mut self.backend {
             Backend::Cpu(tr) => {
-                let mut sampler = Sampler::new(*params)?;
-                let block = self.config.block_size;
-                let mut context = if ids.is_empty() { vec![0] } else { ids };
-                let mut out = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let start = context.len().saturating_sub(block);
-                    let next = sampler.sample(&tr.model.logits_last(&context[start..])?)?;
-                    out.push(next);
-                    context.push(next);
-                    if emit(next).is_break() {
-                        break;
+                let mut rows = Vec::with_capacity(samples);
+                for row in 0..samples {
+                    let mut sampler = Sampler::new(params.for_sample(row))?;
+                    let block = self.config.block_size;
+                    let mut context = if ids.is_empty() { vec![0] } else { ids.clone() };
+                    let mut out = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        let start = context.len().saturating_sub(block);
+                        let next = sampler.sample(&tr.model.logits_last(&context[start..])?)?;
+                        out.push(next);
+                        context.push(next);
+                        if emit(row, next).is_break() {
+                            rows.push(out);
+                            return Ok(rows.iter().map(|r| self.vocab.decode(r)).collect());
+                        }
+                        tick().await;
                     }
-                    tick().await;
+                    rows.push(out);
                 }
-                out
+                rows
             }
-            Backend::Gpu(tr) => tr.generate(&ids, n, params, &mut emit).await?,
+            Backend::Gpu(tr) => {
+                tr.generate_samples(&ids, n, params, samples, &mut emit)
+                    .await?
+            }
         };
-        Ok(self.vocab.decode(&out))
+        Ok(rows.iter().map(|r| self.vocab.decode(r)).collect())
     }
 
     /// The whole state as a checkpoint (f32 weights plus AdamW moments).

@@ -441,6 +441,17 @@ impl GpuModel {
         ctx: &GpuContext,
         reg: &mut PipelineRegistry,
     ) -> Result<&mut Decoder, GpuError> {
+        self.decoder_for(ctx, reg, 1)
+    }
+
+    /// [`Self::decoder`] for `batch` samples decoded together (bound again
+    /// when the last one had another batch).
+    pub fn decoder_for(
+        &mut self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        batch: usize,
+    ) -> Result<&mut Decoder, GpuError> {
         if let Some(cache) = &mut self.f16 {
             if let Some(k) = cache.take_repack() {
                 crate::kernel::submit(ctx, "repack_f16", &[k]);
@@ -450,6 +461,9 @@ impl GpuModel {
                     detail: "the f16 weight copy is stale: call prepare_inference first".into(),
                 });
             }
+        }
+        if self.decoder.as_ref().is_some_and(|d| d.batch() != batch) {
+            self.decoder = None;
         }
         if self.decoder.is_none() {
             self.decoder = Some(Decoder::new(
@@ -461,7 +475,7 @@ impl GpuModel {
                     layout: &self.layout,
                 },
                 self.f16.as_ref(),
-                self.decoder_kernels,
+                (self.decoder_kernels, batch as u32),
             )?);
         }
         Ok(self.decoder.as_mut().expect("bound above"))

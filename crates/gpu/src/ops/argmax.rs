@@ -52,31 +52,37 @@ impl Pick {
 
 /// Binds the pick from `logits (V)`: the argmax goes to element 0 of `token`
 /// and to record `P` of `picks`, `P` being the `x` of the 16-byte `position`
-/// uniform (`ops::attention::decode_position_buffer`).
+/// uniform (`ops::attention::decode_position_buffer`). With `rows` > 1 (the
+/// samples decoded together) row `b` of `logits (rows, V)` goes to element
+/// `b` of `token` and record `P·rows + b`.
+#[allow(clippy::too_many_arguments)]
 pub fn bind_greedy_pick<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
-    v: u32,
+    (v, rows): (u32, u32),
     logits: impl Into<View<'a>>,
     position: &wgpu::Buffer,
     token: &wgpu::Buffer,
     picks: &wgpu::Buffer,
 ) -> Result<BoundKernel, GpuError> {
     let logits = logits.into();
-    if v == 0 {
+    if v == 0 || rows == 0 {
         return Err(shape_error("greedy_pick", "no logits to pick from".into()));
     }
-    logits.need("greedy_pick", "logits", v as u64)?;
+    logits.need("greedy_pick", "logits", v as u64 * rows as u64)?;
     if [token, picks, position].contains(&logits.buffer) || token == picks {
         return Err(shape_error(
             "greedy_pick",
             "the logits, token, picks and position must be four buffers".into(),
         ));
     }
-    if token.size() < 4 || picks.size() < PICK_BYTES || position.size() < 16 {
+    if token.size() < 4 * rows as u64
+        || picks.size() < PICK_BYTES * rows as u64
+        || position.size() < 16
+    {
         return Err(shape_error(
             "greedy_pick",
-            "token needs 4 bytes, picks 16 per position, position 16".into(),
+            "token needs 4 bytes a row, picks 16 a row per position, position 16".into(),
         ));
     }
     let params = uniform(ctx, "greedy_pick_params", &[v, logits.offset]);
@@ -86,7 +92,7 @@ pub fn bind_greedy_pick<'a>(
         &GREEDY_PICK,
         &params,
         &[(1, position), (2, logits.buffer), (3, token), (4, picks)],
-        [1, 1, 1],
+        [rows, 1, 1],
     ))
 }
 
@@ -114,12 +120,13 @@ pub fn sample_params_words(v: u32, logits_off: u32, params: &SampleParams) -> [u
 
 /// Binds the seeded pick from `logits`: like [`bind_greedy_pick`], with the
 /// rule's uniform `params` (32 bytes, [`sample_params_words`], rewritten
-/// by the caller per generation) and `draws`, one f32 per position.
+/// by the caller per generation) and `draws`, one f32 per position and row
+/// (row `b` of position `P` at `P·rows + b`).
 #[allow(clippy::too_many_arguments)]
 pub fn bind_sample_pick<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
-    v: u32,
+    (v, rows): (u32, u32),
     logits: impl Into<View<'a>>,
     params: &wgpu::Buffer,
     position: &wgpu::Buffer,
@@ -128,7 +135,7 @@ pub fn bind_sample_pick<'a>(
     draws: &wgpu::Buffer,
 ) -> Result<BoundKernel, GpuError> {
     let logits = logits.into();
-    if v == 0 || v as usize > tinygpt_protocol::config::MAX_VOCAB {
+    if rows == 0 || v == 0 || v as usize > tinygpt_protocol::config::MAX_VOCAB {
         return Err(shape_error(
             "sample_pick",
             format!(
@@ -137,16 +144,16 @@ pub fn bind_sample_pick<'a>(
             ),
         ));
     }
-    logits.need("sample_pick", "logits", v as u64)?;
+    logits.need("sample_pick", "logits", v as u64 * rows as u64)?;
     // One draw for every position a pick may be recorded at.
     if params.size() < 32
-        || token.size() < 4
-        || picks.size() < PICK_BYTES
+        || token.size() < 4 * rows as u64
+        || picks.size() < PICK_BYTES * rows as u64
         || 4 * draws.size() < picks.size()
     {
         return Err(shape_error(
             "sample_pick",
-            "params needs 32 bytes, token 4, picks 16 and draws 4 per position".into(),
+            "params needs 32 bytes, token 4 a row, picks 16 and draws 4 a row per position".into(),
         ));
     }
     Ok(bind_kernel(
@@ -161,6 +168,6 @@ pub fn bind_sample_pick<'a>(
             (4, picks),
             (5, draws),
         ],
-        [1, 1, 1],
+        [rows, 1, 1],
     ))
 }

@@ -362,27 +362,43 @@ pub fn bind_attention_backward(
     ])
 }
 
-/// One layer's decode attention at batch 1 with a cache of `t_max` positions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// One layer's decode attention with a cache of `t_max` positions for each
+/// of `batch` samples decoded together (one query each, at one position).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DecodeDesc {
     pub c: u32,
     pub nh: u32,
     pub t_max: u32,
+    pub batch: u32,
+}
+
+impl Default for DecodeDesc {
+    fn default() -> Self {
+        Self {
+            c: 0,
+            nh: 0,
+            t_max: 0,
+            batch: 1,
+        }
+    }
 }
 
 impl DecodeDesc {
-    /// Elements of one cache (`K` or `V`): `(NH, T_max, HS)`, i.e. `T_max·C`.
+    /// Elements of one cache (`K` or `V`): `(B, NH, T_max, HS)`, i.e.
+    /// `B·T_max·C`.
     pub fn cache_len(&self) -> u64 {
-        self.t_max as u64 * self.c as u64
+        self.batch as u64 * self.t_max as u64 * self.c as u64
     }
 
     fn validate(&self, ctx: &GpuContext) -> Result<u32, GpuError> {
         let hs = head_size(self.c, self.nh)?;
         let max = ctx.limits.max_compute_workgroups_per_dimension;
-        if self.t_max == 0 || self.nh > max {
+        if self.t_max == 0 || self.nh > max || self.batch == 0 || self.batch > max {
             return Err(shape_error(
                 "attention",
-                format!("{self:?}: T_max must be ≥ 1 and NH at most {max}"),
+                format!(
+                    "{self:?}: T_max and the batch must be ≥ 1, NH and the batch at most {max}"
+                ),
             ));
         }
         Ok(hs)
@@ -418,7 +434,7 @@ impl DecodeDesc {
                 ),
             ));
         }
-        need(qkv, 3 * self.c as u64, "qkv row", self)?;
+        need(qkv, 3 * self.c as u64 * self.batch as u64, "qkv rows", self)?;
         need(&cache.k, self.cache_len(), "K cache", self)?;
         need(&cache.v, self.cache_len(), "V cache", self)?;
         Ok(hs)
@@ -466,9 +482,10 @@ pub fn set_decode_position(
     Ok(())
 }
 
-/// Binds the attention of the query in `qkv` (one `(3C)` row) over cache
-/// positions `0..=p`, writing the `(C)` output row to `out`; the kernel
-/// first appends the row's keys and values to `cache` at position `p`.
+/// Binds the attention of the query in `qkv` (one `(3C)` row per sample)
+/// over cache positions `0..=p`, writing the `(C)` output rows to `out`;
+/// the kernel first appends each row's keys and values to its sample's
+/// `cache` at position `p`.
 /// `serial` runs one invocation per head without barriers (CPU
 /// implementations), else 256 per head.
 #[allow(clippy::too_many_arguments)]
@@ -483,7 +500,7 @@ pub fn bind_attention_decode(
     out: &wgpu::Buffer,
 ) -> Result<BoundKernel, GpuError> {
     let hs = desc.check(ctx, position, qkv, cache)?;
-    need(out, desc.c as u64, "out row", &desc)?;
+    need(out, desc.c as u64 * desc.batch as u64, "out rows", &desc)?;
     let src = if serial {
         &ATTENTION_DECODE_SERIAL
     } else {
@@ -503,6 +520,6 @@ pub fn bind_attention_decode(
         src,
         &uniform,
         &buffers,
-        [desc.nh, 1, 1],
+        [desc.nh, desc.batch, 1],
     ))
 }

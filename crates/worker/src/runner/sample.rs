@@ -8,7 +8,7 @@ use tinygpt_core::checkpoint;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_gpu::engine::run::{self, Run};
 use tinygpt_gpu::engine::Session;
-use tinygpt_protocol::{LogLevel, RunState, SampleRequest, WorkerOutput};
+use tinygpt_protocol::{check_num_samples, LogLevel, RunState, SampleRequest, WorkerOutput};
 
 /// The CPU sampling path yields to the event loop this often.
 const YIELD_MS: f64 = 30.0;
@@ -21,14 +21,15 @@ struct Stream {
 }
 
 impl Stream {
-    /// One more token: the chunk to post.
-    fn token(&mut self, text: &str) -> WorkerOutput {
+    /// One more token of `sample`: the chunk to post.
+    fn token(&mut self, sample: usize, text: &str) -> WorkerOutput {
         self.tokens += 1;
         let dt = js::now_ms() - self.t0;
         if self.tokens == 1 {
             self.first_token_ms = dt;
         }
         WorkerOutput::SampleChunk {
+            sample,
             text: text.to_string(),
             tokens: self.tokens,
             tokens_per_s: self.tokens as f64 / (dt / 1e3).max(1e-9),
@@ -76,7 +77,9 @@ impl Runner {
                 "there is no model yet: train one or load a checkpoint",
             );
         };
-        if let Err(e) = run::check_sample_tokens(req.max_tokens) {
+        if let Err(e) = run::check_sample_tokens(req.max_tokens)
+            .and_then(|()| check_num_samples(req.num_samples, req.temperature))
+        {
             return error("sampling", e);
         }
         let params = SampleParams {
@@ -93,15 +96,16 @@ impl Runner {
             tokens: 0,
             first_token_ms: 0.0,
         };
-        let on_token = |text: &str| {
-            post(&stream.token(text));
+        let on_token = |sample: usize, text: &str| {
+            post(&stream.token(sample, text));
             match stop.get() {
                 true => ControlFlow::Break(()),
                 false => ControlFlow::Continue(()),
             }
         };
+        let (n, samples) = (req.max_tokens, req.num_samples);
         let result = s
-            .generate(&req.prompt, req.max_tokens, &params, on_token, yielder())
+            .generate_samples(&req.prompt, n, &params, samples, on_token, yielder())
             .await;
         post(&WorkerOutput::Busy { busy: false });
         match result {

@@ -18,6 +18,13 @@
 //! the host's list (a prompt) or left by the previous step's pick. Decoding
 //! therefore submits many tokens at once and reads back only their ids,
 //! greedy or sampled alike.
+//!
+//! A decoder decodes `batch` samples together (several continuations of
+//! one prompt): every row buffer holds a row per sample, every kernel runs
+//! its rows side by side in the same dispatch (the weights read by one
+//! dispatch for all of them), each sample has its own KV cache, and every
+//! sample sits at the same position. A sample's bits do not depend on the
+//! batch: each row is computed in the order a batch of one computes it.
 
 mod layout;
 mod rows;
@@ -51,18 +58,23 @@ enum Out {
     Sample,
 }
 
-/// The one-row buffers, caches and bound kernels of batch-1 decoding.
+/// The row buffers (a row per sample), caches and bound kernels of
+/// decoding.
 pub struct Decoder {
     desc: DecodeDesc,
+    /// Samples decoded together.
+    batch: usize,
     /// The embedding's input token.
     token: wgpu::Buffer,
-    /// Tokens the host gives one submission, copied into `token` step by step.
+    /// Tokens the host gives one submission (`batch` a step), copied into
+    /// `token` step by step.
     host_tokens: wgpu::Buffer,
     /// Row `p` holds position `p`, copied into `position` before each step.
     positions: wgpu::Buffer,
     position: wgpu::Buffer,
     logits: wgpu::Buffer,
-    /// The greedy pick made at each position ([`PICK_BYTES`] each).
+    /// The pick made at each position for each sample ([`PICK_BYTES`]
+    /// each, position-major).
     picks: wgpu::Buffer,
     vocab: usize,
     /// The embedding and the blocks.
@@ -92,8 +104,9 @@ impl PendingPicks {
 }
 
 impl Decoder {
-    /// Binds a token step in the `layout` (one line per op, as
-    /// `graph.rs` binds training), reading the `f16` weights when given.
+    /// Binds a token step of `batch` samples in the `layout` (one line per
+    /// op, as `graph.rs` binds training), reading the `f16` weights when
+    /// given.
     #[rustfmt::skip] // one line per op
     pub fn new(
         ctx: &GpuContext,
@@ -101,16 +114,17 @@ impl Decoder {
         cfg: &ModelConfig,
         params: &Flat<'_>,
         f16: Option<&F16WeightCache>,
-        layout: DecoderKernels,
+        (layout, batch): (DecoderKernels, u32),
     ) -> Result<Self, GpuError> {
         let (c, v, t_max) = (cfg.d_model as u32, cfg.vocab_size as u32, cfg.block_size);
-        let desc = DecodeDesc { c, nh: cfg.n_head as u32, t_max: t_max as u32 };
+        let rows_of = |n: usize| n * batch as usize;
+        let desc = DecodeDesc { c, nh: cfg.n_head as u32, t_max: t_max as u32, batch };
         let table: Vec<u32> = (0..desc.t_max).flat_map(|p| [p, 0, 0, 0]).collect();
         let positions = ctx.upload_bytes("decode_positions", bytemuck::cast_slice(&table))?;
-        let host_tokens = ctx.zeros("decode_host_tokens", t_max)?;
-        let picks = ctx.zeros("decode_picks", t_max * (PICK_BYTES as usize / 4))?;
+        let host_tokens = ctx.zeros("decode_host_tokens", rows_of(t_max))?;
+        let picks = ctx.zeros("decode_picks", rows_of(t_max) * (PICK_BYTES as usize / 4))?;
         let caches: Vec<KvCache> = (0..cfg.n_layer).map(|_| KvCache::new(ctx, desc)).collect::<Result<_, _>>()?;
-        let rows = Rows::new(ctx, c as usize, v as usize)?;
+        let rows = Rows::new(ctx, c as usize, v as usize, batch as usize)?;
         let r = &rows;
         let mut g = RowBuilder { ctx, reg, params, f16, layout, desc, v, rows: r, kernels: Vec::new() };
         g.encoder()?; // x (C)
@@ -127,13 +141,13 @@ impl Decoder {
         let lnf = g.layernorm((LnfW, LnfB, 0))?;
         g.head(lnf)?; // logits (V)
         let head = g.take();
-        let pick = bind_greedy_pick(ctx, g.reg, v, &r.logits, &r.position, &r.token, &picks)?;
+        let pick = bind_greedy_pick(ctx, g.reg, (v, batch), &r.logits, &r.position, &r.token, &picks)?;
         let sample_params = ctx.uniform("decode_sample_params", bytemuck::cast_slice(&sample_params_words(v, 0, &SampleParams::default())));
-        let draws = ctx.zeros("decode_draws", t_max)?;
-        let sample = bind_sample_pick(ctx, g.reg, v, &r.logits, &sample_params, &r.position, &r.token, &picks, &draws)?;
+        let draws = ctx.zeros("decode_draws", rows_of(t_max))?;
+        let sample = bind_sample_pick(ctx, g.reg, (v, batch), &r.logits, &sample_params, &r.position, &r.token, &picks, &draws)?;
         let Rows { token, position, logits, x, qkv, atty, fch, xn, mean, rstd } = rows;
         Ok(Self {
-            desc, token, host_tokens, positions, position, logits, picks,
+            desc, batch: batch as usize, token, host_tokens, positions, position, logits, picks,
             vocab: v as usize, body, head, pick, sample, sample_params, draws,
             _buffers: vec![x, qkv, atty, fch, xn, mean, rstd],
             _caches: caches,
@@ -146,29 +160,36 @@ impl Decoder {
         self.desc.t_max as usize
     }
 
+    /// Samples decoded together.
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+
     /// Forgets the cached context.
     pub fn reset(&mut self) {
         self.len = 0;
     }
 
-    /// Appends `token` at the next position and returns the logits (V) of
-    /// the next token. Errors when the cache is full.
+    /// Appends `token` at the next position (of every sample) and returns
+    /// the logits (V per sample) of the next token. Errors when the cache
+    /// is full.
     pub async fn push(&mut self, ctx: &GpuContext, token: u32) -> Result<Vec<f32>, GpuError> {
-        self.submit(ctx, &[token], 1, Out::Logits)?;
-        ctx.read_f32(&self.logits, self.vocab).await
+        self.submit(ctx, &vec![token; self.batch], 1, Out::Logits)?;
+        ctx.read_f32(&self.logits, self.vocab * self.batch).await
     }
 
     /// Appends `token` without computing the logits (prompt prefill).
     pub fn feed(&mut self, ctx: &GpuContext, token: u32) -> Result<(), GpuError> {
-        self.submit(ctx, &[token], 1, Out::None)
+        self.submit(ctx, &vec![token; self.batch], 1, Out::None)
     }
 
     /// Greedy decoding of `picks` (≥ 1) tokens in one submission, without
-    /// waiting: appends the `host` tokens (a prompt; the successor of its
-    /// last token is the first pick) — or, when `host` is empty, the last
-    /// pick of the previous submission, still in the token buffer — then
-    /// each pick in turn. Returns the read of the picked ids, in order. A
-    /// next submission may follow before this read is awaited.
+    /// waiting: appends the `host` tokens (a prompt, `batch` tokens a step:
+    /// one per sample; the successor of its last step is the first pick) —
+    /// or, when `host` is empty, the last picks of the previous submission,
+    /// still in the token buffer — then each pick in turn. Returns the read
+    /// of the picked ids, position by position, a sample's after another's.
+    /// A next submission may follow before this read is awaited.
     pub fn submit_greedy(
         &mut self,
         ctx: &GpuContext,
@@ -179,7 +200,8 @@ impl Decoder {
     }
 
     /// [`Self::submit_greedy`], or with `sampling` the seeded pick: its
-    /// rule's parameters, and one draw per pick (`draws.len() == picks`).
+    /// rule's parameters, and one draw per pick and sample
+    /// (`draws.len() == picks · batch`, in the picks' order).
     pub fn submit_picks(
         &mut self,
         ctx: &GpuContext,
@@ -190,13 +212,24 @@ impl Decoder {
         if picks == 0 {
             return Err(self.shape("a submission picks at least one token".into()));
         }
-        let steps = host.len().max(1) + picks - 1;
-        let first = self.len + steps - picks;
+        if !host.len().is_multiple_of(self.batch) {
+            return Err(self.shape(format!(
+                "{} host tokens for {} samples",
+                host.len(),
+                self.batch
+            )));
+        }
+        let steps = (host.len() / self.batch).max(1) + picks - 1;
+        let first = (self.len + steps - picks) * self.batch;
         let out = match sampling {
             None => Out::Pick,
             Some((params, draws)) => {
-                if draws.len() != picks {
-                    return Err(self.shape(format!("{} draws for {picks} picks", draws.len())));
+                if draws.len() != picks * self.batch {
+                    return Err(self.shape(format!(
+                        "{} draws for {picks} picks of {} samples",
+                        draws.len(),
+                        self.batch
+                    )));
                 }
                 self.check_room(steps)?;
                 let words = sample_params_words(self.vocab as u32, 0, params);
@@ -208,12 +241,11 @@ impl Decoder {
             }
         };
         self.submit(ctx, host, steps, out)?;
-        let at = PICK_BYTES * first as u64;
-        Ok(PendingPicks(ctx.start_read(&[(
-            &self.picks,
-            at,
-            PICK_BYTES * picks as u64,
-        )])))
+        let (at, len) = (
+            PICK_BYTES * first as u64,
+            PICK_BYTES * (picks * self.batch) as u64,
+        );
+        Ok(PendingPicks(ctx.start_read(&[(&self.picks, at, len)])))
     }
 
     /// Decodes one greedy step after `token`, each dispatch in its own
@@ -226,8 +258,9 @@ impl Decoder {
     ) -> Result<Vec<DispatchTime>, GpuError> {
         check_timestamps(ctx)?;
         self.check_room(1)?;
+        let host = vec![token; self.batch];
         ctx.queue
-            .write_buffer(&self.host_tokens, 0, bytemuck::bytes_of(&token));
+            .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(&host));
         let mut enc = encoder(ctx);
         self.start_step(&mut enc, 0, 1);
         let timed = TimedDispatches::record(ctx, &mut enc, &self.kernels(Out::Pick))?;
@@ -236,9 +269,10 @@ impl Decoder {
         timed.read(ctx).await
     }
 
-    /// Submits `steps` steps at the next positions: the `host` tokens, then
-    /// (greedy) the tokens the picks leave. Every step records the blocks;
-    /// those from the last host token on also record `out`.
+    /// Submits `steps` steps at the next positions: the `host` tokens
+    /// (`batch` a step), then (greedy) the tokens the picks leave. Every
+    /// step records the blocks; those from the last host step on also
+    /// record `out`.
     fn submit(
         &mut self,
         ctx: &GpuContext,
@@ -247,6 +281,7 @@ impl Decoder {
         out: Out,
     ) -> Result<(), GpuError> {
         self.check_room(steps)?;
+        let host_steps = host.len() / self.batch;
         if !host.is_empty() {
             ctx.queue
                 .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(host));
@@ -255,8 +290,8 @@ impl Decoder {
         let last = self.kernels(out);
         let mut enc = encoder(ctx);
         for i in 0..steps {
-            self.start_step(&mut enc, i, host.len());
-            let kernels = if i + 1 < host.len() { &inner } else { &last };
+            self.start_step(&mut enc, i, host_steps);
+            let kernels = if i + 1 < host_steps { &inner } else { &last };
             record_pass(&mut enc, "decode", kernels);
         }
         ctx.queue.submit([enc.finish()]);
@@ -265,10 +300,11 @@ impl Decoder {
     }
 
     /// Records the copies that start step `i` of a submission: its position
-    /// (`len + i`), and host token `i` when there is one.
-    fn start_step(&self, enc: &mut wgpu::CommandEncoder, i: usize, host: usize) {
-        if i < host {
-            enc.copy_buffer_to_buffer(&self.host_tokens, 4 * i as u64, &self.token, 0, 4);
+    /// (`len + i`), and host step `i`'s tokens when there is one.
+    fn start_step(&self, enc: &mut wgpu::CommandEncoder, i: usize, host_steps: usize) {
+        let row = 4 * self.batch as u64;
+        if i < host_steps {
+            enc.copy_buffer_to_buffer(&self.host_tokens, row * i as u64, &self.token, 0, row);
         }
         let at = POSITION_BYTES * (self.len + i) as u64;
         enc.copy_buffer_to_buffer(&self.positions, at, &self.position, 0, POSITION_BYTES);

@@ -14,9 +14,10 @@ use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::ParamKind::{PosEmb, TokEmb};
 
-/// The one-row activations of a token step (`C` channels, `V` vocab).
+/// The activations of a token step (`C` channels, `V` vocab), a row per
+/// sample decoded together.
 pub(super) struct Rows {
-    /// The embedding's input token and the step's position uniform.
+    /// The embedding's input tokens and the step's position uniform.
     pub token: wgpu::Buffer,
     pub position: wgpu::Buffer,
     /// The residual row `x (C)`, `qkv (3C)`, `atty (C)`, `fch (4C)`, `logits (V)`.
@@ -32,8 +33,8 @@ pub(super) struct Rows {
 }
 
 impl Rows {
-    pub fn new(ctx: &GpuContext, c: usize, v: usize) -> Result<Self, GpuError> {
-        let row = |label: &str, len: usize| ctx.zeros(label, len);
+    pub fn new(ctx: &GpuContext, c: usize, v: usize, batch: usize) -> Result<Self, GpuError> {
+        let row = |label: &str, len: usize| ctx.zeros(label, len * batch);
         Ok(Self {
             token: row("decode_token", 1)?,
             position: crate::ops::attention::decode_position_buffer(ctx),
@@ -112,7 +113,7 @@ impl<'a> RowBuilder<'a> {
     /// `x (C) = tok_emb[token] + pos_emb[position]`.
     pub fn encoder(&mut self) -> R {
         let emb = EmbeddingDesc {
-            n: 1,
+            n: self.desc.batch,
             t: 1,
             c: self.desc.c,
             v: self.v,
@@ -147,7 +148,7 @@ impl<'a> RowBuilder<'a> {
             return Ok(Input { row: &r.x, fusion });
         }
         let desc = LayerNormDesc {
-            n: 1,
+            n: self.desc.batch,
             c: self.desc.c,
             accumulate: false,
             // The column layout's LayerNorm: one invocation for the row.
@@ -176,7 +177,7 @@ impl<'a> RowBuilder<'a> {
     ) -> R {
         let desc = MatmulDesc {
             accumulate: add,
-            ..MatmulDesc::linear(1, k, n)
+            ..MatmulDesc::linear(self.desc.batch, k, n)
         };
         let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
         let (x, fusion) = (input.row, input.fusion);
@@ -217,7 +218,7 @@ impl<'a> RowBuilder<'a> {
     /// The tied head, always f32: `logits (V) = input · tok_embᵀ`.
     pub fn head(&mut self, input: Input<'a>) -> R {
         let desc = MatmulDesc {
-            m: 1,
+            m: self.desc.batch,
             k: self.desc.c,
             n: self.v,
             trans_b: true,

@@ -4,6 +4,7 @@
 //! conversion is not round-to-nearest-even.
 
 use super::fault::{Fault, VARIANTS};
+use super::gemv::gemv_grid;
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, grid, shape_error};
 use crate::ops::matmul::{check_operands, MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
@@ -221,7 +222,7 @@ pub fn bind_matmul_f16w<'a>(
         columns: desc.m == 1 && ctx.cpu_device,
         ..RowFusion::default()
     };
-    bind(ctx, registry, desc, a, w, bias, layout, c)
+    bind(ctx, registry, desc, a, w, bias, layout, c, desc.m == 1)
 }
 
 /// Packed-half weights: `W (N, K)` from half `offset` of `buffer`, and the
@@ -245,8 +246,9 @@ impl<'a> PackedW<'a> {
 }
 
 /// Binds the f16-storage GEMV `c (N) = a (K) · Wᵀ [+ bias] [+ c]` (`desc`:
-/// M = 1, a linear layout, `accumulate` allowed) with `fusion` around it:
-/// the decoder's fused linears.
+/// a linear layout, `accumulate` allowed) with `fusion` around it: the
+/// decoder's fused linears. M > 1 rows run side by side, each giving the
+/// bits it gives alone (`gemv_grid`).
 #[allow(clippy::too_many_arguments)]
 pub fn bind_gemv_f16w<'a>(
     ctx: &GpuContext,
@@ -258,13 +260,13 @@ pub fn bind_gemv_f16w<'a>(
     fusion: RowFusion<'a>,
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    if desc.m != 1 {
+    if desc.m == 0 {
         return Err(shape_error(
             "matmul_f16w",
-            format!("a GEMV needs M = 1, got {desc:?}"),
+            format!("a GEMV needs M ≥ 1, got {desc:?}"),
         ));
     }
-    bind(ctx, registry, desc, a, w, bias, fusion, c)
+    bind(ctx, registry, desc, a, w, bias, fusion, c, true)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -277,6 +279,7 @@ fn bind<'a>(
     bias: Option<View<'a>>,
     fusion: RowFusion<'a>,
     c: impl Into<View<'a>>,
+    gemv: bool,
 ) -> Result<BoundKernel, GpuError> {
     let (a, c) = (a.into(), c.into());
     let (w_packed, w_off) = (w.buffer, w.offset);
@@ -300,7 +303,7 @@ fn bind<'a>(
     }
     fusion.check_layout("matmul_f16w")?;
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("matmul_f16w", desc.k, a.buffer, c.buffer)?;
-    let kernel = if desc.m > 1 {
+    let kernel = if !gemv {
         Kernel::Tiled
     } else if fusion.columns {
         Kernel::GemvColumns
@@ -339,8 +342,8 @@ fn bind<'a>(
             let tile = crate::ops::matmul::MATMUL_TILE;
             [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
         }
-        Kernel::GemvQuads | Kernel::GemvAny => grid(ctx, desc.n.div_ceil(GEMV_COLUMNS)),
-        Kernel::GemvColumns => grid(ctx, desc.n.div_ceil(GEMV_COLUMNS_CPU)),
+        Kernel::GemvQuads | Kernel::GemvAny => gemv_grid(ctx, "matmul_f16w", &desc, GEMV_COLUMNS)?,
+        Kernel::GemvColumns => gemv_grid(ctx, "matmul_f16w", &desc, GEMV_COLUMNS_CPU)?,
     };
     Ok(bind_kernel(
         ctx, registry, src, &uniform, &buffers, workgroups,

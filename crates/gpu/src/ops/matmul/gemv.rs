@@ -108,9 +108,10 @@ impl<'a> RowFusion<'a> {
     }
 }
 
-/// Binds the f32 GEMV `c (N) = a (K) · Wᵀ [+ bias] [+ c]` (`desc`: M = 1,
+/// Binds the f32 GEMV `c (N) = a (K) · Wᵀ [+ bias] [+ c]` (`desc`:
 /// `trans_b`) with `fusion` around it: what [`bind_matmul`] runs for one
-/// row, and the decoder's fused linears.
+/// row, and the decoder's fused linears. With M > 1 it runs the M rows side
+/// by side ([`gemv_grid`]), each giving the bits it gives alone.
 #[allow(clippy::too_many_arguments)]
 pub fn bind_gemv<'a>(
     ctx: &GpuContext,
@@ -123,10 +124,10 @@ pub fn bind_gemv<'a>(
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
-    if desc.m != 1 || !desc.trans_b {
+    if desc.m == 0 || !desc.trans_b {
         return Err(shape_error(
             "matmul",
-            format!("a GEMV needs M = 1 and trans_b, got {desc:?}"),
+            format!("a GEMV needs M ≥ 1 and trans_b, got {desc:?}"),
         ));
     }
     check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
@@ -151,6 +152,28 @@ pub fn bind_gemv<'a>(
     } else {
         (&GEMV_F32, GEMV_COLUMNS)
     };
-    let groups = grid(ctx, desc.n.div_ceil(columns));
+    let groups = gemv_grid(ctx, "gemv", &desc, columns)?;
     Ok(bind_kernel(ctx, registry, src, &uniform, &buffers, groups))
+}
+
+/// The workgroups of a GEMV of `desc.m` rows and `columns` output columns
+/// per workgroup: the columns of one row over x (and y), the rows over z
+/// (`shaders/gemv_row.wgsl`'s `set_row`).
+pub(crate) fn gemv_grid(
+    ctx: &GpuContext,
+    op: &'static str,
+    desc: &MatmulDesc,
+    columns: u32,
+) -> Result<[u32; 3], GpuError> {
+    if desc.m > ctx.limits.max_compute_workgroups_per_dimension {
+        return Err(shape_error(
+            op,
+            format!(
+                "{} rows: a GEMV runs at most {} at once",
+                desc.m, ctx.limits.max_compute_workgroups_per_dimension
+            ),
+        ));
+    }
+    let [x, y, _] = grid(ctx, desc.n.div_ceil(columns));
+    Ok([x, y, desc.m])
 }
