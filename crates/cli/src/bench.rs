@@ -8,7 +8,8 @@ use std::time::Instant;
 use tinygpt_core::data::BatchSampler;
 use tinygpt_core::sample::{SampleParams, Sampler};
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
-use tinygpt_gpu::engine::generate_picked;
+use tinygpt_gpu::engine::generate_rows;
+use tinygpt_protocol::MAX_SAMPLES;
 use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
@@ -112,16 +113,17 @@ fn sampled() -> SampleParams {
     }
 }
 
-/// Batch-1 sampling with the KV cache, as `tinygpt sample` runs it (picks
-/// on the GPU, chunks of tokens per submission), greedy or with
-/// [`sampled`]'s setting: `n` tokens after a one-token prompt, within one
-/// context window, timed after one untimed run.
+/// Sampling with the KV cache, as `tinygpt sample` runs it (picks on the
+/// GPU, chunks of tokens per submission), greedy or with [`sampled`]'s
+/// setting, `samples` continuations decoded together: `n` tokens each
+/// after a one-token prompt, within one context window, timed after one
+/// untimed run. Tokens/s counts every sample's tokens.
 fn bench_sample(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     name: &str,
     shape: (usize, usize, usize, usize, usize),
-    n: usize,
+    (n, samples): (usize, usize),
     (fast, params): (Option<FastPaths>, SampleParams),
 ) -> Result<Value> {
     let (l, h, c, t, _) = shape;
@@ -137,12 +139,14 @@ fn bench_sample(
     if let Some(fast) = fast {
         model.set_fast_paths(ctx, reg, fast)?;
     }
-    let dec = model.decoder(ctx, reg)?;
+    let dec = model.decoder_for(ctx, reg, samples)?;
     let n = n.min(dec.capacity() - 1);
     let run = |dec: &mut Decoder| {
-        let mut sampler = Sampler::new(params)?;
-        let sampler = (!params.is_greedy()).then_some(&mut sampler);
-        pollster::block_on(generate_picked(ctx, dec, &[0], n, sampler, |_| {
+        let mut samplers = (0..samples)
+            .map(|i| Sampler::new(params.for_sample(i)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let samplers = (!params.is_greedy()).then_some(samplers.as_mut_slice());
+        pollster::block_on(generate_rows(ctx, dec, &[0], n, samplers, |_, _| {
             ControlFlow::Continue(())
         }))
     };
@@ -164,7 +168,8 @@ fn bench_sample(
         "config": name,
         "path": path,
         "mode": mode,
-        "tokens": n, "sample_tokens_per_s": n as f64 / dt }))
+        "samples": samples,
+        "tokens": n * samples, "sample_tokens_per_s": (n * samples) as f64 / dt }))
 }
 
 /// One matmul shape, timed over `iters` back-to-back dispatches.
@@ -286,10 +291,12 @@ fn bench_models(
         eprintln!("bench: training {name}");
         train.push(bench_train(ctx, reg, name, shape, warmup, steps)?);
         eprintln!("bench: sampling {name}");
-        for params in [SampleParams::greedy(), sampled()] {
-            sample.push(bench_sample(ctx, reg, name, shape, tokens, (None, params))?);
+        let runs = [(SampleParams::greedy(), 1), (sampled(), 1), (sampled(), MAX_SAMPLES)];
+        for (params, samples) in runs {
+            let n = (tokens, samples);
+            sample.push(bench_sample(ctx, reg, name, shape, n, (None, params))?);
             if f16.is_some() {
-                sample.push(bench_sample(ctx, reg, name, shape, tokens, (f16, params))?);
+                sample.push(bench_sample(ctx, reg, name, shape, n, (f16, params))?);
             }
         }
     }
