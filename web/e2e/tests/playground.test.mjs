@@ -128,6 +128,47 @@ test("sampling after training streams text with its stats", async () => {
   });
 });
 
+test("several samples decode side by side, sample i is seed + i's text, bad counts are refused", async () => {
+  await withApp(async (page, logs) => {
+    await trainQuick(page, { steps: 10, evalInterval: 10 });
+    const box = (i) => page.locator(`[data-testid="sample-output"][data-sample="${i}"]`);
+    const generate = async (fields) => {
+      await fillFields(page, { "sample-prompt": "ROMEO:", "sample-length": 40, "sample-temperature": "1", ...fields });
+      await page.getByTestId("generate").click();
+      await page.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
+        timeout: patience(60_000),
+      });
+    };
+    await generate({ "sample-seed": 7, "sample-count": 3 });
+    assert.equal(await page.getByTestId("sample-boxes").getAttribute("data-samples"), "3");
+    const texts = [];
+    for (const i of [0, 1, 2]) {
+      texts.push(await box(i).textContent());
+      assert.equal([...texts[i]].length, 40, `sample ${i}: ${JSON.stringify(texts[i])}`);
+    }
+    assert.equal(new Set(texts).size, 3, `three different continuations: ${JSON.stringify(texts)}`);
+    assert.match(await testid(page, "sample-stats"), /^120 tokens · /);
+    // Side by side: the boxes share a row.
+    const [a, b] = [await box(0).boundingBox(), await box(1).boundingBox()];
+    assert.ok(b.x > a.x + a.width - 1 && Math.abs(b.y - a.y) < 2, `side by side: ${JSON.stringify([a, b])}`);
+    // The second sample is seed 8's text alone.
+    await generate({ "sample-seed": 8, "sample-count": 1 });
+    assert.equal(await page.getByTestId("sample-boxes").getAttribute("data-samples"), "1");
+    assert.equal(await box(0).textContent(), texts[1], "sample 2 of seed 7 = seed 8 alone");
+    const kept = await box(0).textContent();
+    for (const [fields, why] of [
+      [{ "sample-count": "9" }, /samples must be in 1..=8 \(got 9\)/],
+      [{ "sample-count": "2", "sample-temperature": "0" }, /temperature 0 \(greedy\) gives all 2 samples the same text/],
+    ]) {
+      await fillFields(page, fields);
+      await page.getByTestId("generate").click();
+      assert.match(await testid(page, "sample-validation"), why);
+      assert.equal(await box(0).textContent(), kept, "the text shown stays");
+    }
+    assert.deepEqual(unexpectedErrors(logs), []);
+  });
+});
+
 test("pause, resume and stop change the run state and the step count", async () => {
   await withApp(async (page, logs) => {
     await fillFields(page, { "hp-steps": 5000, "hp-batch": 1, "hp-warmup": 10, "hp-eval-interval": 0 });
