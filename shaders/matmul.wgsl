@@ -91,7 +91,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 
 // Split K, second stage: C (+)= Σ_z slice z [+ bias], with the slices (M, N)
 // one after another in `a` from a_off, added in order z = 0, 1, … One
-// invocation per element of C.
+// invocation per element of C. With ONES_COLUMN the slices' last column
+// goes to c[ones_off + row] (a bias gradient), the others to C (M, N − 1).
 @compute @workgroup_size(256)
 fn reduce_slices(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -110,7 +111,12 @@ fn reduce_slices(
     if ((p.flags & HAS_BIAS) != 0u) {
         v += bias[p.bias_off + i % p.n];
     }
-    let o = p.c_off + i;
+    var o = p.c_off + i;
+    if ((p.flags & ONES_COLUMN) != 0u) {
+        let row = i / p.n;
+        let col = i % p.n;
+        o = select(p.c_off + row * p.b_n + col, p.ones_off + row, col == p.b_n);
+    }
     if ((p.flags & ACCUMULATE) != 0u) {
         v += c[o];
     }

@@ -20,8 +20,10 @@ struct Params {
     k_chunk: u32,
     // reduce_slices: partial products to add
     slices: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // With ONES_COLUMN: B's own columns (p.n counts one more), and where
+    // reduce_slices writes that last column of C (a bias gradient).
+    b_n: u32,
+    ones_off: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -34,6 +36,11 @@ const TRANS_A: u32 = 1u;
 const TRANS_B: u32 = 2u;
 const HAS_BIAS: u32 = 4u;
 const ACCUMULATE: u32 = 8u;
+// op(B) has one more column than B, all ones: C's last column is then
+// Σ_k op(A)[row, k] — a weight gradient's split-K run also sums its bias
+// gradient (Σ over the rows of dy), with no dispatch of its own. Not with
+// TRANS_B.
+const ONES_COLUMN: u32 = 16u;
 
 // op(A)[row, kk] and op(B)[kk, col] in the layout the flags say, zero
 // outside the matrix.
@@ -53,6 +60,12 @@ fn op_b(kk: u32, col: u32) -> f32 {
     }
     if ((p.flags & TRANS_B) != 0u) {
         return b[p.b_off + col * p.k + kk];
+    }
+    if ((p.flags & ONES_COLUMN) != 0u) {
+        if (col == p.b_n) {
+            return 1.0;
+        }
+        return b[p.b_off + kk * p.b_n + col];
     }
     return b[p.b_off + kk * p.n + col];
 }

@@ -47,12 +47,16 @@ fn op_a_masked(row: u32, kk: u32) -> f32 {
 }
 
 fn op_b_masked(kk: u32, col: u32) -> f32 {
+    let ones = (p.flags & ONES_COLUMN) != 0u;
     let inside = (kk < p.k) & (col < p.n);
-    var i = p.b_off + kk * p.n + col;
+    var i = p.b_off + kk * select(p.n, p.b_n, ones) + col;
     if ((p.flags & TRANS_B) != 0u) {
         i = p.b_off + col * p.k + kk;
     }
-    return select(0.0, b[select(p.b_off, i, inside)], inside);
+    // The ones column (ONES_COLUMN) reads nothing.
+    let one = ones & (col == p.b_n);
+    let v = b[select(p.b_off, i, inside & !one)];
+    return select(select(0.0, v, inside), 1.0, inside & one);
 }
 
 // Vec4 `v` (0..256) of a tile: its row kk and its index i4 in the row, in

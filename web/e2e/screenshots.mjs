@@ -62,7 +62,7 @@ try {
   await shot(p.getByTestId("run-panel"), "training");
 
   await loadBundledAndGate(p);
-  await fillFields(p, { "sample-prompt": "ROMEO:", "sample-length": 300, "sample-temperature": 0.8 });
+  await fillFields(p, { "sample-prompt": "ROMEO:", "sample-length": 240, "sample-temperature": 0.8, "sample-count": 3 });
   await p.getByTestId("generate").click();
   await p.waitForFunction(() => /done/.test(document.querySelector('[data-testid="sample-stats"]')?.innerText ?? ""), null, {
     timeout: patience(120_000),

@@ -9,7 +9,6 @@ use tinygpt_core::data::BatchSampler;
 use tinygpt_core::sample::{SampleParams, Sampler};
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::engine::generate_rows;
-use tinygpt_protocol::MAX_SAMPLES;
 use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
@@ -18,6 +17,7 @@ use tinygpt_gpu::ops::matmul::coop::bind_matmul_coop;
 use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
+use tinygpt_protocol::MAX_SAMPLES;
 
 /// Milliseconds since the first call (the gate framework's clock).
 fn now_ms() -> f64 {
@@ -291,7 +291,11 @@ fn bench_models(
         eprintln!("bench: training {name}");
         train.push(bench_train(ctx, reg, name, shape, warmup, steps)?);
         eprintln!("bench: sampling {name}");
-        let runs = [(SampleParams::greedy(), 1), (sampled(), 1), (sampled(), MAX_SAMPLES)];
+        let runs = [
+            (SampleParams::greedy(), 1),
+            (sampled(), 1),
+            (sampled(), MAX_SAMPLES),
+        ];
         for (params, samples) in runs {
             let n = (tokens, samples);
             sample.push(bench_sample(ctx, reg, name, shape, n, (None, params))?);

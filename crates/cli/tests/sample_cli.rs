@@ -5,10 +5,21 @@
 
 use std::process::Command;
 
-const MODEL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/shakespeare.safetensors");
+const MODEL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../models/shakespeare.safetensors"
+);
 
 fn sample(extra: &[&str]) -> std::process::Output {
-    let base = ["sample", "--checkpoint", MODEL, "--prompt", "ROMEO:", "--length", "24"];
+    let base = [
+        "sample",
+        "--checkpoint",
+        MODEL,
+        "--prompt",
+        "ROMEO:",
+        "--length",
+        "24",
+    ];
     Command::new(env!("CARGO_BIN_EXE_tinygpt"))
         .args(base.iter().chain(extra))
         .output()
@@ -40,8 +51,14 @@ fn several_samples_print_each_under_its_seed_and_bad_counts_are_refused() {
     assert_eq!(body(parts[2]), alone("7").trim_end());
 
     for (args, why) in [
-        (&["--num-samples", "9"][..], "samples must be in 1..=8 (got 9)"),
-        (&["--num-samples", "0"][..], "samples must be in 1..=8 (got 0)"),
+        (
+            &["--num-samples", "9"][..],
+            "samples must be in 1..=8 (got 9)",
+        ),
+        (
+            &["--num-samples", "0"][..],
+            "samples must be in 1..=8 (got 0)",
+        ),
         (
             &["--num-samples", "2", "--temperature", "0"][..],
             "temperature 0 (greedy) gives all 2 samples the same text",

@@ -476,17 +476,4 @@ pub enum WorkerOutput {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wire_names_are_snake_case_tags() {
-        let caps = WorkerOutput::GpuCaps(GpuCaps::default());
-        let json = serde_json::to_string(&caps).unwrap();
-        assert!(json.starts_with(r#"{"type":"gpu_caps""#), "{json}");
-        let back: WorkerOutput = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, caps);
-        let q = serde_json::to_string(&WorkerInput::QueryCaps).unwrap();
-        assert_eq!(q, r#"{"type":"query_caps"}"#);
-    }
-}
+mod tests;

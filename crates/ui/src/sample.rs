@@ -126,8 +126,12 @@ fn stats(s: &SampleView) -> String {
             "—".to_string()
         };
     }
+    let samples = match s.texts.len() {
+        0 | 1 => String::new(),
+        n => format!(" ({n} samples)"),
+    };
     format!(
-        "{} tokens · {} · first token after {:.0} ms{}",
+        "{} tokens{samples} · {} · first token after {:.0} ms{}",
         s.tokens,
         format::rate(s.tokens_per_s, "tok"),
         s.first_token_ms,

@@ -147,7 +147,7 @@ test("several samples decode side by side, sample i is seed + i's text, bad coun
       assert.equal([...texts[i]].length, 40, `sample ${i}: ${JSON.stringify(texts[i])}`);
     }
     assert.equal(new Set(texts).size, 3, `three different continuations: ${JSON.stringify(texts)}`);
-    assert.match(await testid(page, "sample-stats"), /^120 tokens · /);
+    assert.match(await testid(page, "sample-stats"), /^120 tokens \(3 samples\) · [\d.]+ (k )?tok\/s · /);
     // Side by side: the boxes share a row.
     const [a, b] = [await box(0).boundingBox(), await box(1).boundingBox()];
     assert.ok(b.x > a.x + a.width - 1 && Math.abs(b.y - a.y) < 2, `side by side: ${JSON.stringify([a, b])}`);
