@@ -70,6 +70,31 @@ fn op_b(kk: u32, col: u32) -> f32 {
     return b[p.b_off + kk * p.n + col];
 }
 
+// ONES_COLUMN: whether this workgroup's tile column holds the ones column
+// alone (B's N a multiple of the tile). Such a tile's only output is
+// Σ_k op(A)[row, k] per row, which `ones_part` sums directly instead of the
+// tile's multiply-adds against ones and zeros.
+fn ones_only(col0: u32) -> bool {
+    return (p.flags & ONES_COLUMN) != 0u && col0 >= p.b_n;
+}
+
+// One thread's share of row `row`'s sum over K range [k0, k1): every
+// `parts`-th k from k0 + part.
+fn ones_part(row: u32, k0: u32, k1: u32, part: u32, parts: u32) -> f32 {
+    var s = 0.0;
+    for (var k = k0 + part; k < k1; k += parts) {
+        s += op_a(row, k);
+    }
+    return s;
+}
+
+// Stores a ones-only tile's row sum in the ones column of C's slice.
+fn ones_store(c_base: u32, row: u32, v: f32) {
+    if (row < p.m) {
+        c[c_base + row * p.n + p.b_n] = v;
+    }
+}
+
 // Writes one row of a thread's 4×4 block (accumulators are vectors, never
 // dynamically indexed private arrays, which drivers spill to memory).
 fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {

@@ -170,11 +170,23 @@ fn a_weight_gradient_sums_its_bias_gradient_in_the_same_dispatches() {
         accumulate,
         ..Default::default()
     };
+    // x's N a multiple of the tile or not: the ones column alone in its
+    // tile column (summed directly) or beside real columns (multiplied by
+    // ones), on both tile kernels.
     let shapes = [
         grad(70, 1000, 33, true),
         grad(64, 2048, 256, false),
         grad(130, 8200, 260, true),
+        grad(130, 8200, 256, true),
     ];
+    let kernels: Vec<_> = shapes
+        .iter()
+        .map(|d| (d.split_k().small_tiles, d.n % 64 == 0))
+        .collect();
+    assert_eq!(
+        kernels,
+        [(true, false), (true, true), (false, false), (false, true)]
+    );
     for (i, d) in shapes.into_iter().enumerate() {
         let mut rng = Rng::new(90 + i as u64);
         let (mn, m) = ((d.m * d.n) as usize, d.m as usize);
