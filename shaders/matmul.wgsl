@@ -36,29 +36,11 @@ fn b4(kk: u32, col: u32) -> vec4<f32> {
     return vec4<f32>(op_b(kk, col), op_b(kk, col + 1u), op_b(kk, col + 2u), op_b(kk, col + 3u));
 }
 
-// A ones-only tile (matmul_common.wgsl's `ones_only`): thread t sums every
-// fourth k of row t % 64 (neighbouring threads, neighbouring rows), then the
-// four shares are added in order.
-fn ones_tile(wg: vec3<u32>, t: u32, k_begin: u32, k_end: u32) {
-    let r = t % TILE;
-    let part = t / TILE;
-    a_tile[t] = vec4<f32>(ones_part(wg.y * TILE + r, k_begin, k_end, part, 4u), 0.0, 0.0, 0.0);
-    workgroupBarrier();
-    if (part == 0u) {
-        let s = ((a_tile[r].x + a_tile[TILE + r].x) + a_tile[2u * TILE + r].x) + a_tile[3u * TILE + r].x;
-        ones_store(p.c_off + wg.z * p.m * p.n, wg.y * TILE + r, s);
-    }
-}
-
 @compute @workgroup_size(16, 16)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let row0 = wg.y * TILE;
     let col0 = wg.x * TILE;
     let tid = lid.y * 16u + lid.x;
-    if (ones_only(col0)) {
-        ones_tile(wg, tid, wg.z * p.k_chunk, min(p.k, (wg.z + 1u) * p.k_chunk));
-        return;
-    }
     var acc0 = vec4<f32>(0.0);
     var acc1 = vec4<f32>(0.0);
     var acc2 = vec4<f32>(0.0);
@@ -109,8 +91,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 
 // Split K, second stage: C (+)= Σ_z slice z [+ bias], with the slices (M, N)
 // one after another in `a` from a_off, added in order z = 0, 1, … One
-// invocation per element of C. With ONES_COLUMN the slices' last column
-// goes to c[ones_off + row] (a bias gradient), the others to C (M, N − 1).
+// invocation per element of C.
 @compute @workgroup_size(256)
 fn reduce_slices(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -129,12 +110,7 @@ fn reduce_slices(
     if ((p.flags & HAS_BIAS) != 0u) {
         v += bias[p.bias_off + i % p.n];
     }
-    var o = p.c_off + i;
-    if ((p.flags & ONES_COLUMN) != 0u) {
-        let row = i / p.n;
-        let col = i % p.n;
-        o = select(p.c_off + row * p.b_n + col, p.ones_off + row, col == p.b_n);
-    }
+    let o = p.c_off + i;
     if ((p.flags & ACCUMULATE) != 0u) {
         v += c[o];
     }

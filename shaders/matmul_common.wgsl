@@ -20,10 +20,8 @@ struct Params {
     k_chunk: u32,
     // reduce_slices: partial products to add
     slices: u32,
-    // With ONES_COLUMN: B's own columns (p.n counts one more), and where
-    // reduce_slices writes that last column of C (a bias gradient).
-    b_n: u32,
-    ones_off: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -36,11 +34,6 @@ const TRANS_A: u32 = 1u;
 const TRANS_B: u32 = 2u;
 const HAS_BIAS: u32 = 4u;
 const ACCUMULATE: u32 = 8u;
-// op(B) has one more column than B, all ones: C's last column is then
-// Σ_k op(A)[row, k] — a weight gradient's split-K run also sums its bias
-// gradient (Σ over the rows of dy), with no dispatch of its own. Not with
-// TRANS_B.
-const ONES_COLUMN: u32 = 16u;
 
 // op(A)[row, kk] and op(B)[kk, col] in the layout the flags say, zero
 // outside the matrix.
@@ -61,38 +54,7 @@ fn op_b(kk: u32, col: u32) -> f32 {
     if ((p.flags & TRANS_B) != 0u) {
         return b[p.b_off + col * p.k + kk];
     }
-    if ((p.flags & ONES_COLUMN) != 0u) {
-        if (col == p.b_n) {
-            return 1.0;
-        }
-        return b[p.b_off + kk * p.b_n + col];
-    }
     return b[p.b_off + kk * p.n + col];
-}
-
-// ONES_COLUMN: whether this workgroup's tile column holds the ones column
-// alone (B's N a multiple of the tile). Such a tile's only output is
-// Σ_k op(A)[row, k] per row, which `ones_part` sums directly instead of the
-// tile's multiply-adds against ones and zeros.
-fn ones_only(col0: u32) -> bool {
-    return (p.flags & ONES_COLUMN) != 0u && col0 >= p.b_n;
-}
-
-// One thread's share of row `row`'s sum over K range [k0, k1): every
-// `parts`-th k from k0 + part.
-fn ones_part(row: u32, k0: u32, k1: u32, part: u32, parts: u32) -> f32 {
-    var s = 0.0;
-    for (var k = k0 + part; k < k1; k += parts) {
-        s += op_a(row, k);
-    }
-    return s;
-}
-
-// Stores a ones-only tile's row sum in the ones column of C's slice.
-fn ones_store(c_base: u32, row: u32, v: f32) {
-    if (row < p.m) {
-        c[c_base + row * p.n + p.b_n] = v;
-    }
 }
 
 // Writes one row of a thread's 4×4 block (accumulators are vectors, never

@@ -47,16 +47,12 @@ fn op_a_masked(row: u32, kk: u32) -> f32 {
 }
 
 fn op_b_masked(kk: u32, col: u32) -> f32 {
-    let ones = (p.flags & ONES_COLUMN) != 0u;
     let inside = (kk < p.k) & (col < p.n);
-    var i = p.b_off + kk * select(p.n, p.b_n, ones) + col;
+    var i = p.b_off + kk * p.n + col;
     if ((p.flags & TRANS_B) != 0u) {
         i = p.b_off + col * p.k + kk;
     }
-    // The ones column (ONES_COLUMN) reads nothing.
-    let one = ones & (col == p.b_n);
-    let v = b[select(p.b_off, i, inside & !one)];
-    return select(select(0.0, v, inside), 1.0, inside & one);
+    return select(0.0, b[select(p.b_off, i, inside)], inside);
 }
 
 // Vec4 `v` (0..256) of a tile: its row kk and its index i4 in the row, in
@@ -102,33 +98,12 @@ fn b_part(v: u32, col0: u32, k0: u32) -> vec4<f32> {
     return vec4<f32>(op_b_masked(kk, col), op_b_masked(kk, col + 1u), op_b_masked(kk, col + 2u), op_b_masked(kk, col + 3u));
 }
 
-// A ones-only tile (matmul_common.wgsl's `ones_only`): thread t sums every
-// eighth k of row t % 32 (neighbouring threads, neighbouring rows), then the
-// eight shares are added in order.
-fn ones_tile(wg: vec3<u32>, t: u32, k_begin: u32, k_end: u32) {
-    let r = t % TILE;
-    let part = t / TILE;
-    shm[t] = vec4<f32>(ones_part(wg.y * TILE + r, k_begin, k_end, part, 8u), 0.0, 0.0, 0.0);
-    workgroupBarrier();
-    if (part == 0u) {
-        var s = shm[r].x;
-        for (var h = 1u; h < 8u; h++) {
-            s += shm[h * TILE + r].x;
-        }
-        ones_store(p.c_off + wg.z * p.m * p.n, wg.y * TILE + r, s);
-    }
-}
-
 @compute @workgroup_size(8, 8, 4)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let row0 = wg.y * TILE;
     let col0 = wg.x * TILE;
     let t64 = lid.y * 8u + lid.x;
     let g = lid.z;
-    if (ones_only(col0)) {
-        ones_tile(wg, g * 64u + t64, wg.z * p.k_chunk, min(p.k, (wg.z + 1u) * p.k_chunk));
-        return;
-    }
     // The vec4 of each tile this thread fills per step.
     let v = g * 64u + t64;
     let sa = slot(a_kk(v), a_i4(v));

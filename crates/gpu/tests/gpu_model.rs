@@ -137,8 +137,7 @@ fn dropout_masks_and_gradients_match_the_reference() {
 }
 
 /// 512 rows: every weight gradient sums over K = 512 and runs K-split
-/// through the backward's shared scratch, which also sums each linear's
-/// bias gradient (no dispatch of its own left in the step).
+/// through the backward's shared scratch.
 #[test]
 fn every_gradient_matches_with_k_split_weight_gradients() {
     let cfg = ModelConfig {
@@ -162,29 +161,6 @@ fn every_gradient_matches_with_k_split_weight_gradients() {
     assert_eq!(qkv_grad.split_k_slices(), 4);
     let gpu = gpu_or_skip!();
     check_step(gpu, cfg, tc, 8, 0);
-    if !gpu.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
-        println!("did not count the step's dispatches: this adapter has no TIMESTAMP_QUERY");
-        return;
-    }
-    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
-    let params = Gpt::new(cfg, 8).unwrap().params;
-    let mut model = GpuModel::new(&gpu.ctx, cfg, &params, None, tc, OptState::default()).unwrap();
-    model.set_kernel_layout(Layout::Gpu);
-    let data = tokens(2 * tc.batch_size * tc.seq_len, cfg.vocab_size as u32);
-    let batch = BatchSampler::new(1).next_batch(&data, tc.batch_size, tc.seq_len);
-    let times = pollster::block_on(model.profile_train_step(&gpu.ctx, &mut reg, &batch)).unwrap();
-    let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
-    let count = |key: &str| keys.iter().filter(|k| **k == key).count();
-    // Every weight gradient here splits (the head's and the four
-    // linears'), and the linears' bias gradients ride on them: the only
-    // column sums left are the LayerNorms' (a dispatch each after its
-    // partials), none for a bias.
-    assert_eq!(count("matmul_split_k_reduce"), 5, "{keys:?}");
-    assert_eq!(count("column_sum_chunked"), 2 * cfg.n_layer + 1, "{keys:?}");
-    assert_eq!(
-        count("layernorm_backward_dwdb_partials"),
-        2 * cfg.n_layer + 1
-    );
 }
 
 #[test]

@@ -1,9 +1,8 @@
 //! The K-split matmul (partial products per K slice into a scratch buffer,
 //! then their in-order sum) against the CPU reference, in every layout, with
 //! bias and accumulation, on the small-output and the 64×64 tile kernel,
-//! two ops sharing one scratch in one pass, the fallback to the plain
-//! kernel when the scratch is too small, and a weight gradient's bias
-//! gradient summed by the same dispatches. (Its own test
+//! two ops sharing one scratch in one pass, and the fallback to the plain
+//! kernel when the scratch is too small. (Its own test
 //! binary: `matmul.rs` counts the pipelines of its registry.)
 
 use tinygpt_core::numerics::assert_close;
@@ -11,10 +10,8 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::{
-    bind_matmul_split_k, bind_weight_grad_split_k, matmul_reference, MatmulDesc, TileKernel,
-    MATMUL_REDUCE, SPLIT_MIN_K,
+    bind_matmul_split_k, matmul_reference, MatmulDesc, TileKernel, MATMUL_REDUCE, SPLIT_MIN_K,
 };
-use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
 
@@ -150,138 +147,4 @@ fn a_small_scratch_or_a_short_k_falls_back_to_one_dispatch() {
     assert!(short.k < 2 * SPLIT_MIN_K);
     assert_eq!(short.split_k_slices(), 1, "K under two slices");
     assert_eq!(run(gpu, &[short], 10 * 30 * 20, 81), [1]);
-}
-
-/// A weight gradient's split run with a ones column after x: `dW (+)= dyᵀ·x`
-/// and `db (+)= Σ_rows dy` (dy stored (K, M), as `trans_a` reads it) from the
-/// same two dispatches, on both tile kernels, accumulated or not; a shape
-/// that does not split says so, and a bias gradient outside dW's buffer is
-/// refused.
-#[test]
-fn a_weight_gradient_sums_its_bias_gradient_in_the_same_dispatches() {
-    let gpu = gpu_or_skip!();
-    let ctx = &gpu.ctx;
-    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
-    let grad = |m, k, n, accumulate| MatmulDesc {
-        m,
-        k,
-        n,
-        trans_a: true,
-        accumulate,
-        ..Default::default()
-    };
-    // x's N a multiple of the tile or not: the ones column alone in its
-    // tile column (summed directly) or beside real columns (multiplied by
-    // ones), on both tile kernels.
-    let shapes = [
-        grad(70, 1000, 33, true),
-        grad(64, 2048, 256, false),
-        grad(130, 8200, 260, true),
-        grad(130, 8200, 256, true),
-    ];
-    let kernels: Vec<_> = shapes
-        .iter()
-        .map(|d| (d.split_k().small_tiles, d.n % 64 == 0))
-        .collect();
-    assert_eq!(
-        kernels,
-        [(true, false), (true, true), (false, false), (false, true)]
-    );
-    for (i, d) in shapes.into_iter().enumerate() {
-        let mut rng = Rng::new(90 + i as u64);
-        let (mn, m) = ((d.m * d.n) as usize, d.m as usize);
-        let (dy, x) = (random(&mut rng, d.m * d.k), random(&mut rng, d.k * d.n));
-        // dW, three floats of something else, then db: one flat buffer.
-        let grads0 = random(&mut rng, d.m * d.n + 3 + d.m);
-        let (dy_b, x_b) = (ctx.upload("dy", &dy).unwrap(), ctx.upload("x", &x).unwrap());
-        let grads = ctx.upload("grads", &grads0).unwrap();
-        let slices = d.split_k_slices() as usize;
-        let scratch = ctx
-            .zeros("scratch", slices * m * (d.n as usize + 1))
-            .unwrap();
-        let (dw, db) = (View::at(&grads, 0), View::at(&grads, (mn + 3) as u32));
-        let op = bind_weight_grad_split_k(
-            ctx,
-            &mut reg,
-            d,
-            ((&dy_b).into(), (&x_b).into()),
-            dw,
-            db,
-            Some(&scratch),
-        )
-        .unwrap()
-        .expect("this shape splits");
-        assert_eq!(
-            op.kernels.len(),
-            2,
-            "{d:?}: the partial products and their sum"
-        );
-        submit(ctx, "weight_grad", &op.kernels.iter().collect::<Vec<_>>());
-        let got = pollster::block_on(ctx.read_f32(&grads, grads0.len())).unwrap();
-        let base = |v: &[f32]| {
-            if d.accumulate {
-                v.to_vec()
-            } else {
-                vec![0.0; v.len()]
-            }
-        };
-        let mut want_dw = matmul_reference(d, &dy, &x, None);
-        want_dw
-            .iter_mut()
-            .zip(base(&grads0[..mn]))
-            .for_each(|(w, c)| *w += c);
-        let mut want_db = base(&grads0[mn + 3..]);
-        for (j, v) in dy.iter().enumerate() {
-            want_db[j % m] += v;
-        }
-        assert_close(&format!("dW {d:?}"), &got[..mn], &want_dw, atol(d), 1e-5);
-        assert_close(
-            &format!("db {d:?}"),
-            &got[mn + 3..],
-            &want_db,
-            atol(d),
-            1e-5,
-        );
-        assert_eq!(
-            got[mn..mn + 3],
-            grads0[mn..mn + 3],
-            "{d:?}: the floats between untouched"
-        );
-    }
-    // A short K does not split; a bias gradient elsewhere is refused.
-    let short = grad(30, 200, 20, true);
-    let (a, b, g) = (
-        ctx.zeros("a", 6000).unwrap(),
-        ctx.zeros("b", 4000).unwrap(),
-        ctx.zeros("g", 700).unwrap(),
-    );
-    let scratch = ctx.zeros("s", 100_000).unwrap();
-    let other = ctx.zeros("other", 30).unwrap();
-    let ops = ((&a).into(), (&b).into());
-    let none = bind_weight_grad_split_k(
-        ctx,
-        &mut reg,
-        short,
-        ops,
-        (&g).into(),
-        View::at(&g, 600),
-        Some(&scratch),
-    );
-    assert!(none.unwrap().is_none(), "a short K is not split");
-    let long = grad(30, 700, 20, true);
-    let (a, b) = (
-        ctx.zeros("a", 21_000).unwrap(),
-        ctx.zeros("b", 14_000).unwrap(),
-    );
-    let ops = ((&a).into(), (&b).into());
-    let apart = bind_weight_grad_split_k(
-        ctx,
-        &mut reg,
-        long,
-        ops,
-        (&g).into(),
-        (&other).into(),
-        Some(&scratch),
-    );
-    assert!(apart.is_err(), "db outside dW's buffer");
 }

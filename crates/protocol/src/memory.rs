@@ -99,27 +99,17 @@ pub fn split_k(m: u32, k: u32, n: u32) -> SplitK {
 
 /// Floats of the one scratch every K-split weight gradient `dW (out, in) =
 /// Σ_rows dyᵀ·x` of a training step shares (they run one after another):
-/// the largest `slices × out × (in + 1)` among each block's four linears
-/// (the extra column sums the bias gradient in the same dispatches) and
-/// `slices × out × in` for the tied head (no bias); 0 when none is split.
+/// the largest `slices × out × in` among the tied head's and each block's
+/// four linears; 0 when none is split.
 pub fn split_k_scratch_floats(cfg: &ModelConfig, rows: usize) -> u64 {
     let (c, v, rows) = (cfg.d_model as u32, cfg.vocab_size as u32, rows as u32);
-    [
-        (v, c, 0),
-        (3 * c, c, 1),
-        (c, c, 1),
-        (4 * c, c, 1),
-        (c, 4 * c, 1),
-    ]
-    .into_iter()
-    .map(|(out, inp, bias)| {
-        let slab = out as u64 * (inp + bias) as u64;
-        (split_k(out, rows, inp).slices, slab)
-    })
-    .filter(|&(slices, _)| slices > 1)
-    .map(|(slices, slab)| slices as u64 * slab)
-    .max()
-    .unwrap_or(0)
+    [(v, c), (3 * c, c), (c, c), (4 * c, c), (c, 4 * c)]
+        .into_iter()
+        .map(|(out, inp)| (split_k(out, rows, inp).slices, out as u64 * inp as u64))
+        .filter(|&(slices, _)| slices > 1)
+        .map(|(slices, slab)| slices as u64 * slab)
+        .max()
+        .unwrap_or(0)
 }
 
 /// The buffers [`MemoryPlan::total`] counts: every storage buffer the engine
@@ -240,8 +230,7 @@ mod tests {
             assert_eq!(dw(out, inp), want, "{out} × {inp}");
         }
         let floats = split_k_scratch_floats(&cfg, rows);
-        // The widest: qkv's six slices of 384 × (128 + a bias column).
-        assert_eq!(floats, 6 * 3 * 128 * (128 + 1));
+        assert_eq!(floats, 6 * 3 * 128 * 128);
         let plan = training_memory(&cfg, tiny.batch_size, tiny.block_size);
         let without = training_memory(&cfg, 0, 0).activation_bytes;
         assert!(plan.activation_bytes > without + 4 * floats);

@@ -291,22 +291,12 @@ impl<'a, 'r> Builder<'a, 'r> {
             .layout
             .bind(self.ctx, self.reg, dx_desc, dlogits, tok, None, dx)?;
         self.push(k)?;
-        let dtok = self.grad(ParamKind::TokEmb, 0);
-        self.weight_grad((dlogits, x), (v, c), dtok, None)
-            .map(|_| ())
+        self.weight_grad(dlogits, x, (v, c), self.grad(ParamKind::TokEmb, 0))
     }
 
     /// `dW (rows, cols) += dyᵀ · x`, summed over the N rows: K-split
-    /// through the shared scratch when its few output tiles would idle a GPU
-    /// — and then `db += Σ dy` in the same dispatches when given. Returns
-    /// whether `db` was done.
-    fn weight_grad(
-        &mut self,
-        (dy, x): (&Buf, &Buf),
-        (rows, cols): (u32, u32),
-        dw: View<'a>,
-        db: Option<View<'a>>,
-    ) -> Result<bool, GpuError> {
+    /// through the shared scratch when its few output tiles would idle a GPU.
+    fn weight_grad(&mut self, dy: &Buf, x: &Buf, (rows, cols): (u32, u32), dw: View<'a>) -> R {
         let desc = MatmulDesc {
             m: rows,
             k: self.n(),
@@ -316,17 +306,10 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let scratch = self.scratch.as_ref();
-        let (op, fused) = self.layout.bind_weight_grad(
-            self.ctx,
-            self.reg,
-            desc,
-            (dy.into(), x.into()),
-            dw,
-            db,
-            scratch,
-        )?;
-        self.push(op)?;
-        Ok(fused)
+        let op = self
+            .layout
+            .bind_split_k(self.ctx, self.reg, desc, dy, x, None, dw, scratch)?;
+        self.push(op)
     }
 
     /// For `y = x·Wᵀ + b` with `W (d_out, d_in)`: `dx = dy·W`, `dW += dyᵀ·x`,
@@ -350,17 +333,14 @@ impl<'a, 'r> Builder<'a, 'r> {
             .layout
             .bind(self.ctx, self.reg, dx_desc, dy, wv, None, dx)?;
         self.push(k)?;
-        let (dw, db) = (self.grad(w, l), self.grad(b, l));
-        if self.weight_grad((dy, x), (u(d_out), u(d_in)), dw, Some(db))? {
-            return Ok(());
-        }
+        self.weight_grad(dy, x, (u(d_out), u(d_in)), self.grad(w, l))?;
         let desc = BiasGradDesc {
             rows: self.n(),
             cols: u(d_out),
             accumulate: true,
             layout: self.layout,
         };
-        let k = bind_bias_grad(self.ctx, self.reg, desc, dy, db)?;
+        let k = bind_bias_grad(self.ctx, self.reg, desc, dy, self.grad(b, l))?;
         self.push(k)
     }
 

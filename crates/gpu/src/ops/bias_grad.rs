@@ -2,9 +2,7 @@
 //! deterministic two-stage column sum (no float atomics in WebGPU): chunks
 //! of [`rows_per_chunk`] rows into partials, then the partials into `db`.
 //! The matmul kernel computes `dW` and `dX`; this completes a linear layer's
-//! backward where its weight gradient does not split along K (a split one
-//! sums its bias gradient in its own two dispatches:
-//! `ops::matmul::bind_weight_grad_split_k`).
+//! backward.
 
 use super::common::{bind_kernel, check_dim, check_no_alias, shape_error, uniform, BoundOp, View};
 use crate::kernel::{BoundKernel, Layout};

@@ -1,7 +1,7 @@
 //! The f32 matmul in each kernel [`Layout`].
 
 use super::desc::{MatmulDesc, TileKernel};
-use super::split_k::{bind_matmul_split_k, bind_weight_grad_split_k};
+use super::split_k::bind_matmul_split_k;
 use super::tiled::{bind_matmul, bind_matmul_tiled};
 use crate::kernel::{BoundKernel, Layout};
 use crate::ops::{BoundOp, View};
@@ -49,30 +49,5 @@ impl Layout {
             Self::Gpu => bind_matmul_split_k(ctx, registry, desc, a, b, bias, c, scratch),
             Self::Cpu => Ok(self.bind(ctx, registry, desc, a, b, bias, c)?.into()),
         }
-    }
-
-    /// A weight gradient `dW (+)= dyᵀ · x` with its bias gradient `db` in
-    /// the same dispatches where it splits along K
-    /// ([`bind_weight_grad_split_k`]): the op, and whether it filled `db`
-    /// (if not, the caller binds the bias gradient itself).
-    #[allow(clippy::too_many_arguments)]
-    pub fn bind_weight_grad<'a>(
-        self,
-        ctx: &GpuContext,
-        registry: &mut PipelineRegistry,
-        desc: MatmulDesc,
-        (dy, x): (View<'a>, View<'a>),
-        dw: View<'a>,
-        db: Option<View<'a>>,
-        scratch: Option<&wgpu::Buffer>,
-    ) -> Result<(BoundOp, bool), GpuError> {
-        if let (Self::Gpu, Some(db)) = (self, db) {
-            let op = bind_weight_grad_split_k(ctx, registry, desc, (dy, x), dw, db, scratch)?;
-            if let Some(op) = op {
-                return Ok((op, true));
-            }
-        }
-        let op = self.bind_split_k(ctx, registry, desc, dy, x, None, dw, scratch)?;
-        Ok((op, false))
     }
 }

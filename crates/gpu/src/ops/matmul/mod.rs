@@ -26,7 +26,7 @@ pub use kernels::{
     MATMUL_F32_SMALL, MATMUL_REDUCE, MATMUL_TILE_LARGE,
 };
 pub use reference::{f16w_golden, f32_order_bound, matmul_once, matmul_once_in, matmul_reference};
-pub use split_k::{bind_matmul_split_k, bind_weight_grad_split_k};
+pub use split_k::bind_matmul_split_k;
 pub use tiled::{bind_matmul, bind_matmul_tiled};
 pub use tinygpt_protocol::memory::{
     split_k_scratch_floats, SplitK, MATMUL_TILE, MATMUL_TILE_SMALL, SPLIT_MIN_K,
