@@ -19,7 +19,7 @@ pub enum SampleError {
     Temperature(f32),
     #[error("top_p must be in (0, 1] (got {0})")]
     TopP(f32),
-    #[error("top_k must be at least 1 (use None to keep every token)")]
+    #[error("top_k must be at least 1 (None keeps every token)")]
     TopKZero,
     #[error("{0}")]
     Samples(String),

@@ -271,6 +271,7 @@ mod tests {
             ("prompt", "ROMEO:\nO, & 100% ünïcode".to_string()),
             ("temperature", "0.7".to_string()),
             ("top_p", "0.9".to_string()),
+            ("samples", "4".to_string()),
         ];
         let url = link("http://x/", &values);
         let search = url.split_once('?').unwrap().1;
@@ -283,7 +284,7 @@ mod tests {
     fn bad_and_hostile_values_are_refused_by_name_and_the_rest_applies() {
         let long = "a".repeat(MAX_PROMPT_CHARS + 1);
         let s = parse(&format!(
-            "?preset=huge&steps=abc&batch=0&lr=1e9&prompt={long}&length=999999&top_p=2&temperature=-1&seed=7&fault=f16acc&dropout=%ZZ"
+            "?preset=huge&steps=abc&batch=0&lr=1e9&prompt={long}&length=999999&top_p=2&temperature=-1&seed=7&fault=f16acc&dropout=%ZZ&samples=9"
         ));
         assert_eq!(s.get("seed"), Some("7"));
         let refused = s.refused.join("\n");
@@ -297,6 +298,7 @@ mod tests {
             "top_p",
             "temperature",
             "dropout",
+            "samples",
         ] {
             assert!(
                 refused.contains(&format!("{key}:")),

@@ -21,9 +21,10 @@
 //!
 //! A decoder decodes `batch` samples together (several continuations of
 //! one prompt): every row buffer holds a row per sample, every kernel runs
-//! its rows side by side in the same dispatch (the weights read by one
-//! dispatch for all of them), each sample has its own KV cache, and every
-//! sample sits at the same position. A sample's bits do not depend on the
+//! its rows side by side in the same dispatch (each row's workgroups read
+//! the weights themselves: one dispatch, not one weight stream, per op),
+//! each sample has its own KV cache, and every sample sits at the same
+//! position. A sample's bits do not depend on the
 //! batch: each row is computed in the order a batch of one computes it.
 
 mod layout;
@@ -64,7 +65,7 @@ pub struct Decoder {
     desc: DecodeDesc,
     /// Samples decoded together.
     batch: usize,
-    /// The embedding's input token.
+    /// The embedding's input tokens (one per sample).
     token: wgpu::Buffer,
     /// Tokens the host gives one submission (`batch` a step), copied into
     /// `token` step by step.
