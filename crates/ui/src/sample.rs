@@ -23,6 +23,8 @@ pub struct SampleView {
     pub done: bool,
     /// Counts generations, so the output knows when to start afresh.
     pub generation: u64,
+    /// The request's seed: sample `i` drew with `seed + i`.
+    pub seed: u64,
 }
 
 impl SampleView {
@@ -105,6 +107,7 @@ impl SampleForm {
                     *s = SampleView {
                         prompt: req.prompt.clone(),
                         texts: vec![String::new(); req.num_samples],
+                        seed: req.seed,
                         running: true,
                         generation: s.generation + 1,
                         ..SampleView::default()
@@ -256,7 +259,20 @@ fn SampleBox(
             shown.set_value((s.generation, text.len()));
         });
     });
+    // With several samples each says which it is and its seed alone.
+    let caption = move || {
+        sample.with(|s| {
+            (s.texts.len() > 1).then(|| {
+                let seed = s.seed.wrapping_add(index as u64);
+                format!("sample {} · seed {seed}", index + 1)
+            })
+        })
+    };
     view! {
+        <div class="sample-one">
+        <p class="sample-caption" data-testid="sample-caption" data-sample=index
+            hidden=move || caption().is_none()>{move || caption().unwrap_or_default()}</p>
         <pre class="sample-box" data-running=move || sample.with(|s| s.running).to_string()><span class="sample-prompt">{move || sample.with(|s| s.prompt.clone())}</span><span data-testid="sample-output" data-sample=index node_ref=output></span></pre>
+        </div>
     }
 }

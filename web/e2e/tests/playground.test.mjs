@@ -147,6 +147,8 @@ test("several samples decode side by side, sample i is seed + i's text, bad coun
       assert.equal([...texts[i]].length, 40, `sample ${i}: ${JSON.stringify(texts[i])}`);
     }
     assert.equal(new Set(texts).size, 3, `three different continuations: ${JSON.stringify(texts)}`);
+    const caption = (i) => page.locator(`[data-testid="sample-caption"][data-sample="${i}"]`);
+    assert.equal(await caption(1).innerText(), "sample 2 · seed 8", "each box names its seed");
     assert.match(await testid(page, "sample-stats"), /^120 tokens \(3 samples\) · [\d.]+ (k )?tok\/s · /);
     // Side by side: the boxes share a row.
     const [a, b] = [await box(0).boundingBox(), await box(1).boundingBox()];
@@ -155,6 +157,7 @@ test("several samples decode side by side, sample i is seed + i's text, bad coun
     await generate({ "sample-seed": 8, "sample-count": 1 });
     assert.equal(await page.getByTestId("sample-boxes").getAttribute("data-samples"), "1");
     assert.equal(await box(0).textContent(), texts[1], "sample 2 of seed 7 = seed 8 alone");
+    assert.equal(await caption(0).isHidden(), true, "one sample needs no caption");
     const kept = await box(0).textContent();
     for (const [fields, why] of [
       [{ "sample-count": "9" }, /samples must be in 1..=8 \(got 9\)/],
