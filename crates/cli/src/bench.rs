@@ -50,14 +50,14 @@ pub fn config(l: usize, h: usize, c: usize, t: usize) -> ModelConfig {
     }
 }
 
-/// Training throughput: `warmup` steps, then `steps` timed, one submission each.
+/// Training throughput: `warmup` steps, then `steps` timed, one submission
+/// each; on f32, or with `fast` (the f16-compute path).
 fn bench_train(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
-    name: &str,
-    shape: (usize, usize, usize, usize, usize),
-    warmup: usize,
-    steps: usize,
+    (name, shape): (&str, (usize, usize, usize, usize, usize)),
+    (warmup, steps): (usize, usize),
+    fast: Option<FastPaths>,
 ) -> Result<Value> {
     let (l, h, c, t, b) = shape;
     let cfg = config(l, h, c, t);
@@ -76,6 +76,9 @@ fn bench_train(
         tc,
         OptState::default(),
     )?;
+    if let Some(fast) = fast {
+        model.set_fast_paths(ctx, reg, fast)?;
+    }
     let mut rng = Rng::new(1);
     let tokens: Vec<u32> = (0..100_000).map(|_| rng.below(VOCAB) as u32).collect();
     let mut sampler = BatchSampler::new(0);
@@ -95,8 +98,9 @@ fn bench_train(
     let loss = pollster::block_on(model.read_loss(ctx))?;
     let params = cfg.num_params();
     let flops_per_token = 6 * params + 12 * l * c * t;
+    let path = if fast.is_some() { "f16-compute" } else { "f32" };
     Ok(json!({
-        "config": name, "params": params, "batch": b, "block": t,
+        "config": name, "path": path, "params": params, "batch": b, "block": t,
         "ms_per_step": dt * 1e3, "train_tokens_per_s": (b * t) as f64 / dt,
         "train_tflops_est": (flops_per_token * b * t) as f64 / dt / 1e12,
         "final_loss": loss, "steps": steps,
@@ -187,8 +191,9 @@ fn bench_matmul(
     let packed = ctx.zeros("bench_b_f16", packed_words((desc.k * desc.n) as usize))?;
     // With `f16` the weight operand is read as packed halves.
     let k = match path {
-        MatmulPath::F16Storage => {
-            bind_matmul_f16w(ctx, reg, desc, &a, PackedW::at(&packed, 0), None, &c)?
+        MatmulPath::F16Storage | MatmulPath::F16Compute => {
+            let w = PackedW::at(&packed, 0).computing(path == MatmulPath::F16Compute);
+            bind_matmul_f16w(ctx, reg, desc, &a, w, None, &c)?
         }
         MatmulPath::Coop => {
             let ks = bind_matmul_coop(ctx, reg, desc, &a, &b, None, &c)?;
@@ -208,7 +213,7 @@ fn time_kernels(
     path: MatmulPath,
     ks: &[tinygpt_gpu::kernel::BoundKernel],
 ) -> Result<Value> {
-    let f16 = path == MatmulPath::F16Storage;
+    let f16 = matches!(path, MatmulPath::F16Storage | MatmulPath::F16Compute);
     submit(ctx, "warmup", &ks.iter().collect::<Vec<_>>());
     sync(ctx)?;
     let kernels: Vec<_> = (0..iters).flat_map(|_| ks.iter()).collect();
@@ -253,14 +258,22 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
     for line in gates.iter().flat_map(|g| &g.lines) {
         eprintln!("{line}");
     }
-    let f16 = fast.f16_storage.is_some().then_some(fast);
+    // Each path alone: sampling on f16 storage, training on f16 compute.
+    let f16 = fast.f16_storage.map(|s| FastPaths {
+        f16_storage: Some(s),
+        ..Default::default()
+    });
+    let compute = fast.f16_compute.map(|c| FastPaths {
+        f16_compute: Some(c),
+        ..Default::default()
+    });
     eprintln!("bench: the launch floor");
     let floor = crate::floor::bench_floor(ctx, &mut reg)?;
-    let (train, sample) = bench_models(ctx, &mut reg, quick, only, f16)?;
+    let (train, sample) = bench_models(ctx, &mut reg, (quick, only), (f16, compute))?;
     // A run of one shape is about that shape.
     let matmul = match only {
         Some(_) => Vec::new(),
-        None => bench_matmuls(ctx, &mut reg, quick, f16.is_some())?,
+        None => bench_matmuls(ctx, &mut reg, quick, (f16.is_some(), compute.is_some()))?,
     };
     Ok(json!({
         "adapter": ctx.adapter_desc(),
@@ -273,13 +286,12 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
 }
 
 /// Training and sampling of every wanted shape; sampling also on the `f16`
-/// fast paths when given.
+/// (storage) fast path and training on the `compute` one, when given.
 fn bench_models(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
-    quick: bool,
-    only: Option<&str>,
-    f16: Option<FastPaths>,
+    (quick, only): (bool, Option<&str>),
+    (f16, compute): (Option<FastPaths>, Option<FastPaths>),
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let (warmup, steps, tokens) = if quick { (1, 2, 8) } else { (5, 20, 200) };
     let (mut train, mut sample) = (Vec::new(), Vec::new());
@@ -289,7 +301,11 @@ fn bench_models(
         }
         let shape = (l, h, c, t, b);
         eprintln!("bench: training {name}");
-        train.push(bench_train(ctx, reg, name, shape, warmup, steps)?);
+        let (named, counts) = ((name, shape), (warmup, steps));
+        train.push(bench_train(ctx, reg, named, counts, None)?);
+        if compute.is_some() {
+            train.push(bench_train(ctx, reg, named, counts, compute)?);
+        }
         eprintln!("bench: sampling {name}");
         let runs = [
             (SampleParams::greedy(), 1),
@@ -313,6 +329,8 @@ enum MatmulPath {
     F32,
     /// The weight operand read as packed halves.
     F16Storage,
+    /// Both operands as f16 in workgroup memory, f32 sums (shader-f16).
+    F16Compute,
     /// Cooperative matrices (tensor cores): f16 operands, f32 sums (the
     /// staging of both operands included).
     Coop,
@@ -323,19 +341,21 @@ impl MatmulPath {
         match self {
             Self::F32 => "f32",
             Self::F16Storage => "f16-storage",
+            Self::F16Compute => "f16-compute",
             Self::Coop => "coop-matrix",
         }
     }
 }
 
 /// The matmuls of the nanogpt shape, a square one and a GEMV, f32, f16
-/// storage (but the square) when its gate passed, and on cooperative
-/// matrices (but the GEMV) where the device has them.
+/// storage (but the square) and f16 compute (neither the square nor the
+/// GEMV) when their gates passed, and on cooperative matrices (but the
+/// GEMV) where the device has them.
 fn bench_matmuls(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     quick: bool,
-    f16: bool,
+    (f16, compute): (bool, bool),
 ) -> Result<Vec<Value>> {
     let big = if quick { 256 } else { 4096 };
     let square = MatmulDesc {
@@ -368,6 +388,10 @@ fn bench_matmuls(
         let paths = [
             (true, MatmulPath::F32),
             (f16 && label != "square", MatmulPath::F16Storage),
+            (
+                compute && label != "square" && desc.m > 1,
+                MatmulPath::F16Compute,
+            ),
             (coop, MatmulPath::Coop),
         ];
         for (_, path) in paths.into_iter().filter(|(wanted, _)| *wanted) {

@@ -46,6 +46,7 @@ fn f16() -> FastPaths {
             fault: None,
             training: true,
         }),
+        ..Default::default()
     }
 }
 

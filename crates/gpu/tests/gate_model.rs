@@ -1,7 +1,9 @@
-//! The f16-storage path inside GpuModel: forward loss against f32, the
-//! weight cache after a train step (and a variant that never invalidates
-//! it, caught), identical greedy text from a trained model, and fallback to
-//! f32 when a fault-injected gate fails.
+//! The f16-weight paths inside GpuModel — f16 storage, and f16 compute
+//! where the adapter has shader-f16 (each test runs once per path, and says
+//! when f16 compute did not run): forward loss against f32, the weight
+//! cache after a train step (and a variant that never invalidates it,
+//! caught), identical greedy text from a trained model, the loaded-model
+//! gates, and fallback to f32 when a fault-injected gate fails.
 
 use std::rc::Rc;
 use tinygpt_core::data::{Batch, BatchSampler};
@@ -15,6 +17,7 @@ use tinygpt_gpu::gate::model_gate::run_model_gates;
 use tinygpt_gpu::gate::{run_gates, F16Storage, FastPaths, Fault, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
+use tinygpt_gpu::ops::matmul::f16c::{f16_compute_unavailable, F16Compute};
 use tinygpt_gpu::GpuContext;
 
 /// d_model 21 with vocab 11: odd tensor offsets and odd K, so the
@@ -70,14 +73,45 @@ fn engine_gpu() -> Option<Rc<Gpu>> {
     Some(Gpu::new(pollster::block_on(GpuContext::new()).unwrap()))
 }
 
-fn f16(pack_on_gpu: bool, fault: Option<Fault>) -> FastPaths {
-    FastPaths {
-        f16_storage: Some(F16Storage {
-            pack_on_gpu,
-            fault,
-            training: true,
-        }),
+/// The f16-weight fast paths.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Lever {
+    Storage,
+    Compute,
+}
+
+/// The paths `test` runs on here: f16 storage, and f16 compute where the
+/// adapter has shader-f16 (else the test says it did not run).
+fn levers(gpu: &Gpu, test: &str) -> Vec<Lever> {
+    match f16_compute_unavailable(&gpu.ctx) {
+        None => vec![Lever::Storage, Lever::Compute],
+        Some(why) => {
+            eprintln!("{test}: f16 compute DID NOT RUN on this adapter: {why}");
+            vec![Lever::Storage]
+        }
     }
+}
+
+/// `lever` alone, packing on the GPU or the CPU, with a test-only fault.
+fn on(lever: Lever, pack_on_gpu: bool, fault: Option<Fault>) -> FastPaths {
+    match lever {
+        Lever::Storage => FastPaths {
+            f16_storage: Some(F16Storage {
+                pack_on_gpu,
+                fault,
+                training: true,
+            }),
+            ..Default::default()
+        },
+        Lever::Compute => FastPaths {
+            f16_compute: Some(F16Compute { pack_on_gpu, fault }),
+            ..Default::default()
+        },
+    }
+}
+
+fn f16(pack_on_gpu: bool, fault: Option<Fault>) -> FastPaths {
+    on(Lever::Storage, pack_on_gpu, fault)
 }
 
 /// The sample gate's texts in these tests: token ids as digits.
@@ -115,10 +149,13 @@ fn f16_forward_loss_matches_f32_with_gpu_and_cpu_packing() {
     params.iter_mut().for_each(|p| *p *= 10.0);
     let b = batches(3, 5, &train_config(1), cfg.vocab_size as u32);
     let want = eval(&gpu, &mut model(&gpu, &params, FastPaths::default()), &b);
-    for pack_on_gpu in [true, false] {
-        let mut m = model(&gpu, &params, f16(pack_on_gpu, None));
+    for (lever, pack_on_gpu) in levers(&gpu, "forward loss")
+        .into_iter()
+        .flat_map(|l| [(l, true), (l, false)])
+    {
+        let mut m = model(&gpu, &params, on(lever, pack_on_gpu, None));
         let got = eval(&gpu, &mut m, &b);
-        eprintln!("pack_on_gpu {pack_on_gpu}: f16 {got} vs f32 {want}");
+        eprintln!("{lever:?}, pack_on_gpu {pack_on_gpu}: f16 {got} vs f32 {want}");
         if pack_on_gpu {
             assert!((got - want).abs() < 2e-3 * want.abs(), "{got} vs {want}");
             assert_ne!(got, want, "the f16 path did not run");
@@ -145,22 +182,33 @@ fn the_weight_cache_is_invalidated_by_every_train_step() {
     let old = tinygpt_core::init_params(&cfg, 4);
     let step_batches = batches(5, 8, &tc, cfg.vocab_size as u32);
     let eval_b = batches(2, 9, &tc, cfg.vocab_size as u32);
+    for lever in levers(&gpu, "cache invalidation") {
+        cache_follows_the_steps(&gpu, lever, &old, (&step_batches, &eval_b));
+    }
+}
+
+fn cache_follows_the_steps(
+    gpu: &Gpu,
+    lever: Lever,
+    old: &[f32],
+    (step_batches, eval_b): (&[Batch], &[Batch]),
+) {
     let run = |fault: Option<Fault>| {
-        let mut m = model(&gpu, &old, f16(true, fault));
+        let mut m = model(gpu, old, on(lever, true, fault));
         // Evaluate first, so the cache is filled with the old weights.
-        let before = eval(&gpu, &mut m, &eval_b);
-        for b in &step_batches {
+        let before = eval(gpu, &mut m, eval_b);
+        for b in step_batches {
             m.train_step(&gpu.ctx, &mut gpu.registry.borrow_mut(), b)
                 .unwrap();
         }
-        let after = eval(&gpu, &mut m, &eval_b);
+        let after = eval(gpu, &mut m, eval_b);
         let new = pollster::block_on(m.read_params(&gpu.ctx)).unwrap();
         (before, after, new)
     };
     let (_, after, new) = run(None);
-    let f32_new = eval(&gpu, &mut model(&gpu, &new, FastPaths::default()), &eval_b);
-    let f32_old = eval(&gpu, &mut model(&gpu, &old, FastPaths::default()), &eval_b);
-    eprintln!("f16 after steps {after}, f32 of new weights {f32_new}, of old {f32_old}");
+    let f32_new = eval(gpu, &mut model(gpu, &new, FastPaths::default()), eval_b);
+    let f32_old = eval(gpu, &mut model(gpu, old, FastPaths::default()), eval_b);
+    eprintln!("{lever:?} after steps {after}, f32 of new weights {f32_new}, of old {f32_old}");
     assert!(
         (f32_new - f32_old).abs() > 0.05,
         "the steps must move the loss"
@@ -174,7 +222,7 @@ fn the_weight_cache_is_invalidated_by_every_train_step() {
     // LayerNorms, embeddings and the head are current), so its loss is far
     // from the updated model's.
     let (before, stale_after, _) = run(Some(Fault::StaleCache));
-    eprintln!("stale-cache variant: {before} → {stale_after}");
+    eprintln!("{lever:?} stale-cache variant: {before} → {stale_after}");
     let fresh_err = (after - f32_new).abs();
     let stale_err = (stale_after - f32_new).abs();
     assert!(
@@ -257,6 +305,20 @@ fn a_trained_model_generates_identical_greedy_text_on_f16_and_f32() {
     }
     assert!(reports[0].active, "{:#?}", reports[0].cases);
     assert!(t.model.fast_paths().f16_storage.is_some());
+    // f16 compute: the real-weight cases through its kernel (three rows:
+    // the tiled kernel), and no sample gate (it does not decode).
+    if levers(&gpu, "real weights").contains(&Lever::Compute) {
+        let r = &mut reports[1];
+        pollster::block_on(run_model_gates(&mut t, r, &[1, 4, 7], "147", &digits)).unwrap();
+        for line in &r.lines {
+            eprintln!("{line}");
+        }
+        let real: Vec<_> = r.cases.iter().filter(|c| c.real_weights).collect();
+        assert_eq!(real.len(), 4 * cfg.n_layer);
+        assert!(real.iter().all(|c| c.stats.passed), "{real:#?}");
+        assert!(r.sample.is_none() && r.active);
+        assert!(t.model.fast_paths().f16_compute.is_some());
+    }
 }
 
 /// A kernel fault that reached an active path fails the real-weight cases
@@ -274,41 +336,53 @@ fn a_loaded_model_gate_failure_rewrites_every_verdict() {
         measure_speed: false,
         speed_shape: BUNDLED_SHAPE,
     };
-    let (mut reports, _) =
+    let (reports, _) =
         pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
-    assert!(reports[0].lines[0].ends_with("— PASS — f16 path active"));
-    // As if the fault had slipped past the start-up gate.
-    gpu.fast_paths.set(f16(true, Some(Fault::DropKTail)));
-    let mut t = GpuTrainer::on(gpu.clone(), model(&gpu, &params, FastPaths::default())).unwrap();
-    pollster::block_on(run_model_gates(
-        &mut t,
-        &mut reports[0],
-        &[1, 4, 7, 2],
-        "1472",
-        &digits,
-    ))
-    .unwrap();
-    let lines = &reports[0].lines;
-    for line in lines {
-        eprintln!("{line}");
+    for lever in levers(&gpu, "loaded-model gate failure") {
+        let i = (lever == Lever::Compute) as usize;
+        let mut report = reports[i].clone();
+        assert!(
+            report.lines[0].contains("— PASS — f16"),
+            "{}",
+            report.lines[0]
+        );
+        // As if the fault had slipped past the start-up gate.
+        gpu.fast_paths.set(on(lever, true, Some(Fault::DropKTail)));
+        let mut t =
+            GpuTrainer::on(gpu.clone(), model(&gpu, &params, FastPaths::default())).unwrap();
+        pollster::block_on(run_model_gates(
+            &mut t,
+            &mut report,
+            &[1, 4, 7, 2],
+            "1472",
+            &digits,
+        ))
+        .unwrap();
+        let lines = &report.lines;
+        for line in lines {
+            eprintln!("{line}");
+        }
+        assert!(!report.active && !report.passed);
+        assert!(
+            lines[0]
+                .ends_with("— PASS on random inputs, FAIL on the loaded model — f32 path active"),
+            "{}",
+            lines[0]
+        );
+        let last = lines.last().unwrap();
+        assert!(
+            last.starts_with(&format!(
+                "[ops] {} gate on the loaded model — FAIL (layer 0 qkv",
+                report.label
+            )) && last.ends_with("— back to f32"),
+            "{last}"
+        );
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("(real weights)") && l.contains("— FAIL (")));
+        assert_eq!(gpu.fast_paths.get(), FastPaths::default());
+        assert_eq!(t.model.fast_paths(), FastPaths::default());
     }
-    assert!(!reports[0].active && !reports[0].passed);
-    assert!(
-        lines[0].ends_with("— PASS on random inputs, FAIL on the loaded model — f32 path active"),
-        "{}",
-        lines[0]
-    );
-    let last = lines.last().unwrap();
-    assert!(
-        last.contains("gate on the loaded model — FAIL (layer 0 qkv")
-            && last.ends_with("— back to f32"),
-        "{last}"
-    );
-    assert!(lines
-        .iter()
-        .any(|l| l.contains("(real weights)") && l.contains("— FAIL (")));
-    assert_eq!(gpu.fast_paths.get().f16_storage, None);
-    assert_eq!(t.model.fast_paths(), FastPaths::default());
 }
 
 #[test]
@@ -324,7 +398,11 @@ fn a_failed_gate_leaves_the_model_on_f32() {
         };
         let (reports, active) =
             pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
-        assert!(!reports[0].passed, "{fault:?}");
+        // Every detected path's kernels carry the fault, and fail.
+        for r in reports.iter().filter(|r| r.detected) {
+            assert!(!r.passed, "{} {fault:?}", r.path);
+        }
+        assert!(reports[0].detected);
         gpu.fast_paths.set(active);
         let t = GpuTrainer::new(gpu.clone(), config(), train_config(10)).unwrap();
         assert_eq!(t.model.fast_paths(), FastPaths::default(), "{fault:?}");
@@ -349,40 +427,55 @@ fn the_cache_check_passes_a_fresh_cache_and_turns_a_stale_one_off() {
             model: model(&gpu, &params, fast),
         }
     };
-    for pack_on_gpu in [true, false] {
-        let mut t = trainer(f16(pack_on_gpu, None));
-        pollster::block_on(t.steps(&b)).unwrap();
-        let check = pollster::block_on(check_f16_cache(&mut t))
-            .unwrap()
-            .unwrap();
-        eprintln!("{}", check.line);
-        assert!(
-            check.passed() && check.total == t.model.layout.total,
-            "{check:?}"
-        );
-        assert!(check.line.ends_with("— PASS"), "{}", check.line);
-        assert!(t.model.fast_paths().f16_storage.is_some());
+    for lever in levers(&gpu, "cache check") {
+        for pack_on_gpu in [true, false] {
+            let mut t = trainer(on(lever, pack_on_gpu, None));
+            pollster::block_on(t.steps(&b)).unwrap();
+            let check = pollster::block_on(check_f16_cache(&mut t))
+                .unwrap()
+                .unwrap();
+            eprintln!("{lever:?}: {}", check.line);
+            assert!(
+                check.passed() && check.total == t.model.layout.total,
+                "{check:?}"
+            );
+            assert!(check.line.ends_with("— PASS"), "{}", check.line);
+            assert_ne!(t.model.fast_paths(), FastPaths::default());
+        }
+        stale_cache_turns_off(&gpu, &trainer, lever, &b);
     }
-    let mut t = trainer(f16(true, Some(Fault::StaleCache)));
+}
+
+fn stale_cache_turns_off(
+    gpu: &Rc<Gpu>,
+    trainer: &dyn Fn(FastPaths) -> GpuTrainer,
+    lever: Lever,
+    b: &[Batch],
+) {
+    let mut t = trainer(on(lever, true, Some(Fault::StaleCache)));
     // Filled before the steps, never invalidated after them.
     pollster::block_on(t.model.prepare_inference(&gpu.ctx)).unwrap();
-    let first = pollster::block_on(t.steps(&b)).unwrap();
+    let first = pollster::block_on(t.steps(b)).unwrap();
     let check = pollster::block_on(check_f16_cache(&mut t))
         .unwrap()
         .unwrap();
-    eprintln!("{}", check.line);
+    eprintln!("{lever:?}: {}", check.line);
     assert!(!check.passed() && check.mismatches > 100, "{check:?}");
     assert!(check
         .line
         .contains("differ from the f32 weights — FAIL — f32 path active"));
-    assert_eq!(gpu.fast_paths.get().f16_storage, None, "off on the device");
+    assert_eq!(
+        gpu.fast_paths.get(),
+        FastPaths::default(),
+        "off on the device"
+    );
     assert_eq!(
         t.model.fast_paths(),
         FastPaths::default(),
         "the model rebound in f32"
     );
     // Training goes on, in f32, from where it was.
-    let next = pollster::block_on(t.steps(&b)).unwrap();
+    let next = pollster::block_on(t.steps(b)).unwrap();
     assert!(next.is_finite() && next < first, "{first} → {next}");
     assert!(pollster::block_on(check_f16_cache(&mut t))
         .unwrap()

@@ -147,9 +147,8 @@ impl Case {
         match f16 {
             Some(fault) => {
                 let w = PackedW {
-                    buffer: &self.w16,
-                    offset: self.w_off,
                     fault,
+                    ..PackedW::at(&self.w16, self.w_off)
                 };
                 bind_gemv_f16w(ctx, reg, desc, a, w, bias, fusion, c).unwrap()
             }
@@ -442,11 +441,7 @@ fn a_layernorm_that_is_not_k_wide_or_shares_c_is_refused() {
         };
         let bias = Some(case.bias());
         assert!(bind_gemv(ctx, &mut reg, desc, &case.x, &case.w, bias, fusion, &out).is_err());
-        let packed = PackedW {
-            buffer: &case.w16,
-            offset: 0,
-            fault: None,
-        };
+        let packed = PackedW::at(&case.w16, 0);
         let got = bind_gemv_f16w(ctx, &mut reg, desc, &case.x, packed, bias, fusion, &out);
         assert!(got.is_err());
     }
@@ -461,10 +456,6 @@ fn a_layernorm_that_is_not_k_wide_or_shares_c_is_refused() {
         panic!("a LayerNorm with the column layout was bound");
     };
     assert!(err.to_string().contains("column layout"), "{err}");
-    let packed = PackedW {
-        buffer: &case.w16,
-        offset: 0,
-        fault: None,
-    };
+    let packed = PackedW::at(&case.w16, 0);
     assert!(bind_gemv_f16w(ctx, &mut reg, desc, &case.x, packed, bias, fusion, &out).is_err());
 }

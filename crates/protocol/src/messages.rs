@@ -47,6 +47,10 @@ pub struct GpuLimits {
 pub struct ActivePaths {
     /// `+f16 storage`: forward matmuls read f16-packed weights.
     pub f16_storage: bool,
+    /// `+f16 compute`: the training forward's linears multiply f16
+    /// operands (shader-f16) into f32 sums.
+    #[serde(default)]
+    pub f16_compute: bool,
 }
 
 /// Result of the start-up kernel check (an f32 matmul against a CPU loop).

@@ -178,6 +178,9 @@ pub struct GateReport {
     pub pill: String,
     /// The capability the path needs was detected.
     pub detected: bool,
+    /// Why not, when it was not (`"the adapter offers no shader-f16"`).
+    #[serde(default)]
+    pub missing: Option<String>,
     /// Every case, the pack check and (when run) the sample gate passed.
     pub passed: bool,
     /// The path is in use now.

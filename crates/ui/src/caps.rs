@@ -40,15 +40,17 @@ pub fn CapsPills(
     /// The gates' latest reports, for what the active pills' explainers say.
     gates: RwSignal<Vec<GateReport>>,
 ) -> impl IntoView {
-    let measured = Signal::derive(move || {
-        gates.with(|g| {
-            g.iter()
-                .find(|r| r.path == "f16_storage")
-                .and_then(|r| r.lines.first())
-                .map(|l| format!("The gate measured: {l}"))
-                .unwrap_or_default()
+    let measured = move |path: &'static str| {
+        Signal::derive(move || {
+            gates.with(|g| {
+                g.iter()
+                    .find(|r| r.path == path)
+                    .and_then(|r| r.lines.first())
+                    .map(|l| format!("The gate measured: {l}"))
+                    .unwrap_or_default()
+            })
         })
-    });
+    };
     let has = move |f: fn(&GpuCaps) -> bool| {
         Signal::derive(move || caps.with(|c| c.as_ref().is_some_and(f)))
     };
@@ -76,6 +78,7 @@ pub fn CapsPills(
     let subgroups = has(|c| c.features.subgroups);
     let timestamp = has(|c| c.features.timestamp_query);
     let f16_storage = has(|c| c.active.f16_storage);
+    let f16_compute = has(|c| c.active.f16_compute);
     view! {
         <section id="caps" class="caps" data-testid="caps" data-reported=move || caps.with(|c| c.is_some()).to_string()>
             <span class="group-label">"detected"</span>
@@ -91,9 +94,15 @@ pub fn CapsPills(
                     <span class="pill active" data-testid="pill-f16-storage" title="gate passed: forward matmuls read f16-packed weights">
                         "+f16 storage"
                     </span>
-                    <Help topic="pill-f16-storage" label="the f16 storage fast path" measured=measured />
+                    <Help topic="pill-f16-storage" label="the f16 storage fast path" measured=measured("f16_storage") />
                 </Show>
-                <Show when=move || !f16_storage.get()>
+                <Show when=move || f16_compute.get()>
+                    <span class="pill active" data-testid="pill-f16-compute" title="gate passed: the training forward's matmuls multiply f16 operands into f32 sums">
+                        "+f16 compute"
+                    </span>
+                    <Help topic="pill-f16-compute" label="the f16 compute fast path" measured=measured("f16_compute") />
+                </Show>
+                <Show when=move || !f16_storage.get() && !f16_compute.get()>
                     <span class="none-active">"f32 only"</span>
                 </Show>
             </span>
@@ -149,12 +158,15 @@ fn Levers(gates: RwSignal<Vec<GateReport>>) -> impl IntoView {
     }
 }
 
-/// One lever: `f16-storage: precise ✓ · faster 1.24× · active`.
+/// One lever: `f16-storage: precise ✓ · faster 1.24× · active`, or why it
+/// is off: `f16-compute: not detected (the adapter offers no shader-f16) ·
+/// speed — · off`.
 fn lever_row(r: GateReport) -> impl IntoView {
-    let precision = match (r.detected, r.passed) {
-        (false, _) => "not detected",
-        (true, true) => "precise ✓",
-        (true, false) => "precision ✗",
+    let precision = match (r.detected, r.passed, &r.missing) {
+        (false, _, Some(why)) => format!("not detected ({why})"),
+        (false, _, None) => "not detected".to_string(),
+        (true, true, _) => "precise ✓".to_string(),
+        (true, false, _) => "precision ✗".to_string(),
     };
     let faster = r.speed.as_ref().is_some_and(|s| s.faster());
     let speed = match &r.speed {
@@ -173,7 +185,7 @@ fn lever_row(r: GateReport) -> impl IntoView {
             data-testid=format!("lever-{}", r.path)
             data-detected=r.detected.to_string() data-passed=r.passed.to_string()
             data-faster=faster.to_string() data-active=r.active.to_string()
-            title=r.lines.get(1).cloned().unwrap_or_default()>
+            title=r.lines.get(1).or(r.lines.first()).cloned().unwrap_or_default()>
             {format!("{}: {precision} · {speed} · {state}", r.label)}
         </span>
     }

@@ -48,11 +48,12 @@ const TOPICS: &[(&str, &str, &str)] = &[
     ("panel-share", "A link that carries the preset, hyper-parameters, prompt and sampling settings (never your text or weights).", "Send it with a result so someone can train the same setup."),
     ("pill-webgpu", "Whether this browser gives the page's worker WebGPU. Without it everything runs on the CPU reference, much slower.", "Chrome or Edge 113+ have it."),
     ("pill-adapter", "The GPU (or CPU implementation such as SwiftShader) that WebGPU chose.", "On a laptop with two GPUs the browser may pick the integrated one."),
-    ("pill-shader-f16", "Whether the adapter can compute in 16-bit floats in shaders. Detected, not used yet: it is the next fast path to gate.", "—"),
+    ("pill-shader-f16", "Whether the adapter can compute in 16-bit floats in shaders (WebGPU's shader-f16). The f16-compute fast path needs it; its lever line says whether it was gated and activated.", "—"),
     ("pill-subgroups", "Whether the adapter offers subgroup operations (lanes of a SIMD group exchanging values). Detected, not used in the browser build.", "—"),
     ("pill-timestamp", "Whether the adapter can time GPU work itself; the profiler uses it.", "—"),
     ("pill-webnn", "Whether the browser's Web Neural Network API can create a context here. An API without a backend is reported as such, never as a working path.", "—"),
     ("levers", "Each fast path in one line: detected on this device, precise (it matched the f32 path within the seed's limits), faster here (a short timing at start-up against the f32 path; it must win by 5 %), and whether it is active. A precise path that is slower here stays off.", "Open the fast-path gates in the Precision panel for the measured figures."),
+    ("pill-f16-compute", "Active fast path: the training forward's matmuls (and evaluation's) hold both operands as 16-bit floats in the GPU's fast memory and registers, and add every product in 32-bit. It was switched on only after matching the f32 path within the seed's limits on this device and running the training forward faster than f32 here (unless ?speed_gate=off). Sampling is unchanged by it.", "Open the Precision panel to see the gate's measured errors."),
     ("pill-f16-storage", "Active fast path: the forward matmuls read weights stored as 16-bit floats (half the memory traffic) and accumulate in 32-bit. It was switched on only after matching the f32 path within the seed's limits on this device and running faster than it here (unless ?speed_gate=off).", "Open the Precision panel to see the gate's measured errors."),
 ];
 

@@ -179,7 +179,7 @@ async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
         }
         post(&WorkerOutput::GateReport(r.clone()));
     }
-    caps.active.f16_storage = active.f16_storage.is_some();
+    caps.active = active.pills();
     crate::precision_log::keep(&reports, &caps.adapter, "start-up").await;
     reports
 }

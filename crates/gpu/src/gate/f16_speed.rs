@@ -12,6 +12,11 @@
 //!   of the weights first. It decides whether training reads the halves too
 //!   (`F16Storage::training`), so that a path that speeds decoding never
 //!   slows a train step.
+//!
+//! The f16-compute path (`gate::f16_compute`) exists for the training
+//! forward alone (one row keeps the f16-storage GEMV): its speed gate is
+//! that second workload with the f16-compute kernel, and it decides
+//! activation.
 
 use super::framework::{uniform, GateOptions, SpeedFuture, SpeedShape, Speeds};
 use super::speed::{time_pair, SpeedUnit};
@@ -42,7 +47,16 @@ pub fn speed_boxed<'a>(
     reg: &'a mut PipelineRegistry,
     opts: GateOptions,
 ) -> SpeedFuture<'a> {
-    Box::pin(speed(ctx, reg, opts))
+    Box::pin(speed(ctx, reg, opts, false))
+}
+
+/// The f16-compute path's speed gate: the training forward alone.
+pub fn compute_speed_boxed<'a>(
+    ctx: &'a GpuContext,
+    reg: &'a mut PipelineRegistry,
+    opts: GateOptions,
+) -> SpeedFuture<'a> {
+    Box::pin(speed(ctx, reg, opts, true))
 }
 
 /// One layer's linears as (K, N): QKV, projection, MLP up, MLP down.
@@ -66,10 +80,12 @@ fn linears(shape: SpeedShape) -> (Vec<(u32, u32, u32)>, u32) {
 /// The two workloads' kernels: (f32, f16) for decoding, then for training.
 type Bound = [(Vec<BoundKernel>, Vec<BoundKernel>); 2];
 
+/// Binds both workloads; with `compute` the training forward's f16 side
+/// multiplies in f16 compute and decoding is left empty.
 fn bind_all(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
-    shape: SpeedShape,
+    (shape, compute): (SpeedShape, bool),
     (w, w16, bias): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
     (x, y): (&wgpu::Buffer, &wgpu::Buffer),
 ) -> Result<Bound, GpuError> {
@@ -89,14 +105,17 @@ fn bind_all(
             Some(View::from(bias)),
         );
         let one = MatmulDesc::linear(1, k, n);
-        out[0]
-            .0
-            .push(bind_gemv(ctx, reg, one, x, wv, b, fusion(), y)?);
-        out[0]
-            .1
-            .push(bind_gemv_f16w(ctx, reg, one, x, half, b, fusion(), y)?);
+        if !compute {
+            out[0]
+                .0
+                .push(bind_gemv(ctx, reg, one, x, wv, b, fusion(), y)?);
+            out[0]
+                .1
+                .push(bind_gemv_f16w(ctx, reg, one, x, half, b, fusion(), y)?);
+        }
         let rows = MatmulDesc::linear(train_rows(ctx), k, n);
         out[1].0.push(layout.bind(ctx, reg, rows, x, wv, b, y)?);
+        let half = half.computing(compute);
         out[1]
             .1
             .push(bind_matmul_f16w(ctx, reg, rows, x, half, b, y)?);
@@ -118,11 +137,13 @@ fn unit<'k>(
     }
 }
 
-/// Times decoding, then the training forward.
+/// Times decoding, then the training forward (with `compute`, the training
+/// forward alone, which then decides activation).
 async fn speed(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     opts: GateOptions,
+    compute: bool,
 ) -> Result<Speeds, GpuError> {
     let shape = opts.speed_shape;
     let SpeedShape { width: c, layers } = shape;
@@ -136,7 +157,7 @@ async fn speed(
     let rows = train_rows(ctx);
     let x = ctx.upload("speed_x", &uniform(&mut rng, rows * 4 * c))?;
     let y = ctx.zeros("speed_y", (rows * 4 * c) as usize)?;
-    let [decode, train] = bind_all(ctx, reg, shape, (&w, &w16, &bias), (&x, &y))?;
+    let [decode, train] = bind_all(ctx, reg, (shape, compute), (&w, &w16, &bias), (&x, &y))?;
     let decode = unit(
         &decode,
         format!("decode step's linears, {layers} layers at C={c}"),
@@ -147,12 +168,23 @@ async fn speed(
         format!("training forward's linears and the repack, {rows} rows, {layers} layers at C={c}"),
         "step",
     );
-    let mut activation = time_pair(ctx, opts.now_ms, &decode, &y).await?;
+    let mut activation = match compute {
+        true => None,
+        false => Some(time_pair(ctx, opts.now_ms, &decode, &y).await?),
+    };
     let mut training = time_pair(ctx, opts.now_ms, &train, &y).await?;
-    activation.shape = [c, layers];
     training.shape = [c, layers];
-    Ok(Speeds {
-        activation,
-        training: Some(training),
+    if let Some(a) = &mut activation {
+        a.shape = [c, layers];
+    }
+    Ok(match activation {
+        Some(activation) => Speeds {
+            activation,
+            training: Some(training),
+        },
+        None => Speeds {
+            activation: training,
+            training: None,
+        },
     })
 }

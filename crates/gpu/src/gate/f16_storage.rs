@@ -32,7 +32,7 @@ pub const PATH: FastPath = FastPath {
     active_note: ACTIVE_NOTE,
     // pack2x16float / unpack2x16float are core WGSL: nothing to detect
     // beyond a working device. The gate decides.
-    detect: |_| true,
+    missing: |_| None,
     gate: gate_boxed,
     speed: super::f16_speed::speed_boxed,
     activate,
@@ -158,16 +158,34 @@ pub struct CaseResult {
     pub pack_mismatches: usize,
 }
 
+/// Which f16-weight kernel a case runs: a test-only fault, and whether it
+/// multiplies in f16 compute (`f16_compute`'s gate) or f32.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct F16Kernel {
+    pub fault: Option<Fault>,
+    pub compute: bool,
+}
+
+impl From<Option<Fault>> for F16Kernel {
+    /// The f16-storage kernel with `fault`.
+    fn from(fault: Option<Fault>) -> Self {
+        Self {
+            fault,
+            compute: false,
+        }
+    }
+}
+
 /// Runs `x · Wᵀ [+ bias]` on the f16-weight kernel (weights packed by
-/// `packer`) and on the f32 kernel, and compares. `kernel_fault` selects a
-/// test-only kernel variant.
+/// `packer`) and on the f32 kernel, and compares. `kernel` selects f16
+/// compute or storage and a test-only kernel variant.
 #[allow(clippy::too_many_arguments)]
 pub async fn compare_case(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     name: &str,
     packer: Packer,
-    kernel_fault: Option<Fault>,
+    kernel: impl Into<F16Kernel>,
     desc: MatmulDesc,
     x: &[f32],
     w: &[f32],
@@ -186,8 +204,10 @@ pub async fn compare_case(
     let x_buf = ctx.upload("gate_x", x)?;
     let b_buf = bias.map(|b| ctx.upload("gate_bias", b)).transpose()?;
     let out = ctx.zeros("gate_out", (desc.m * desc.n) as usize)?;
+    let kernel: F16Kernel = kernel.into();
     let w = PackedW {
-        fault: kernel_fault,
+        fault: kernel.fault,
+        compute: kernel.compute,
         ..PackedW::at(&packed, 0)
     };
     let b_view = b_buf.as_ref().map(View::from);
@@ -324,6 +344,36 @@ pub fn failure_reason(c: &GateCase) -> String {
     why.join(", ")
 }
 
+/// Each of `shapes` on seeded U[−0.2, 0.2] operands (seed 000, drawn in
+/// this order) through `kernel`, compared with f32; with the packed
+/// halves that differ from RNE, summed.
+pub(super) async fn random_cases(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    (packer, kernel): (Packer, F16Kernel),
+    shapes: Vec<GateShape>,
+    rng: &mut Rng,
+) -> Result<(Vec<GateCase>, usize), GpuError> {
+    let (mut cases, mut pack_mismatches) = (Vec::new(), 0);
+    for GateShape {
+        name,
+        m,
+        k,
+        n,
+        bias,
+    } in shapes
+    {
+        let desc = MatmulDesc::linear(m, k, n);
+        let (x, w) = (uniform(rng, m * k), uniform(rng, n * k));
+        let b = bias.then(|| uniform(rng, n));
+        let b = b.as_deref();
+        let r = compare_case(ctx, reg, &name, packer, kernel, desc, &x, &w, b, false).await?;
+        pack_mismatches += r.pack_mismatches;
+        cases.push(r.case);
+    }
+    Ok((cases, pack_mismatches))
+}
+
 /// The whole f16-storage gate on random seeded inputs.
 pub async fn gate(
     ctx: &GpuContext,
@@ -337,32 +387,29 @@ pub async fn gate(
         fault: opts.fault,
     };
     let mut rng = Rng::new(GATE_SEED);
-    let mut cases = Vec::new();
-    let mut pack_mismatches = 0;
-    for GateShape {
-        name,
-        m,
-        k,
-        n,
-        bias,
-    } in gate_shapes(opts.vocab)
-    {
-        let desc = MatmulDesc::linear(m, k, n);
-        // Seeded U[-0.2, 0.2] operands (seed 000), drawn in this order.
-        let (x, w) = (uniform(&mut rng, m * k), uniform(&mut rng, n * k));
-        let b = bias.then(|| uniform(&mut rng, n));
-        let b = b.as_deref();
-        let r = compare_case(ctx, reg, &name, packer, opts.fault, desc, &x, &w, b, false).await?;
-        pack_mismatches += r.pack_mismatches;
-        cases.push(r.case);
-    }
+    let shapes = gate_shapes(opts.vocab);
+    let (mut cases, mut pack_mismatches) =
+        random_cases(ctx, reg, (packer, opts.fault.into()), shapes, &mut rng).await?;
     // The decoder's fused forms of the M = 1 GEMV on this device.
     for (case, mismatches) in decoder_cases(ctx, reg, packer, opts.fault, &mut rng).await? {
         pack_mismatches += mismatches;
         cases.push(case);
     }
+    let millis = (opts.now_ms)() - t0;
+    Ok(case_report(&PATH, cases, pack, pack_mismatches, millis))
+}
+
+/// A gate's report from its cases and the packing check: the headline
+/// (with why, on a FAIL), a line per case, the packing lines.
+pub(super) fn case_report(
+    path: &FastPath,
+    cases: Vec<GateCase>,
+    pack: PackCheck,
+    pack_mismatches: usize,
+    millis: f64,
+) -> GateReport {
     let passed = pack_mismatches == 0 && cases.iter().all(|c| c.stats.passed);
-    let mut head = headline(PATH.label, &cases[0].stats, passed, ACTIVE_NOTE);
+    let mut head = headline(path.label, &cases[0].stats, passed, path.active_note);
     if !passed {
         // A FAIL says why: each failing case, and the packing.
         let mut why: Vec<String> = cases
@@ -378,20 +425,20 @@ pub async fn gate(
         head.push_str(&format!(" ({})", why.join("; ")));
     }
     let mut lines = vec![head];
-    lines.extend(cases.iter().map(|c| case_line(PATH.label, c)));
-    lines.push(format!("[ops] {} packing: {}", PATH.label, pack.reason));
+    lines.extend(cases.iter().map(|c| case_line(path.label, c)));
+    lines.push(format!("[ops] {} packing: {}", path.label, pack.reason));
     lines.push(format!(
         "[ops] {} packed weights vs round-to-nearest-even: {pack_mismatches} mismatched halves — {}",
-        PATH.label,
+        path.label,
         if pack_mismatches == 0 { "PASS" } else { "FAIL" }
     ));
-    Ok(GateReport {
+    GateReport {
         detected: true,
         passed,
         cases,
         pack: Some(pack),
         lines,
-        millis: (opts.now_ms)() - t0,
+        millis,
         ..Default::default()
-    })
+    }
 }

@@ -80,8 +80,8 @@ pub struct FastPath {
     /// What a passing headline ends with (`f16 path active`); the speed
     /// gate replaces it when the path is precise but slower here.
     pub active_note: &'static str,
-    /// The capability the path needs is present.
-    pub detect: fn(&GpuContext) -> bool,
+    /// Why the capability the path needs is absent here (`None`: present).
+    pub missing: fn(&GpuContext) -> Option<&'static str>,
     /// Runs the gate: compare the path against the f32 reference.
     pub gate: for<'a> fn(&'a GpuContext, &'a mut PipelineRegistry, GateOptions) -> GateFuture<'a>,
     /// Times the workload the path exists for, on the path and on f32

@@ -7,7 +7,6 @@
 //! that differs turns the path off, and training and sampling go on in f32
 //! with nothing lost.
 
-use super::f16_storage::PATH;
 use crate::engine::{EngineError, GpuTrainer};
 
 pub use crate::engine::run::FRESHNESS_EVERY;
@@ -28,9 +27,9 @@ impl Freshness {
     }
 }
 
-/// Checks the cache of an active f16-storage path (`None`: no path active);
-/// a failure deactivates the path on the device and rebinds the model in
-/// f32.
+/// Checks the cache of an active f16-storage or f16-compute path (`None`:
+/// neither active); a failure deactivates both on the device (they read
+/// the same cache) and rebinds the model in f32.
 pub async fn check_f16_cache(t: &mut GpuTrainer) -> Result<Option<Freshness>, EngineError> {
     let found = {
         let mut reg = std::mem::take(&mut *t.gpu.registry.borrow_mut());
@@ -41,19 +40,20 @@ pub async fn check_f16_cache(t: &mut GpuTrainer) -> Result<Option<Freshness>, En
     let Some((mismatches, total)) = found else {
         return Ok(None);
     };
+    let label = match t.gpu.fast_paths.get().f16_storage {
+        Some(_) => super::f16_storage::PATH.label,
+        None => super::f16_compute::PATH.label,
+    };
     let line = if mismatches == 0 {
-        format!(
-            "[ops] {} cache check: all {total} halves equal the f32 weights — PASS",
-            PATH.label
-        )
+        format!("[ops] {label} cache check: all {total} halves equal the f32 weights — PASS")
     } else {
         let mut off = t.gpu.fast_paths.get();
         off.f16_storage = None;
+        off.f16_compute = None;
         t.gpu.fast_paths.set(off);
         t.apply_fast_paths()?;
         format!(
-            "[ops] {} cache check: {mismatches} of {total} halves differ from the f32 weights — FAIL — f32 path active",
-            PATH.label
+            "[ops] {label} cache check: {mismatches} of {total} halves differ from the f32 weights — FAIL — f32 path active"
         )
     };
     Ok(Some(Freshness {

@@ -7,6 +7,7 @@
 use super::stats::error_distribution;
 use crate::engine::{EngineError, GpuTrainer};
 use crate::model::FastPaths;
+use crate::ops::matmul::f16c::F16Compute;
 use crate::ops::matmul::f16w::F16Storage;
 use crate::ops::matmul::Fault;
 use tinygpt_protocol::{ErrorDistribution, GateReport, LocalizeReport, StageReport};
@@ -29,17 +30,26 @@ pub struct Localization {
 /// The fast paths `report`'s gate bound, passed or not (a failed path is
 /// the one worth localising): what localisation compares with f32.
 pub fn candidate(report: &GateReport) -> Option<FastPaths> {
-    if report.path != super::f16_storage::PATH.id || !report.detected {
+    if !report.detected {
         return None;
     }
-    let f16 = F16Storage {
-        pack_on_gpu: report.pack.as_ref().is_some_and(|p| p.pack_on_gpu),
-        fault: report.fault.as_deref().and_then(Fault::parse),
-        training: true,
-    };
-    Some(FastPaths {
-        f16_storage: Some(f16),
-    })
+    let pack_on_gpu = report.pack.as_ref().is_some_and(|p| p.pack_on_gpu);
+    let fault = report.fault.as_deref().and_then(Fault::parse);
+    match report.path.as_str() {
+        id if id == super::f16_storage::PATH.id => Some(FastPaths {
+            f16_storage: Some(F16Storage {
+                pack_on_gpu,
+                fault,
+                training: true,
+            }),
+            ..Default::default()
+        }),
+        id if id == super::f16_compute::PATH.id => Some(FastPaths {
+            f16_compute: Some(F16Compute { pack_on_gpu, fault }),
+            ..Default::default()
+        }),
+        _ => None,
+    }
 }
 
 impl Localization {

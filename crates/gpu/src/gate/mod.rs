@@ -9,6 +9,7 @@
 //! one linear-binding function.
 
 mod decoder_cases;
+pub mod f16_compute;
 mod f16_speed;
 pub mod f16_storage;
 mod framework;
@@ -32,7 +33,7 @@ use crate::{GpuContext, PipelineRegistry};
 use tinygpt_protocol::GateReport;
 
 /// Every fast path, in the order their gates run.
-pub const FAST_PATHS: &[FastPath] = &[f16_storage::PATH];
+pub const FAST_PATHS: &[FastPath] = &[f16_storage::PATH, f16_compute::PATH];
 
 /// The path with this id.
 pub fn fast_path(id: &str) -> Option<&'static FastPath> {
@@ -51,9 +52,13 @@ pub async fn run_gates(
     let mut active = FastPaths::default();
     let mut reports = Vec::new();
     for path in FAST_PATHS {
-        let mut report = if !(path.detect)(ctx) {
+        let mut report = if let Some(why) = (path.missing)(ctx) {
             GateReport {
-                lines: vec![format!("[ops] {} gate: not detected — off", path.label)],
+                missing: Some(why.into()),
+                lines: vec![format!(
+                    "[ops] {} gate: not detected — {why} — off",
+                    path.label
+                )],
                 ..Default::default()
             }
         } else {

@@ -1,14 +1,17 @@
-//! The gates that need a loaded model: the f16-storage matmul on the
-//! model's own weight matrices with real activations (004 §8), and the
-//! end-to-end sample gate — 100 greedy tokens from one prompt on the f32
-//! path and on the fast path must be identical.
+//! The gates that need a loaded model: the f16-weight matmul (f16 storage,
+//! f16 compute) on the model's own weight matrices with real activations
+//! (004 §8), and for f16 storage, which decodes, the end-to-end sample
+//! gate — 100 greedy tokens from one prompt on the f32 path and on the
+//! fast path must be identical. (f16 compute does not run in the decoder:
+//! one row keeps the f16-storage GEMV, so its sample would be f32's or f16
+//! storage's.)
 
 use super::f16_storage::{
-    case_line, compare_case, Packer, PATH, REAL_COSINE_LIMIT, REAL_REL_L2_LIMIT,
+    case_line, compare_case, F16Kernel, Packer, PATH, REAL_COSINE_LIMIT, REAL_REL_L2_LIMIT,
 };
+use super::framework::FastPath;
 use crate::engine::{EngineError, GpuTrainer};
 use crate::model::FastPaths;
-use crate::ops::matmul::f16w::F16Storage;
 use crate::ops::matmul::MatmulDesc;
 use std::ops::ControlFlow;
 use tinygpt_core::sample::SampleParams;
@@ -18,13 +21,15 @@ use tinygpt_protocol::{GateCase, SampleGate};
 /// Tokens the sample gate generates.
 pub const SAMPLE_GATE_TOKENS: usize = 100;
 
-/// The f16-weight matmul on all four linears of every layer (QKV,
-/// attention projection, fc, fc projection), each fed the activations that
-/// really reach it for `prompt` (captured from an f32 forward), compared
-/// with the f32 matmul by the seed's thresholds and the limits above.
+/// The f16-weight matmul (`kernel`: storage or compute, weights packed as
+/// `packer` packs) on all four linears of every layer (QKV, attention
+/// projection, fc, fc projection), each fed the activations that really
+/// reach it for `prompt` (captured from an f32 forward), compared with the
+/// f32 matmul by the seed's thresholds and the limits above; lines in
+/// `label`'s name.
 pub async fn real_weight_cases(
     t: &mut GpuTrainer,
-    f16: F16Storage,
+    (packer, kernel, label): (Packer, F16Kernel, &str),
     prompt: &[u32],
 ) -> Result<(Vec<GateCase>, Vec<String>), EngineError> {
     let params = t.model.read_params(&t.gpu.ctx).await?;
@@ -33,10 +38,6 @@ pub async fn real_weight_cases(
         let r = t.model.linear_inputs(&t.gpu.ctx, &mut reg, prompt).await;
         *t.gpu.registry.borrow_mut() = reg;
         r?
-    };
-    let packer = Packer {
-        on_gpu: f16.pack_on_gpu,
-        fault: f16.fault,
     };
     let (mut cases, mut lines) = (Vec::new(), Vec::new());
     for input in &inputs {
@@ -47,14 +48,13 @@ pub async fn real_weight_cases(
         let desc = MatmulDesc::linear(m, d_in as u32, (ws.len() / d_in) as u32);
         let name = format!("layer {l} {} (real weights)", linear_name(input.w));
         let mut reg = std::mem::take(&mut *t.gpu.registry.borrow_mut());
-        let (ctx, fault) = (&t.gpu.ctx, f16.fault);
         let x = &input.rows;
         let r = compare_case(
-            ctx,
+            &t.gpu.ctx,
             &mut reg,
             &name,
             packer,
-            fault,
+            kernel,
             desc,
             x,
             ws,
@@ -69,7 +69,7 @@ pub async fn real_weight_cases(
         let d = &case.distribution;
         case.stats.passed &=
             r.pack_mismatches == 0 && d.rel_l2 < REAL_REL_L2_LIMIT && d.cosine > REAL_COSINE_LIMIT;
-        let mut line = case_line(PATH.label, &case);
+        let mut line = case_line(label, &case);
         if r.pack_mismatches > 0 {
             line.push_str(&format!(
                 " — {} packed halves differ from round-to-nearest-even",
@@ -134,10 +134,10 @@ pub async fn sample_gate(
     })
 }
 
-/// With a model loaded: extends the active f16-storage report with the
-/// real-weight cases and the sample gate. Any failure rejects the path on
-/// the device (and the trainer falls back to f32); the report's lines say
-/// why.
+/// With a model loaded: extends an active path's report with the
+/// real-weight cases and, for f16 storage, the sample gate. Any failure
+/// rejects the path on the device (and the trainer falls back to f32);
+/// the report's lines say why.
 pub async fn run_model_gates(
     t: &mut GpuTrainer,
     report: &mut tinygpt_protocol::GateReport,
@@ -145,18 +145,62 @@ pub async fn run_model_gates(
     prompt_text: &str,
     decode: &dyn Fn(&[u32]) -> String,
 ) -> Result<(), EngineError> {
-    let Some(f16) = t.gpu.fast_paths.get().f16_storage else {
-        return Ok(());
-    };
-    if report.path != PATH.id || !report.active {
+    let fast = t.gpu.fast_paths.get();
+    let compute = super::f16_compute::PATH;
+    if !report.active {
         return Ok(());
     }
-    let (cases, mut lines) = real_weight_cases(t, f16, prompt).await?;
-    let fast = FastPaths {
-        f16_storage: Some(f16),
+    let failed = match (report.path.as_str(), fast.f16_storage, fast.f16_compute) {
+        (id, Some(f16), _) if id == PATH.id => {
+            let packer = Packer {
+                on_gpu: f16.pack_on_gpu,
+                fault: f16.fault,
+            };
+            let kernel = F16Kernel::from(f16.fault);
+            let (cases, mut lines) =
+                real_weight_cases(t, (packer, kernel, PATH.label), prompt).await?;
+            let only = FastPaths {
+                f16_storage: Some(f16),
+                ..Default::default()
+            };
+            let sample = sample_gate(t, only, prompt, prompt_text, decode).await?;
+            lines.push(sample_line(&sample, prompt_text));
+            let failed = failures(&cases, sample.first_divergence);
+            record(report, cases, lines);
+            report.sample = Some(sample);
+            failed
+        }
+        (id, _, Some(c)) if id == compute.id => {
+            let packer = Packer {
+                on_gpu: c.pack_on_gpu,
+                fault: c.fault,
+            };
+            let kernel = F16Kernel {
+                fault: c.fault,
+                compute: true,
+            };
+            let (cases, lines) =
+                real_weight_cases(t, (packer, kernel, compute.label), prompt).await?;
+            let failed = failures(&cases, None);
+            record(report, cases, lines);
+            failed
+        }
+        _ => return Ok(()),
     };
-    let sample = sample_gate(t, fast, prompt, prompt_text, decode).await?;
-    lines.push(format!(
+    let path = if report.path == PATH.id {
+        &PATH
+    } else {
+        &compute
+    };
+    if !failed.is_empty() {
+        reject(t, report, path, failed.join("; "))?;
+    }
+    Ok(())
+}
+
+/// The sample gate's console line.
+fn sample_line(sample: &SampleGate, prompt_text: &str) -> String {
+    format!(
         "[ops] {} sample gate: {} greedy tokens from {:?} on f32 and f16 — {}",
         PATH.label,
         sample.tokens,
@@ -165,41 +209,48 @@ pub async fn run_model_gates(
             None => "identical — PASS".to_string(),
             Some(i) => format!("diverge at token {i} — FAIL"),
         }
-    ));
-    let failed: Vec<String> = cases
+    )
+}
+
+/// Why the model's gates failed: each failing case, and the sample.
+fn failures(cases: &[GateCase], divergence: Option<usize>) -> Vec<String> {
+    cases
         .iter()
         .filter(|c| !c.stats.passed)
         .map(|c| format!("{}: {}", c.name, super::f16_storage::failure_reason(c)))
-        .chain(
-            sample
-                .first_divergence
-                .map(|i| format!("the sample diverges at token {i}")),
-        )
-        .collect();
+        .chain(divergence.map(|i| format!("the sample diverges at token {i}")))
+        .collect()
+}
+
+fn record(report: &mut tinygpt_protocol::GateReport, cases: Vec<GateCase>, lines: Vec<String>) {
     report.cases.extend(cases);
-    report.sample = Some(sample);
     report.lines.extend(lines);
-    if !failed.is_empty() {
-        report.passed = false;
-        report.active = false;
-        let why = failed.join("; ");
-        report.lines.push(format!(
-            "[ops] {} gate on the loaded model — FAIL ({why}) — back to f32",
-            PATH.label
-        ));
-        // The headline no longer says the path is active.
-        if let Some(head) = report.lines.first_mut() {
-            if let Some(i) = head.find(" — PASS") {
-                head.truncate(i);
-                head.push_str(
-                    " — PASS on random inputs, FAIL on the loaded model — f32 path active",
-                );
-            }
+}
+
+/// Turns `path` off on the device after its gate failed on the loaded
+/// model, and says so in its report.
+fn reject(
+    t: &mut GpuTrainer,
+    report: &mut tinygpt_protocol::GateReport,
+    path: &FastPath,
+    why: String,
+) -> Result<(), EngineError> {
+    report.passed = false;
+    report.active = false;
+    report.lines.push(format!(
+        "[ops] {} gate on the loaded model — FAIL ({why}) — back to f32",
+        path.label
+    ));
+    // The headline no longer says the path is active.
+    if let Some(head) = report.lines.first_mut() {
+        if let Some(i) = head.find(" — PASS") {
+            head.truncate(i);
+            head.push_str(" — PASS on random inputs, FAIL on the loaded model — f32 path active");
         }
-        let mut off = t.gpu.fast_paths.get();
-        off.f16_storage = None;
-        t.gpu.fast_paths.set(off);
-        t.apply_fast_paths()?;
     }
+    let mut off = t.gpu.fast_paths.get();
+    (path.deactivate)(&mut off);
+    t.gpu.fast_paths.set(off);
+    t.apply_fast_paths()?;
     Ok(())
 }

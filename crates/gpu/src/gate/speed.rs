@@ -246,7 +246,7 @@ mod tests {
         pill: "+f16 storage",
         status: "f16-storage matmul active",
         active_note: "f16 path active",
-        detect: |_| true,
+        missing: |_| None,
         gate: |_, _, _| unreachable!(),
         speed: |_, _, _| unreachable!(),
         activate: |_, _, _| {},

@@ -1,6 +1,6 @@
 //! The f16 weight cache: the packed-half copy of the parameters (same
 //! element indices as the flat f32 buffer) that the forward linears read
-//! while f16 storage is active. It owns its freshness: AdamW changes the
+//! while f16 storage or f16 compute is active. It owns its freshness: AdamW changes the
 //! f32 weights, so the step that runs AdamW marks it stale as that step is
 //! recorded (`GpuModel::encode_step`, the one place), and whoever reads it
 //! next repacks first.
@@ -13,8 +13,17 @@ use crate::ops::matmul::f16w::{
 use crate::ops::matmul::Fault;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 
+/// Who reads the cache: the decoder (f16 storage), and whether the
+/// tiled linears multiply in f16 compute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheReaders {
+    pub decode: bool,
+    pub compute: bool,
+}
+
 pub struct F16WeightCache {
     cfg: F16Storage,
+    readers: CacheReaders,
     buffer: wgpu::Buffer,
     /// The repack dispatch, when packing runs on the GPU.
     pack: Option<BoundKernel>,
@@ -39,10 +48,23 @@ impl F16WeightCache {
             .transpose()?;
         Ok(Self {
             cfg,
+            readers: CacheReaders {
+                decode: true,
+                compute: false,
+            },
             buffer,
             pack,
             fresh: false,
         })
+    }
+
+    /// The same cache for `readers`.
+    pub fn read_by(self, readers: CacheReaders) -> Self {
+        Self { readers, ..self }
+    }
+
+    pub fn readers(&self) -> CacheReaders {
+        self.readers
     }
 
     /// The packed halves (tests and fault injection).
@@ -79,6 +101,7 @@ impl F16WeightCache {
             buffer: &self.buffer,
             offset,
             fault: self.cfg.fault,
+            compute: self.readers.compute,
         }
     }
 

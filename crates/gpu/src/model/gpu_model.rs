@@ -2,9 +2,11 @@
 //! decoder (training is `train.rs`).
 
 use super::builder::Flat;
+use super::f16_cache::CacheReaders;
 use super::{Acts, Decoder, DecoderKernels, F16WeightCache};
 use crate::kernel::Layout;
 use crate::ops::adamw::{decay_mask, OptState, StepScalars};
+use crate::ops::matmul::f16c::F16Compute;
 use crate::ops::matmul::f16w::F16Storage;
 use crate::ops::BoundOp;
 use crate::{GpuContext, GpuError, PipelineRegistry};
@@ -68,6 +70,47 @@ pub struct LinearInput {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FastPaths {
     pub f16_storage: Option<F16Storage>,
+    pub f16_compute: Option<F16Compute>,
+}
+
+impl FastPaths {
+    /// What the activation pills show.
+    pub fn pills(self) -> tinygpt_protocol::ActivePaths {
+        tinygpt_protocol::ActivePaths {
+            f16_storage: self.f16_storage.is_some(),
+            f16_compute: self.f16_compute.is_some(),
+        }
+    }
+
+    /// The f16 weight cache these paths need, and who reads it: the
+    /// decoder's GEMVs under f16 storage; the training forward and
+    /// evaluation through the f16-compute kernel when that is active (it
+    /// is only activated where the GPU packs), else through f16 storage's
+    /// when its training check passed.
+    fn f16_cache(self) -> Option<(F16Storage, CacheReaders)> {
+        let decode = self.f16_storage.is_some();
+        match (self.f16_storage, self.f16_compute) {
+            (s, Some(c)) => Some((
+                F16Storage {
+                    pack_on_gpu: c.pack_on_gpu,
+                    fault: c.fault.or(s.and_then(|s| s.fault)),
+                    training: true,
+                },
+                CacheReaders {
+                    decode,
+                    compute: true,
+                },
+            )),
+            (Some(s), None) => Some((
+                s,
+                CacheReaders {
+                    decode,
+                    compute: false,
+                },
+            )),
+            (None, None) => None,
+        }
+    }
 }
 
 impl GpuModel {
@@ -143,8 +186,11 @@ impl GpuModel {
         self.graph = None;
         self.decoder = None;
         self.f16 = fast
-            .f16_storage
-            .map(|cfg| F16WeightCache::new(ctx, reg, cfg, &self.params, self.layout.total))
+            .f16_cache()
+            .map(|(cfg, readers)| {
+                F16WeightCache::new(ctx, reg, cfg, &self.params, self.layout.total)
+                    .map(|c| c.read_by(readers))
+            })
             .transpose()?;
         self.fast = fast;
         Ok(())
@@ -474,7 +520,7 @@ impl GpuModel {
                     buffer: &self.params,
                     layout: &self.layout,
                 },
-                self.f16.as_ref(),
+                self.f16.as_ref().filter(|c| c.readers().decode),
                 (self.decoder_kernels, batch as u32),
             )?);
         }

@@ -75,5 +75,6 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &GEMV_F32_COLS,
     ];
     all.extend(f16w::all_kernels());
+    all.extend(f16c::all_kernels());
     all
 }

@@ -4,7 +4,22 @@ use super::Runner;
 use crate::js;
 use crate::outbox::{error, log, post};
 use tinygpt_gpu::engine::Session;
+use tinygpt_gpu::gate::FastPaths;
 use tinygpt_protocol::{GateReport, LogLevel, WorkerOutput};
+
+/// The active paths' matmuls as the status line names them
+/// (`f16-storage and f16-compute matmul`); empty when none is.
+fn active_labels(reports: &[GateReport]) -> String {
+    let labels: Vec<&str> = reports
+        .iter()
+        .filter(|r| r.active)
+        .map(|r| r.label.as_str())
+        .collect();
+    match labels.is_empty() {
+        true => String::new(),
+        false => format!("{} matmul", labels.join(" and ")),
+    }
+}
 
 /// The prompt of the loaded-model sample gate: a speaker cue when the
 /// vocabulary has it, else the model's first character.
@@ -28,7 +43,8 @@ impl Runner {
         let Some(mut reports) = self.retime_for_model().await else {
             return;
         };
-        if gpu.fast_paths.get().f16_storage.is_none() {
+        let before = gpu.fast_paths.get();
+        if before == FastPaths::default() {
             return;
         }
         let Some(s) = self.session.as_mut() else {
@@ -40,8 +56,14 @@ impl Runner {
         let Some(trainer) = s.gpu_trainer() else {
             return;
         };
+        let names = active_labels(&reports);
+        let what = if before.f16_storage.is_some() {
+            "real weights, 100 greedy tokens on f32 and f16"
+        } else {
+            "real weights and their activations"
+        };
         post(&WorkerOutput::Status {
-            text: "verifying f16-storage matmul on this model (real weights, 100 greedy tokens on f32 and f16)…".into(),
+            text: format!("verifying {names} on this model ({what})…"),
         });
         let t0 = js::now_ms();
         for r in &mut reports {
@@ -67,18 +89,23 @@ impl Runner {
             post(&WorkerOutput::GateReport(r.clone()));
         }
         crate::precision_log::keep(&reports, &self.caps.adapter, "loaded model").await;
-        let active = gpu.fast_paths.get().f16_storage.is_some();
+        let after = gpu.fast_paths.get();
         let secs = (js::now_ms() - t0) / 1e3;
-        let status = if active {
+        let status = if after == before {
             format!(
-                "f16-storage matmul verified on this model in {secs:.1}s (real weights; 100 greedy tokens identical to f32) — ready to generate."
+                "{names} verified on this model in {secs:.1}s ({what}: within the gate) — ready to generate."
             )
         } else {
-            "f16-storage matmul did not match f32 on this model — running on f32 — ready to generate."
-                .to_string()
+            format!(
+                "{names}: did not match f32 on this model — now {} — ready to generate.",
+                match active_labels(&reports) {
+                    n if n.is_empty() => "running on f32".to_string(),
+                    n => format!("{n} active"),
+                }
+            )
         };
-        if self.caps.active.f16_storage != active {
-            self.caps.active.f16_storage = active;
+        if self.caps.active != after.pills() {
+            self.caps.active = after.pills();
             post(&WorkerOutput::GpuCaps(self.caps.clone()));
         }
         post(&WorkerOutput::Status { text: status });
@@ -109,9 +136,9 @@ impl Runner {
             }
             post(&WorkerOutput::GateReport(r.clone()));
         }
-        let active = t.gpu.fast_paths.get().f16_storage.is_some();
-        if self.caps.active.f16_storage != active {
-            self.caps.active.f16_storage = active;
+        let active = t.gpu.fast_paths.get().pills();
+        if self.caps.active != active {
+            self.caps.active = active;
             post(&WorkerOutput::GpuCaps(self.caps.clone()));
             post(&WorkerOutput::Status {
                 text: format!(
@@ -135,7 +162,7 @@ impl Runner {
         let Some(gpu) = self.gpu.clone() else {
             return;
         };
-        if gpu.fast_paths.get().f16_storage.is_none() {
+        if gpu.fast_paths.get() == FastPaths::default() {
             return;
         }
         let first = scheduled && self.plan.cache_checked.is_none();
@@ -166,7 +193,7 @@ impl Runner {
             failed.push(r.clone());
         }
         crate::precision_log::keep(&failed, &self.caps.adapter, "freshness").await;
-        self.caps.active.f16_storage = false;
+        self.caps.active = Default::default();
         post(&WorkerOutput::GpuCaps(self.caps.clone()));
         post(&WorkerOutput::Status {
             text: format!(

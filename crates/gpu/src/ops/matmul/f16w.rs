@@ -29,6 +29,7 @@ pub struct F16Storage {
 /// (gemv_row.wgsl, erf.wgsl): one source, every entry point.
 const MATMUL_WGSL: &str = concat!(
     include_str!("../../../../../shaders/f16w_common.wgsl"),
+    include_str!("../../../../../shaders/f16w_tile.wgsl"),
     include_str!("../../../../../shaders/matmul_f16w.wgsl"),
     include_str!("../../../../../shaders/gemv_f16w.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
@@ -52,7 +53,10 @@ const FAULTS: [&[(&str, f64)]; 3] = [&[], &[("FAULT", 1.0)], &[("FAULT", 2.0)]];
 /// The entry point `entry` under `keys[i]` with the override of variant
 /// `i`, for the [`VARIANTS`] this build has (the real one alone without
 /// fault injection).
-const fn variants(keys: [&'static str; 3], entry: &'static str) -> [KernelSource; VARIANTS] {
+pub(super) const fn variants(
+    keys: [&'static str; 3],
+    entry: &'static str,
+) -> [KernelSource; VARIANTS] {
     let real = KernelSource {
         key: keys[0],
         wgsl: MATMUL_WGSL,
@@ -70,6 +74,20 @@ const fn variants(keys: [&'static str; 3], entry: &'static str) -> [KernelSource
         i += 1;
     }
     out
+}
+
+/// `kernels` compiled from `wgsl` instead (the f16-compute kernels share
+/// the f16-storage ones' keys scheme, entry points and faults).
+pub(super) const fn on_source(
+    mut kernels: [KernelSource; VARIANTS],
+    wgsl: &'static str,
+) -> [KernelSource; VARIANTS] {
+    let mut i = 0;
+    while i < VARIANTS {
+        kernels[i].wgsl = wgsl;
+        i += 1;
+    }
+    kernels
 }
 
 /// The tiled kernel (M > 1) by fault index.
@@ -181,6 +199,7 @@ pub fn packed_words(n: usize) -> usize {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kernel {
     Tiled,
+    TiledF16,
     GemvQuads,
     GemvAny,
     GemvColumns,
@@ -189,6 +208,7 @@ enum Kernel {
 fn kernel_for(fault: Option<Fault>, kernel: Kernel, ln: bool) -> &'static KernelSource {
     match kernel {
         Kernel::Tiled => &TILED[Fault::kernel_index(fault)],
+        Kernel::TiledF16 => &super::f16c::TILED_F16C[Fault::kernel_index(fault)],
         Kernel::GemvQuads | Kernel::GemvAny => {
             &GEMVS[(kernel == Kernel::GemvAny) as usize][ln as usize][Fault::kernel_index(fault)]
         }
@@ -232,6 +252,8 @@ pub struct PackedW<'a> {
     pub buffer: &'a wgpu::Buffer,
     pub offset: u32,
     pub fault: Option<Fault>,
+    /// Multiply in f16 compute (`f16c.rs`) where M > 1.
+    pub compute: bool,
 }
 
 impl<'a> PackedW<'a> {
@@ -241,7 +263,13 @@ impl<'a> PackedW<'a> {
             buffer,
             offset,
             fault: None,
+            compute: false,
         }
+    }
+
+    /// The same operand for the f16-compute kernel.
+    pub fn computing(self, compute: bool) -> Self {
+        Self { compute, ..self }
     }
 }
 
@@ -303,7 +331,10 @@ fn bind<'a>(
     }
     fusion.check_layout("matmul_f16w")?;
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("matmul_f16w", desc.k, a.buffer, c.buffer)?;
-    let kernel = if !gemv {
+    let kernel = if !gemv && w.compute {
+        super::f16c::refuse(ctx)?;
+        Kernel::TiledF16
+    } else if !gemv {
         Kernel::Tiled
     } else if fusion.columns {
         Kernel::GemvColumns
@@ -328,7 +359,7 @@ fn bind<'a>(
     let src = kernel_for(w.fault, kernel, ln_fused);
     let mut buffers = vec![(3, bias.buffer), (4, c.buffer)];
     match kernel {
-        Kernel::Tiled | Kernel::GemvAny | Kernel::GemvColumns => {
+        Kernel::Tiled | Kernel::TiledF16 | Kernel::GemvAny | Kernel::GemvColumns => {
             buffers.extend([(1, a.buffer), (2, w_packed)])
         }
         Kernel::GemvQuads if ln_fused => buffers.extend([(1, a.buffer), (6, w_packed)]),
@@ -338,7 +369,7 @@ fn bind<'a>(
         buffers.push((5, ln));
     }
     let workgroups = match kernel {
-        Kernel::Tiled => {
+        Kernel::Tiled | Kernel::TiledF16 => {
             let tile = crate::ops::matmul::MATMUL_TILE;
             [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
         }

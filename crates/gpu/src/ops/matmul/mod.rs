@@ -6,6 +6,7 @@
 
 pub mod coop;
 mod desc;
+pub mod f16c;
 pub mod f16w;
 mod fault;
 mod gemv;
