@@ -18,22 +18,15 @@ fn halve(q: vec4<f32>) -> vec4<f16> {
     return vec4<f16>(vec4<f32>(to_f16(q.x), to_f16(q.y), to_f16(q.z), to_f16(q.w)));
 }
 
-// acc + a·b with f32 products and sum: the operands cast to f32 first.
-fn fma_f32(a: f16, b: vec4<f16>, acc: vec4<f32>) -> vec4<f32> {
-    return fma(vec4<f32>(f32(a)), vec4<f32>(b), acc);
-}
-
-// The f16-accumulation fault: what a kernel doing all its arithmetic in f16
-// computes — f16 products summed in an f16 register.
-fn fma_f16(a: f16, b: vec4<f16>, acc: vec4<f32>) -> vec4<f32> {
-    return vec4<f32>(fma(vec4<f16>(a), b, vec4<f16>(acc)));
-}
-
-fn mac(a: f16, b: vec4<f16>, acc: vec4<f32>, fault: u32) -> vec4<f32> {
+// acc + a·b for an f16 a and four f16 b (each already widened to f32,
+// exactly): f32 products and sum, each operand an explicit f32. The
+// f16-accumulation fault instead does what a kernel doing all its
+// arithmetic in f16 does — f16 products summed in an f16 register.
+fn mac(a: f32, b: vec4<f32>, acc: vec4<f32>, fault: u32) -> vec4<f32> {
     if (fault == FAULT_F16_ACC) {
-        return fma_f16(a, b, acc);
+        return vec4<f32>(fma(vec4<f16>(f16(a)), vec4<f16>(b), vec4<f16>(acc)));
     }
-    return fma_f32(a, b, acc);
+    return fma(vec4<f32>(a), b, acc);
 }
 
 fn tiled_f16(wg: vec3<u32>, lid: vec3<u32>, fault: u32) {
@@ -56,8 +49,8 @@ fn tiled_f16(wg: vec3<u32>, lid: vec3<u32>, fault: u32) {
         }
         workgroupBarrier();
         for (var kk = 0u; kk < KT; kk++) {
-            let av = a_h[kk * TS + lid.y];
-            let bv = b_h[kk * TS + lid.x];
+            let av = vec4<f32>(a_h[kk * TS + lid.y]);
+            let bv = vec4<f32>(b_h[kk * TS + lid.x]);
             acc[0] = mac(av.x, bv, acc[0], fault);
             acc[1] = mac(av.y, bv, acc[1], fault);
             acc[2] = mac(av.z, bv, acc[2], fault);

@@ -14,7 +14,7 @@ use tinygpt_gpu::gate::f16_storage::{compare_case, F16Kernel, Packer};
 use tinygpt_gpu::gate::{Fault, GateOptions, BUNDLED_SHAPE, DEFAULT_VOCAB};
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
-use tinygpt_gpu::ops::matmul::f16c::{f16_compute_unavailable, MATMUL_F16C};
+use tinygpt_gpu::ops::matmul::f16c::{f16_compute_unavailable, MATMUL_F16C, MATMUL_F16C_LARGE};
 use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, pack_cpu, PackedW};
 use tinygpt_gpu::ops::matmul::{f16w_golden, f32_order_bound, matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
@@ -53,14 +53,19 @@ fn run(
     let bias = desc.bias.then(|| View::from(&b_buf));
     let w = PackedW::at(&w_buf, w_off).computing(true);
     let k = bind_matmul_f16w(ctx, &mut reg, desc, &x_buf, w, bias, &out).unwrap();
-    assert_eq!(k.key, MATMUL_F16C.key);
+    let key = match desc.uses_large_tiles() {
+        true => MATMUL_F16C_LARGE.key,
+        false => MATMUL_F16C.key,
+    };
+    assert_eq!(k.key, key);
     submit(ctx, "matmul_f16c", &[&k]);
     pollster::block_on(ctx.read_f32(&out, (desc.m * desc.n) as usize)).unwrap()
 }
 
-/// Odd M, K and N around the 64×64 tile and the 16-wide K step, W at an
-/// even offset (whole words) and an odd one (pairs straddling words), with
-/// and without bias: every output within the f32 reordering bound of the
+/// Odd M, K and N around the 64×64 tile and the 16-wide K step, and an
+/// output of 16 × 17 tiles of 128 with K in 8-wide steps and a partial one
+/// (the 128×128 kernel), W at an even offset (whole words) and an odd one
+/// (pairs straddling words), with and without bias: every output within the f32 reordering bound of the
 /// golden — anything more is a kernel bug, never f16 drift — and nine in
 /// ten bit for bit (the kernel sums in the golden's order; the golden
 /// rounds each product or not as the device's `fma` does: lavapipe gave
@@ -72,10 +77,14 @@ fn f16_compute_matches_its_device_emulating_golden() {
         return;
     }
     let mut rng = Rng::new(1616);
-    for (i, &(m, k, n)) in [(3, 5, 7), (65, 129, 63), (64, 1032, 40), (130, 48, 70)]
-        .iter()
-        .enumerate()
-    {
+    let shapes = [
+        (3, 5, 7),
+        (65, 129, 63),
+        (64, 1032, 40),
+        (130, 48, 70),
+        (2053, 21, 2048),
+    ];
+    for (i, &(m, k, n)) in shapes.iter().enumerate() {
         for w_off in [0u32, 7] {
             let desc = MatmulDesc {
                 bias: w_off == 0,
@@ -238,12 +247,20 @@ fn the_f16_compute_gate_passes_the_kernel_and_fails_every_fault() {
     assert!(r.passed && r.detected, "{:#?}", r.cases);
     assert!(r.lines[0].starts_with("[ops] f16-compute gate: mean|ref|="));
     assert!(r.lines[0].ends_with("— PASS — f16 compute active"));
-    assert_eq!(r.cases.len(), 5);
+    assert_eq!(
+        r.cases.len(),
+        6,
+        "five of f16 storage's shapes and the large tiles"
+    );
     assert!(r.cases.iter().all(|c| c.shape[0] > 1));
     for fault in [Fault::F16Accumulate, Fault::DropKTail, Fault::TruncatePack] {
         let r = pollster::block_on(gate(&gpu.ctx, &mut reg, opts(Some(fault)))).unwrap();
         eprintln!("{fault:?}: {}", r.lines[0]);
         assert!(!r.passed, "{fault:?} passed the gate");
         assert!(r.lines[0].contains("— FAIL ("), "{}", r.lines[0]);
+        if fault == Fault::DropKTail {
+            let large = r.cases.last().unwrap();
+            assert!(!large.stats.passed, "the 128×128 kernel's dropped tail");
+        }
     }
 }

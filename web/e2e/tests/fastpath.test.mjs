@@ -90,6 +90,31 @@ test("with ?speed_gate=off precision alone decides, and the lever says the speed
   }
 });
 
+test("f16 compute is gated only where shader-f16 exists: on SwiftShader, which lacks it, its lever says why it is off", async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, logs } = await openReady(browser, server.url);
+    const lever = page.getByTestId("lever-f16_compute");
+    await lever.waitFor({ timeout: patience(90_000) });
+    const shaderF16 = (await page.getByTestId("pill-shader-f16").getAttribute("data-on")) === "true";
+    console.log(`  shader-f16 here: ${shaderF16}; lever ${JSON.stringify(await lever.innerText())}`);
+    assert.equal(await lever.getAttribute("data-detected"), String(shaderF16), "detected exactly when the adapter offers shader-f16");
+    if (!shaderF16) {
+      assert.equal(await testid(page, "pill-shader-f16"), "shader-f16 —");
+      assert.equal(await lever.innerText(), "f16-compute: not detected (the adapter offers no shader-f16) · speed — · off");
+      assert.equal(await lever.getAttribute("data-active"), "false");
+      assert.equal(await page.getByTestId("pill-f16-compute").count(), 0, "no activation pill");
+      assert.ok(
+        logs.some((l) => l.source === "worker" && l.text === "[ops] f16-compute gate: not detected — the adapter offers no shader-f16 — off"),
+        "the worker logged why",
+      );
+    }
+    assert.deepEqual(unexpectedErrors(logs), []);
+  } finally {
+    await browser.close();
+  }
+});
+
 test("the bundled Shakespeare model loads in one click and samples greedily", async () => {
   const browser = await launch({ webgpu: true });
   try {

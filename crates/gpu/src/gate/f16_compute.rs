@@ -7,16 +7,19 @@
 //! Detection is the adapter's `shader-f16`; a device without it (WebGPU on
 //! SwiftShader) reports why and the gate does not run. The gate checks the
 //! GPU's packing as f16 storage's does, then compares the f16-compute
-//! kernel with the f32 matmul on the random shapes of f16 storage's gate
+//! kernels with the f32 matmul on the random shapes of f16 storage's gate
 //! whose M > 1 (one row keeps the f16-storage GEMV, which f16 storage's
-//! gate covers), inputs seeded uniform in [−0.2, 0.2]. Rounding A to f16
+//! gate covers) and one 2048 × 2048 output that the 128×128-tile kernel
+//! serves, inputs seeded uniform in [−0.2, 0.2]. Rounding A to f16
 //! as well as W roughly doubles the error of f16 storage (both operands'
 //! roundings add); the seed's thresholds are the same. The speed gate
 //! times the training forward (`f16_speed`). Where the GPU's packing is
 //! not RNE (packing on the CPU) training stays on f32 — a step repacks
 //! inside its own submission — and only evaluation reads the path.
 
-use super::f16_storage::{case_report, check_gpu_packing, gate_shapes, random_cases, F16Kernel};
+use super::f16_storage::{
+    case_report, check_gpu_packing, gate_shapes, random_cases, F16Kernel, GateShape,
+};
 use super::framework::{FastPath, GateFuture, GateOptions};
 use super::packing::Packer;
 use crate::model::FastPaths;
@@ -76,10 +79,19 @@ pub async fn gate(
         compute: true,
     };
     let mut rng = Rng::new(GATE_SEED);
-    let shapes = gate_shapes(opts.vocab)
+    let mut shapes: Vec<GateShape> = gate_shapes(opts.vocab)
         .into_iter()
         .filter(|s| s.m > 1)
         .collect();
+    // An output the 128×128-tile kernel serves, with K ending in a partial
+    // step of its 8 and of the fault's 16.
+    shapes.push(GateShape {
+        name: "M=2048 N=2048 K=40 (128×128 tiles)".into(),
+        m: 2048,
+        k: 40,
+        n: 2048,
+        bias: true,
+    });
     let (cases, pack_mismatches) =
         random_cases(ctx, reg, (packer, kernel), shapes, &mut rng).await?;
     let millis = (opts.now_ms)() - t0;

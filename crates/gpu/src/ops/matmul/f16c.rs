@@ -1,6 +1,7 @@
-//! The f16-compute linear forward (`shaders/matmul_f16c.wgsl`, shader-f16):
-//! the f16-storage tiled kernel's tiles with both operands held as f16 in
-//! workgroup memory and registers (A rounded to nearest even as it is
+//! The f16-compute linear forward (`shaders/matmul_f16c.wgsl` with
+//! `matmul_f16c_128.wgsl`, shader-f16): 64×64 and 128×128 tiles, as the
+//! f32 matmul picks them, with both operands held as f16 in workgroup
+//! memory and registers (A rounded to nearest even as it is
 //! staged, W the packed halves), each product and sum in f32. Bound by
 //! [`super::f16w::bind_matmul_f16w`] when its [`super::f16w::PackedW`]
 //! asks for `compute` and M > 1; one row keeps the f16-storage GEMV (a
@@ -30,6 +31,7 @@ const F16C_WGSL: &str = concat!(
     include_str!("../../../../../shaders/f16w_common.wgsl"),
     include_str!("../../../../../shaders/f16w_tile.wgsl"),
     include_str!("../../../../../shaders/matmul_f16c.wgsl"),
+    include_str!("../../../../../shaders/matmul_f16c_128.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
     include_str!("../../../../../shaders/erf.wgsl")
 );
@@ -48,10 +50,26 @@ pub(super) const TILED_F16C: [KernelSource; VARIANTS] = on_source(
 );
 pub const MATMUL_F16C: KernelSource = TILED_F16C[0];
 
+/// The 128×128-tile kernel (outputs where the f32 matmul runs its large
+/// tiles: [`super::MatmulDesc::uses_large_tiles`]) by fault index.
+pub(super) const TILED_F16C_LARGE: [KernelSource; VARIANTS] = on_source(
+    variants(
+        [
+            "matmul_f16c_128x128_k8",
+            "matmul_f16c_128_fault_f16acc",
+            "matmul_f16c_128_fault_droptail",
+        ],
+        "main_128",
+    ),
+    F16C_WGSL,
+);
+pub const MATMUL_F16C_LARGE: KernelSource = TILED_F16C_LARGE[0];
+
 /// Every f16-compute pipeline, fault variants included.
 pub fn all_kernels() -> impl Iterator<Item = &'static KernelSource> {
     let tiled: &'static [KernelSource; VARIANTS] = &TILED_F16C;
-    tiled.iter()
+    let large: &'static [KernelSource; VARIANTS] = &TILED_F16C_LARGE;
+    tiled.iter().chain(large)
 }
 
 /// Why this device cannot run f16 compute, or `None` when it can.

@@ -200,6 +200,7 @@ pub fn packed_words(n: usize) -> usize {
 enum Kernel {
     Tiled,
     TiledF16,
+    TiledF16Large,
     GemvQuads,
     GemvAny,
     GemvColumns,
@@ -209,6 +210,7 @@ fn kernel_for(fault: Option<Fault>, kernel: Kernel, ln: bool) -> &'static Kernel
     match kernel {
         Kernel::Tiled => &TILED[Fault::kernel_index(fault)],
         Kernel::TiledF16 => &super::f16c::TILED_F16C[Fault::kernel_index(fault)],
+        Kernel::TiledF16Large => &super::f16c::TILED_F16C_LARGE[Fault::kernel_index(fault)],
         Kernel::GemvQuads | Kernel::GemvAny => {
             &GEMVS[(kernel == Kernel::GemvAny) as usize][ln as usize][Fault::kernel_index(fault)]
         }
@@ -333,7 +335,10 @@ fn bind<'a>(
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("matmul_f16w", desc.k, a.buffer, c.buffer)?;
     let kernel = if !gemv && w.compute {
         super::f16c::refuse(ctx)?;
-        Kernel::TiledF16
+        match desc.uses_large_tiles() {
+            true => Kernel::TiledF16Large,
+            false => Kernel::TiledF16,
+        }
     } else if !gemv {
         Kernel::Tiled
     } else if fusion.columns {
@@ -359,9 +364,11 @@ fn bind<'a>(
     let src = kernel_for(w.fault, kernel, ln_fused);
     let mut buffers = vec![(3, bias.buffer), (4, c.buffer)];
     match kernel {
-        Kernel::Tiled | Kernel::TiledF16 | Kernel::GemvAny | Kernel::GemvColumns => {
-            buffers.extend([(1, a.buffer), (2, w_packed)])
-        }
+        Kernel::Tiled
+        | Kernel::TiledF16
+        | Kernel::TiledF16Large
+        | Kernel::GemvAny
+        | Kernel::GemvColumns => buffers.extend([(1, a.buffer), (2, w_packed)]),
         Kernel::GemvQuads if ln_fused => buffers.extend([(1, a.buffer), (6, w_packed)]),
         Kernel::GemvQuads => buffers.extend([(6, w_packed), (7, a.buffer)]),
     }
@@ -371,6 +378,10 @@ fn bind<'a>(
     let workgroups = match kernel {
         Kernel::Tiled | Kernel::TiledF16 => {
             let tile = crate::ops::matmul::MATMUL_TILE;
+            [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
+        }
+        Kernel::TiledF16Large => {
+            let tile = crate::ops::matmul::MATMUL_TILE_LARGE;
             [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
         }
         Kernel::GemvQuads | Kernel::GemvAny => gemv_grid(ctx, "matmul_f16w", &desc, GEMV_COLUMNS)?,
