@@ -2,10 +2,17 @@
 // as f16: op(A) as [M′][K′] and op(B) as [K′][N′] row-major (M′ a multiple
 // of 64, K′ of 16, N′ of 128), each element rounded to f16 by the device's
 // f32 → f16 conversion, zero outside the matrix, so the matmul's
-// cooperative loads never leave their operand. op_a / op_b and the Params
-// uniform are matmul_common.wgsl's (appended).
+// cooperative loads never leave their operand. With the SCALED flag op(A)
+// is multiplied by a power of two first (k_chunk holds it as f32 bits) —
+// gradients near 1/(B·T) would otherwise sit in f16's subnormals — and the
+// matmul divides it out of C (matmul_coop.wgsl). op_a / op_b and the
+// Params uniform are matmul_common.wgsl's (appended).
 
 enable f16;
+
+// Flag bit of the Params: op(A) staged times bitcast<f32>(p.k_chunk), C
+// times bitcast<f32>(p.slices) (its inverse; both powers of two).
+const SCALED: u32 = 32u;
 
 @group(0) @binding(5) var<storage, read_write> staged: array<f16>;
 
@@ -21,7 +28,11 @@ fn stage_a(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     if (i >= padded(p.m, 64u) * kp) {
         return;
     }
-    staged[i] = f16(op_a(i / kp, i % kp));
+    var v = op_a(i / kp, i % kp);
+    if ((p.flags & SCALED) != 0u) {
+        v *= bitcast<f32>(p.k_chunk);
+    }
+    staged[i] = f16(v);
 }
 
 @compute @workgroup_size(64)

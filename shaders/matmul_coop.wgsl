@@ -16,6 +16,9 @@ enable wgpu_cooperative_matrix;
 
 var<workgroup> scratch: array<f32, 1024>; // 4 subgroups × 16 × 16
 
+// op(A) was staged scaled (coop_stage.wgsl): C is multiplied back.
+const SCALED: u32 = 32u;
+
 fn padded_to(x: u32, to: u32) -> u32 {
     return (x + to - 1u) / to * to;
 }
@@ -29,6 +32,9 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32) {
         let col = c0 + i % 16u;
         if (row < p.m && col < p.n) {
             var v = scratch[base + i];
+            if ((p.flags & SCALED) != 0u) {
+                v *= bitcast<f32>(p.slices);
+            }
             if ((p.flags & HAS_BIAS) != 0u) {
                 v += bias[p.bias_off + col];
             }

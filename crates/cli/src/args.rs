@@ -108,6 +108,11 @@ pub struct TrainArgs {
     /// One JSON object per report on stdout instead of a progress bar.
     #[arg(long)]
     pub json: bool,
+    /// Gate the fast paths first (precision, then speed at this model's
+    /// shape; the tensor-core path also trains 200 steps against f32) and
+    /// train on those that pass; without it training is f32.
+    #[arg(long)]
+    pub fast_paths: bool,
     #[command(flatten)]
     pub backend: Backend,
 }

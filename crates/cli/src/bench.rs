@@ -51,7 +51,7 @@ pub fn config(l: usize, h: usize, c: usize, t: usize) -> ModelConfig {
 }
 
 /// Training throughput: `warmup` steps, then `steps` timed, one submission
-/// each; on f32, or with `fast` (the f16-compute path).
+/// each; on f32, or with `fast` (the f16-compute or the tensor-core path).
 fn bench_train(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
@@ -98,7 +98,11 @@ fn bench_train(
     let loss = pollster::block_on(model.read_loss(ctx))?;
     let params = cfg.num_params();
     let flops_per_token = 6 * params + 12 * l * c * t;
-    let path = if fast.is_some() { "f16-compute" } else { "f32" };
+    let path = match fast {
+        Some(f) if f.coop_matrix => "coop-matrix",
+        Some(_) => "f16-compute",
+        None => "f32",
+    };
     Ok(json!({
         "config": name, "path": path, "params": params, "batch": b, "block": t,
         "ms_per_step": dt * 1e3, "train_tokens_per_s": (b * t) as f64 / dt,
@@ -267,9 +271,14 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
         f16_compute: Some(c),
         ..Default::default()
     });
+    let coop = fast.coop_matrix.then(|| FastPaths {
+        coop_matrix: true,
+        ..Default::default()
+    });
     eprintln!("bench: the launch floor");
     let floor = crate::floor::bench_floor(ctx, &mut reg)?;
-    let (train, sample) = bench_models(ctx, &mut reg, (quick, only), (f16, compute))?;
+    let trains = [compute, coop];
+    let (train, sample) = bench_models(ctx, &mut reg, (quick, only), (f16, &trains))?;
     // A run of one shape is about that shape.
     let matmul = match only {
         Some(_) => Vec::new(),
@@ -286,12 +295,12 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
 }
 
 /// Training and sampling of every wanted shape; sampling also on the `f16`
-/// (storage) fast path and training on the `compute` one, when given.
+/// (storage) fast path and training on each of `trains` given.
 fn bench_models(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     (quick, only): (bool, Option<&str>),
-    (f16, compute): (Option<FastPaths>, Option<FastPaths>),
+    (f16, trains): (Option<FastPaths>, &[Option<FastPaths>]),
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let (warmup, steps, tokens) = if quick { (1, 2, 8) } else { (5, 20, 200) };
     let (mut train, mut sample) = (Vec::new(), Vec::new());
@@ -303,8 +312,8 @@ fn bench_models(
         eprintln!("bench: training {name}");
         let (named, counts) = ((name, shape), (warmup, steps));
         train.push(bench_train(ctx, reg, named, counts, None)?);
-        if compute.is_some() {
-            train.push(bench_train(ctx, reg, named, counts, compute)?);
+        for fast in trains.iter().filter(|f| f.is_some()) {
+            train.push(bench_train(ctx, reg, named, counts, *fast)?);
         }
         eprintln!("bench: sampling {name}");
         let runs = [

@@ -132,7 +132,7 @@ async fn info() -> Result<()> {
     Ok(())
 }
 
-fn now_ms() -> f64 {
+pub(crate) fn now_ms() -> f64 {
     use std::sync::OnceLock;
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3

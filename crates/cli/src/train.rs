@@ -47,6 +47,41 @@ async fn session(a: &TrainArgs) -> Result<Session> {
     )?)
 }
 
+/// `--fast-paths`: every fast path gated at this model's shape (its
+/// console lines on stderr), the session bound to those that pass.
+async fn gate_fast_paths(session: &mut Session) -> Result<()> {
+    use tinygpt_gpu::gate::{run_gates, GateOptions, SpeedShape};
+    let Some(t) = session.gpu_trainer() else {
+        bail!("--fast-paths needs the GPU");
+    };
+    let gpu = t.gpu.clone();
+    let cfg = t.model.cfg;
+    let opts = GateOptions {
+        fault: None,
+        vocab: cfg.vocab_size as u32,
+        now_ms: crate::commands::now_ms,
+        measure_speed: true,
+        speed_shape: SpeedShape {
+            width: cfg.d_model as u32,
+            layers: cfg.n_layer as u32,
+        },
+    };
+    let mut reg = std::mem::take(&mut *gpu.registry.borrow_mut());
+    let (reports, active) = run_gates(&gpu.ctx, &mut reg, opts).await;
+    *gpu.registry.borrow_mut() = reg;
+    for r in &reports {
+        r.lines.iter().take(2).for_each(|l| eprintln!("{l}"));
+        if r.path == "coop_matrix" {
+            let training = r.lines.iter().filter(|l| l.contains("training gate"));
+            training.for_each(|l| eprintln!("{l}"));
+        }
+    }
+    gpu.fast_paths.set(active);
+    session.apply_fast_paths()?;
+    eprintln!("fast paths:{}", tinygpt_gpu::gate::status_suffix(&reports));
+    Ok(())
+}
+
 fn override_train(mut t: TrainConfig, a: &TrainArgs) -> TrainConfig {
     t.steps = a.steps.unwrap_or(t.steps);
     t.batch_size = a.batch_size.unwrap_or(t.batch_size);
@@ -85,6 +120,9 @@ pub async fn train(a: TrainArgs) -> Result<()> {
         );
     }
     session.set_total_steps(total)?;
+    if a.fast_paths {
+        gate_fast_paths(&mut session).await?;
+    }
     let cfg = session.config;
     eprintln!(
         "model: {} layers, {} heads, d_model {}, context {}, vocab {} — {} parameters, on the {} path",

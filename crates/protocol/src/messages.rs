@@ -51,6 +51,9 @@ pub struct ActivePaths {
     /// operands (shader-f16) into f32 sums.
     #[serde(default)]
     pub f16_compute: bool,
+    /// `+coop matrix`: every training matmul on tensor cores (native).
+    #[serde(default)]
+    pub coop_matrix: bool,
 }
 
 /// Result of the start-up kernel check (an f32 matmul against a CPU loop).

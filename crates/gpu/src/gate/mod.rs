@@ -8,6 +8,8 @@
 //! new entry plus its kernels; the model only consults [`FastPaths`] in its
 //! one linear-binding function.
 
+pub mod coop_matrix;
+pub mod coop_training;
 mod decoder_cases;
 pub mod f16_compute;
 mod f16_speed;
@@ -33,7 +35,7 @@ use crate::{GpuContext, PipelineRegistry};
 use tinygpt_protocol::GateReport;
 
 /// Every fast path, in the order their gates run.
-pub const FAST_PATHS: &[FastPath] = &[f16_storage::PATH, f16_compute::PATH];
+pub const FAST_PATHS: &[FastPath] = &[f16_storage::PATH, f16_compute::PATH, coop_matrix::PATH];
 
 /// The path with this id.
 pub fn fast_path(id: &str) -> Option<&'static FastPath> {

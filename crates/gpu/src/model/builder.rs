@@ -17,6 +17,7 @@ use crate::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
 use crate::ops::layernorm::{
     bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
 };
+use crate::ops::matmul::coop::bind_matmul_coop_scaled;
 use crate::ops::matmul::f16w::bind_matmul_f16w;
 use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
 use crate::ops::residual::bind_residual_forward;
@@ -64,6 +65,10 @@ pub struct Builder<'a, 'r> {
     pub f16: Option<&'a F16WeightCache>,
     /// Training dropout: masks the embedding and each residual branch.
     pub dropout: Option<DropoutDesc<'a>>,
+    /// Every matmul on cooperative matrices (the tensor-core path): f16
+    /// operands, f32 sums, each backward product's gradient operand scaled
+    /// by [`Self::grad_scale`] as it is staged.
+    pub coop: bool,
     pub b: usize,
     pub t: usize,
     /// The K-split weight gradients' shared scratch (backward only).
@@ -96,6 +101,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             layout,
             f16,
             dropout,
+            coop: false,
             b: a.b,
             t: a.t,
             scratch: None,
@@ -125,6 +131,34 @@ impl<'a, 'r> Builder<'a, 'r> {
     fn push(&mut self, op: impl Into<BoundOp>) -> R {
         self.ops.push(op.into());
         Ok(())
+    }
+
+    /// What a backward product's gradient operand is multiplied by on
+    /// cooperative matrices (and its result divided by): the loss is a mean
+    /// over N = B·T rows, so its gradients are of order 1/N, in f16's
+    /// subnormals for large batches; N rounded up to a power of two brings
+    /// them back to order one, exactly.
+    pub fn grad_scale(&self) -> f32 {
+        self.n().next_power_of_two() as f32
+    }
+
+    /// `C = op(A)·op(B) [+ bias] [+ C]` on cooperative matrices when the
+    /// path is active (op(A) times `scale` as staged), else in the layout's
+    /// f32 kernel (`scale` unused).
+    fn matmul<'v>(
+        &mut self,
+        desc: MatmulDesc,
+        (a, scale): (View<'v>, f32),
+        b: View<'v>,
+        bias: Option<View<'v>>,
+        c: View<'v>,
+    ) -> R {
+        if !self.coop {
+            let k = self.layout.bind(self.ctx, self.reg, desc, a, b, bias, c)?;
+            return self.push(k);
+        }
+        let ks = bind_matmul_coop_scaled(self.ctx, self.reg, desc, (a, scale), b, bias, c)?;
+        ks.into_iter().try_for_each(|k| self.push(k))
     }
 
     fn embedding(&self) -> EmbeddingDesc {
@@ -208,13 +242,13 @@ impl<'a, 'r> Builder<'a, 'r> {
     ) -> R {
         let desc = MatmulDesc::linear(self.n(), u(d_in), u(d_out));
         let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
-        let k = match self.f16 {
-            Some(f) => bind_matmul_f16w(self.ctx, self.reg, desc, x, f.at(wv.offset), bias, out)?,
-            None => self
-                .layout
-                .bind(self.ctx, self.reg, desc, x, wv, bias, out)?,
-        };
-        self.push(k)
+        match self.f16.filter(|_| !self.coop) {
+            Some(f) => {
+                let k = bind_matmul_f16w(self.ctx, self.reg, desc, x, f.at(wv.offset), bias, out)?;
+                self.push(k)
+            }
+            None => self.matmul(desc, (x.into(), 1.0), wv, bias, out.into()),
+        }
     }
 
     /// Causal self-attention of layer `l`: `out (N, C)` and the per-row `lse`.
@@ -251,10 +285,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let tok = self.params.at(ParamKind::TokEmb, 0);
-        let k = self
-            .layout
-            .bind(self.ctx, self.reg, desc, x, tok, None, logits)?;
-        self.push(k)
+        self.matmul(desc, (x.into(), 1.0), tok, None, logits.into())
     }
 
     /// Per-row `losses (N)`, their mean `loss (1)`, and `dlogits` when given.
@@ -287,10 +318,8 @@ impl<'a, 'r> Builder<'a, 'r> {
             n: c,
             ..Default::default()
         };
-        let k = self
-            .layout
-            .bind(self.ctx, self.reg, dx_desc, dlogits, tok, None, dx)?;
-        self.push(k)?;
+        let scale = self.grad_scale();
+        self.matmul(dx_desc, (dlogits.into(), scale), tok, None, dx.into())?;
         self.weight_grad(dlogits, x, (v, c), self.grad(ParamKind::TokEmb, 0))
     }
 
@@ -305,6 +334,10 @@ impl<'a, 'r> Builder<'a, 'r> {
             accumulate: true,
             ..Default::default()
         };
+        if self.coop {
+            let scale = self.grad_scale();
+            return self.matmul(desc, (dy.into(), scale), x.into(), None, dw);
+        }
         let scratch = self.scratch.as_ref();
         let op = self
             .layout
@@ -328,11 +361,8 @@ impl<'a, 'r> Builder<'a, 'r> {
             n: u(d_in),
             ..Default::default()
         };
-        let wv = self.params.at(w, l);
-        let k = self
-            .layout
-            .bind(self.ctx, self.reg, dx_desc, dy, wv, None, dx)?;
-        self.push(k)?;
+        let (wv, scale) = (self.params.at(w, l), self.grad_scale());
+        self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?;
         self.weight_grad(dy, x, (u(d_out), u(d_in)), self.grad(w, l))?;
         let desc = BiasGradDesc {
             rows: self.n(),

@@ -71,6 +71,8 @@ pub struct LinearInput {
 pub struct FastPaths {
     pub f16_storage: Option<F16Storage>,
     pub f16_compute: Option<F16Compute>,
+    /// Every training matmul on cooperative matrices (tensor cores).
+    pub coop_matrix: bool,
 }
 
 impl FastPaths {
@@ -79,6 +81,7 @@ impl FastPaths {
         tinygpt_protocol::ActivePaths {
             f16_storage: self.f16_storage.is_some(),
             f16_compute: self.f16_compute.is_some(),
+            coop_matrix: self.coop_matrix,
         }
     }
 

@@ -87,6 +87,7 @@ impl GpuModel {
             });
             let (f16, layout) = (self.train_f16(), self.kernel_layout);
             let mut g = Builder::new(ctx, reg, &self.cfg, params, layout, f16, dropout, &acts);
+            g.coop = self.fast.coop_matrix;
             graph::forward(&mut g, &acts, true)?;
             g.backward(grads)?;
             graph::backward(&mut g, &acts)?;
@@ -136,6 +137,7 @@ impl GpuModel {
             None,
             acts,
         );
+        b.coop = self.fast.coop_matrix;
         graph::forward(&mut b, acts, false)?;
         Self::write_batch(ctx, acts, batch);
         let mut enc = ctx

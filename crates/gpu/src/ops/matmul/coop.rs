@@ -19,7 +19,7 @@ use crate::{GpuContext, GpuError};
 /// Why this device cannot run the kernel, or `None` when it can.
 pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
     if cfg!(target_arch = "wasm32") {
-        return Some("cooperative matrices are native only (wgpu 30 has no WebGPU form of them)");
+        return Some("cooperative matrices are native only: wgpu 30 has no WebGPU form of them");
     }
     (!ctx.coop_matrix).then_some(
         "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups",
@@ -44,11 +44,10 @@ fn grid_of_64(n: u32) -> [u32; 3] {
     [x, groups.div_ceil(x), 1]
 }
 
-/// Binds `C (M, N) = op(A) · op(B) [+ bias] [+ C]` as three dispatches:
-/// op(A) and op(B) staged as zero-padded f16 (`coop_stage.wgsl`, into
-/// buffers this binding owns), then the cooperative-matrix kernel reading
-/// its fragments straight from them (`matmul_coop.wgsl`: a 64×128
-/// tile of C per workgroup, a 32×64 block per subgroup).
+/// The stage and matmul kernels' flag: op(A) scaled (`coop_stage.wgsl`).
+const SCALED: u32 = 32;
+
+/// [`bind_matmul_coop_scaled`] without a scale.
 pub fn bind_matmul_coop<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
@@ -58,8 +57,37 @@ pub fn bind_matmul_coop<'a>(
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
+    bind_matmul_coop_scaled(ctx, registry, desc, (a, 1.0), b, bias, c)
+}
+
+/// Binds `C (M, N) = op(A) · op(B) [+ bias] [+ C]` as three dispatches:
+/// op(A) and op(B) staged as zero-padded f16 (`coop_stage.wgsl`, into
+/// buffers this binding owns), then the cooperative-matrix kernel reading
+/// its fragments straight from them (`matmul_coop.wgsl`: a 64×128
+/// tile of C per workgroup, a 32×64 block per subgroup). op(A) is
+/// multiplied by `scale` (a power of two) as it is staged and the product
+/// by its inverse before the bias and the accumulation: a gradient of
+/// order 1/(B·T) keeps f16's normal range and the result is the
+/// unscaled one.
+pub fn bind_matmul_coop_scaled<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    (a, scale): (impl Into<View<'a>>, f32),
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+) -> Result<Vec<BoundKernel>, GpuError> {
     refuse(ctx)?;
     let (a, b, c) = (a.into(), b.into(), c.into());
+    // A positive normal float with no mantissa bits: a power of two.
+    if !(scale.is_normal() && scale > 0.0 && scale.to_bits() & 0x7f_ffff == 0) {
+        return Err(crate::ops::common::shape_error(
+            "matmul_coop",
+            format!("the scale must be a power of two, got {scale}"),
+        ));
+    }
+
     check_operands("matmul_coop", &desc, a, (Some(b), b.buffer), bias, c)?;
     let (mp, kp, np) = (
         desc.m.next_multiple_of(64),
@@ -71,8 +99,12 @@ pub fn bind_matmul_coop<'a>(
     let b16 = ctx.zeros("coop_b16", (kp * np).div_ceil(2) as usize)?;
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
+    let (extra, flags) = match scale == 1.0 {
+        true => ([0, 0], 0),
+        false => ([scale.to_bits(), (1.0 / scale).to_bits()], SCALED),
+    };
     let uniform = desc
-        .params(offsets, [0, 0], 0)
+        .params(offsets, extra, flags)
         .upload(ctx, "matmul_coop_params");
     let stage_a = bind_kernel(
         ctx,
