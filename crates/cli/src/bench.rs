@@ -1,6 +1,7 @@
 //! `tinygpt bench`: one JSON document of this engine's speed on the local
 //! adapter, with shapes matching `../shared/bench/pytorch_baseline.py`.
 
+use crate::clock::now_ms;
 use anyhow::Result;
 use serde_json::{json, Value};
 use std::ops::ControlFlow;
@@ -18,13 +19,6 @@ use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
 use tinygpt_protocol::MAX_SAMPLES;
-
-/// Milliseconds since the first call (the gate framework's clock).
-fn now_ms() -> f64 {
-    use std::sync::OnceLock;
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
-}
 
 /// `(name, layers, heads, d_model, context, batch)`, as in pytorch_baseline.py.
 pub const SHAPES: [(&str, usize, usize, usize, usize, usize); 3] = [

@@ -1,6 +1,7 @@
 //! What each subcommand does.
 
 use crate::args::{Backend, Cli, Command, EvalArgs, GateArgs, SampleArgs};
+use crate::clock::now_ms;
 use crate::files::{load_session, open_gpu, read};
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -130,12 +131,6 @@ async fn info() -> Result<()> {
     });
     println!("{}", serde_json::to_string_pretty(&caps)?);
     Ok(())
-}
-
-pub(crate) fn now_ms() -> f64 {
-    use std::sync::OnceLock;
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_secs_f64() * 1e3
 }
 
 /// The error-distribution lines of one case (a measurement, never a verdict).

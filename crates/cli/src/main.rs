@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod clock;
 mod commands;
 mod files;
 mod floor;

@@ -59,7 +59,7 @@ async fn gate_fast_paths(session: &mut Session) -> Result<()> {
     let opts = GateOptions {
         fault: None,
         vocab: cfg.vocab_size as u32,
-        now_ms: crate::commands::now_ms,
+        now_ms: crate::clock::now_ms,
         measure_speed: true,
         speed_shape: SpeedShape {
             width: cfg.d_model as u32,

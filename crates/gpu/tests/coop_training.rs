@@ -116,28 +116,45 @@ fn a_scaled_gradient_operand_keeps_f16_precision() {
         return;
     }
     let ctx = &gpu.ctx;
-    let desc = MatmulDesc::linear(64, 256, 96);
+    // A gradient-sized A (64, 256) times Wᵀ, no bias.
+    let desc = MatmulDesc {
+        bias: false,
+        ..MatmulDesc::linear(64, 256, 96)
+    };
     let mut rng = Rng::new(41);
-    let dy: Vec<f32> = random(&mut rng, 64 * 256)
-        .iter()
-        .map(|x| x / 16384.0)
-        .collect();
+    let order_one = random(&mut rng, 64 * 256);
+    let dy: Vec<f32> = order_one.iter().map(|x| x / 16384.0).collect();
     let w = random(&mut rng, 96 * 256);
     let want = matmul_reference(desc, &dy, &w, None);
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
-    let mut run = |scale: f32| {
-        let (a, b) = (ctx.upload("dy", &dy).unwrap(), ctx.upload("w", &w).unwrap());
+    let mut run = |a: &[f32], scale: f32| {
+        let (a, b) = (ctx.upload("a", a).unwrap(), ctx.upload("w", &w).unwrap());
         let c = ctx.zeros("c", 64 * 96).unwrap();
         let ks = bind_matmul_coop_scaled(ctx, &mut reg, desc, (&a, scale), &b, None, &c).unwrap();
         submit(ctx, "scaled", &ks.iter().collect::<Vec<_>>());
-        let got = pollster::block_on(ctx.read_f32(&c, 64 * 96)).unwrap();
-        gate_stats(&got, &want)
+        pollster::block_on(ctx.read_f32(&c, 64 * 96)).unwrap()
     };
-    let (unscaled, scaled) = (run(1.0), run(16384.0));
+    let (unscaled, scaled) = (run(&dy, 1.0), run(&dy, 16384.0));
+    // Scaling by a power of two is exact: staged, the scaled gradient is
+    // the order-one operand's halves, and the product divided back is
+    // that operand's product / 16384 bit for bit.
+    let one: Vec<f32> = run(&order_one, 1.0).iter().map(|x| x / 16384.0).collect();
+    let same = scaled
+        .iter()
+        .zip(&one)
+        .filter(|(s, o)| s.to_bits() == o.to_bits());
+    assert_eq!(
+        same.count(),
+        scaled.len(),
+        "scaled = order-one product / 16384"
+    );
+    let (unscaled, scaled) = (gate_stats(&unscaled, &want), gate_stats(&scaled, &want));
     eprintln!("unscaled: {unscaled:?}\nscaled: {scaled:?}");
     assert!(scaled.passed, "{scaled:?}");
+    // Measured on the H200: mean_rel 0.103 % scaled (an order-one
+    // operand's error: the primary gate case's 0.101 %), 0.202 % unscaled.
     assert!(
-        scaled.mean_rel_err * 4.0 < unscaled.mean_rel_err,
+        scaled.mean_rel_err * 1.5 < unscaled.mean_rel_err,
         "scaling must matter: {scaled:?} vs {unscaled:?}"
     );
     let e = bind_matmul_coop_scaled(
@@ -149,7 +166,10 @@ fn a_scaled_gradient_operand_keeps_f16_precision() {
         None,
         &ctx.zeros("c", 1).unwrap(),
     );
-    assert!(e.is_err(), "a scale that is not a power of two is refused");
+    let e = e
+        .err()
+        .expect("a scale that is not a power of two is refused");
+    assert!(e.to_string().contains("power of two"), "{e}");
 }
 
 /// The gate: the three training layouts within the seed's thresholds, and

@@ -7,8 +7,7 @@
 //! asks for `compute` and M > 1; one row keeps the f16-storage GEMV (a
 //! decode step streams weights: f16 operands there would only round x).
 
-use super::f16w::{on_source, variants};
-use super::fault::VARIANTS;
+use super::fault::{variants, VARIANTS};
 use crate::registry::KernelSource;
 use crate::{GpuContext, GpuError};
 
@@ -37,30 +36,26 @@ const F16C_WGSL: &str = concat!(
 );
 
 /// The tiled f16-compute kernel by fault index.
-pub(super) const TILED_F16C: [KernelSource; VARIANTS] = on_source(
-    variants(
-        [
-            "matmul_f16c_64x64_k16",
-            "matmul_f16c_fault_f16acc",
-            "matmul_f16c_fault_droptail",
-        ],
-        "main",
-    ),
+pub(super) const TILED_F16C: [KernelSource; VARIANTS] = variants(
+    [
+        "matmul_f16c_64x64_k16",
+        "matmul_f16c_fault_f16acc",
+        "matmul_f16c_fault_droptail",
+    ],
+    "main",
     F16C_WGSL,
 );
 pub const MATMUL_F16C: KernelSource = TILED_F16C[0];
 
 /// The 128×128-tile kernel (outputs where the f32 matmul runs its large
 /// tiles: [`super::MatmulDesc::uses_large_tiles`]) by fault index.
-pub(super) const TILED_F16C_LARGE: [KernelSource; VARIANTS] = on_source(
-    variants(
-        [
-            "matmul_f16c_128x128_k8",
-            "matmul_f16c_128_fault_f16acc",
-            "matmul_f16c_128_fault_droptail",
-        ],
-        "main_128",
-    ),
+pub(super) const TILED_F16C_LARGE: [KernelSource; VARIANTS] = variants(
+    [
+        "matmul_f16c_128x128_k8",
+        "matmul_f16c_128_fault_f16acc",
+        "matmul_f16c_128_fault_droptail",
+    ],
+    "main_128",
     F16C_WGSL,
 );
 pub const MATMUL_F16C_LARGE: KernelSource = TILED_F16C_LARGE[0];

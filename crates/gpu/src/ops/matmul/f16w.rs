@@ -3,7 +3,7 @@
 //! (`shaders/pack_f16.wgsl`), plus the CPU packer used where the GPU's
 //! conversion is not round-to-nearest-even.
 
-use super::fault::{Fault, VARIANTS};
+use super::fault::{variants, Fault, VARIANTS};
 use super::gemv::gemv_grid;
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, grid, shape_error};
@@ -45,51 +45,6 @@ pub const F16_FRESH: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// The `FAULT` override of the f16-storage kernels by kernel variant
-/// ([`Fault::kernel_index`]): the real kernel, then the f16-accumulate and
-/// dropped-K-tail test variants.
-const FAULTS: [&[(&str, f64)]; 3] = [&[], &[("FAULT", 1.0)], &[("FAULT", 2.0)]];
-
-/// The entry point `entry` under `keys[i]` with the override of variant
-/// `i`, for the [`VARIANTS`] this build has (the real one alone without
-/// fault injection).
-pub(super) const fn variants(
-    keys: [&'static str; 3],
-    entry: &'static str,
-) -> [KernelSource; VARIANTS] {
-    let real = KernelSource {
-        key: keys[0],
-        wgsl: MATMUL_WGSL,
-        entry,
-        constants: FAULTS[0],
-    };
-    let mut out = [real; VARIANTS];
-    let mut i = 1;
-    while i < VARIANTS {
-        out[i] = KernelSource {
-            key: keys[i],
-            constants: FAULTS[i],
-            ..real
-        };
-        i += 1;
-    }
-    out
-}
-
-/// `kernels` compiled from `wgsl` instead (the f16-compute kernels share
-/// the f16-storage ones' keys scheme, entry points and faults).
-pub(super) const fn on_source(
-    mut kernels: [KernelSource; VARIANTS],
-    wgsl: &'static str,
-) -> [KernelSource; VARIANTS] {
-    let mut i = 0;
-    while i < VARIANTS {
-        kernels[i].wgsl = wgsl;
-        i += 1;
-    }
-    kernels
-}
-
 /// The tiled kernel (M > 1) by fault index.
 const TILED: [KernelSource; VARIANTS] = variants(
     [
@@ -98,6 +53,7 @@ const TILED: [KernelSource; VARIANTS] = variants(
         "matmul_f16w_fault_droptail",
     ],
     "main",
+    MATMUL_WGSL,
 );
 pub const MATMUL_F16W: KernelSource = TILED[0];
 
@@ -113,6 +69,7 @@ const GEMVS: [[[KernelSource; VARIANTS]; 2]; 2] = [
                 "gemv_f16w_fault_droptail",
             ],
             "gemv",
+            MATMUL_WGSL,
         ),
         variants(
             [
@@ -121,6 +78,7 @@ const GEMVS: [[[KernelSource; VARIANTS]; 2]; 2] = [
                 "gemv_f16w_ln_fault_droptail",
             ],
             "gemv_ln",
+            MATMUL_WGSL,
         ),
     ],
     [
@@ -131,6 +89,7 @@ const GEMVS: [[[KernelSource; VARIANTS]; 2]; 2] = [
                 "gemv_f16w_any_fault_droptail",
             ],
             "gemv_any",
+            MATMUL_WGSL,
         ),
         variants(
             [
@@ -139,6 +98,7 @@ const GEMVS: [[[KernelSource; VARIANTS]; 2]; 2] = [
                 "gemv_f16w_any_ln_fault_droptail",
             ],
             "gemv_any_ln",
+            MATMUL_WGSL,
         ),
     ],
 ];
@@ -153,6 +113,7 @@ const GEMV_COLS: [KernelSource; VARIANTS] = variants(
         "gemv_f16w_cols_fault_droptail",
     ],
     "gemv_cols",
+    MATMUL_WGSL,
 );
 
 /// Every f16-storage pipeline, fault variants included (see

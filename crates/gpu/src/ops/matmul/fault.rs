@@ -4,6 +4,8 @@
 //! production build has an empty [`Fault`], no fault pipeline and no way
 //! to ask for one.
 
+use crate::registry::KernelSource;
+
 /// A deliberately wrong variant, selectable only to prove a gate catches it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -94,4 +96,36 @@ impl Fault {
             false
         }
     }
+}
+
+/// The `FAULT` override of the f16-weight kernels by kernel variant
+/// ([`Fault::kernel_index`]): the real kernel, then the f16-accumulate and
+/// dropped-K-tail test variants.
+const FAULTS: [&[(&str, f64)]; 3] = [&[], &[("FAULT", 1.0)], &[("FAULT", 2.0)]];
+
+/// The entry point `entry` of `wgsl` under `keys[i]` with the override of
+/// variant `i`, for the [`VARIANTS`] this build has (the real one alone
+/// without fault injection).
+pub(super) const fn variants(
+    keys: [&'static str; 3],
+    entry: &'static str,
+    wgsl: &'static str,
+) -> [KernelSource; VARIANTS] {
+    let real = KernelSource {
+        key: keys[0],
+        wgsl,
+        entry,
+        constants: FAULTS[0],
+    };
+    let mut out = [real; VARIANTS];
+    let mut i = 1;
+    while i < VARIANTS {
+        out[i] = KernelSource {
+            key: keys[i],
+            constants: FAULTS[i],
+            ..real
+        };
+        i += 1;
+    }
+    out
 }
