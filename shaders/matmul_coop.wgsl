@@ -19,6 +19,9 @@ var<workgroup> scratch: array<f32, 1024>; // 4 subgroups × 16 × 16
 // op(A) was staged scaled (coop_stage.wgsl): C is multiplied back.
 const SCALED: u32 = 32u;
 
+// Test-only (ops/matmul/fault.rs): 2 skips the last 16-wide K step.
+override FAULT: u32 = 0u;
+
 fn padded_to(x: u32, to: u32) -> u32 {
     return (x + to - 1u) / to * to;
 }
@@ -56,7 +59,7 @@ fn main(
 ) {
     let lda = padded_to(p.k, 16u);
     let ldb = padded_to(p.n, 128u);
-    let kend = lda;
+    let kend = select(lda, lda - 16u, FAULT == 2u && lda > 16u);
     let r0 = wg.y * 64u + (sg / 2u) * 32u;
     let c0 = wg.x * 128u + (sg % 2u) * 64u;
     var c00 = coop_mat16x16<f32, C>();

@@ -15,7 +15,7 @@ use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::matmul::coop::{bind_matmul_coop_scaled, coop_unavailable};
-use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
+use tinygpt_gpu::ops::matmul::{matmul_reference, Fault, MatmulDesc};
 use tinygpt_gpu::testing::{random, TestGpu};
 
 /// The device lacks cooperative matrices: says so (the test did not run).
@@ -193,6 +193,35 @@ fn the_tensor_core_gate_passes_its_layouts_and_its_training_gate() {
             .filter(|l| l.contains("training gate step"))
             .count(),
         4
+    );
+}
+
+/// The dropped-K-tail fault in the tensor-core kernel: every layout case
+/// fails the gate, and the headline says which and why. (The kernel has no
+/// f16-accumulate variant: its accumulators are the hardware's f32
+/// fragments.)
+#[test]
+fn the_tensor_core_gate_fails_a_kernel_that_drops_its_k_tail() {
+    let gpu = gpu_or_skip!();
+    if unavailable(
+        gpu,
+        "the_tensor_core_gate_fails_a_kernel_that_drops_its_k_tail",
+    ) {
+        return;
+    }
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let opts = GateOptions {
+        fault: Some(Fault::DropKTail),
+        ..opts()
+    };
+    let r = pollster::block_on(gate(&gpu.ctx, &mut reg, opts)).unwrap();
+    eprintln!("{}", r.lines[0]);
+    assert!(!r.passed);
+    assert!(r.cases.iter().all(|c| !c.stats.passed), "{:#?}", r.cases);
+    assert!(
+        r.lines[0].contains("FAIL") && r.lines[0].contains("primary"),
+        "{}",
+        r.lines[0]
     );
 }
 

@@ -439,7 +439,7 @@ pub enum WorkerOutput {
         busy: bool,
     },
     /// One fast path's gate result (every number, verdict and shape).
-    GateReport(GateReport),
+    GateReport(Box<GateReport>),
     /// The saved runs, newest first, and the storage they use.
     SavedRuns {
         runs: Vec<SavedRunInfo>,

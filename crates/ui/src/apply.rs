@@ -80,7 +80,7 @@ impl Store {
             }),
             WorkerOutput::Checkpoint { name, bytes } => self.checkpoint_arrived(name, bytes),
             WorkerOutput::Busy { busy } => self.worker_busy.set(busy),
-            WorkerOutput::GateReport(report) => self.gate_reported(report),
+            WorkerOutput::GateReport(report) => self.gate_reported(*report),
             WorkerOutput::Localization(report) => {
                 self.localizations.update(|l| {
                     l.retain(|r| r.path != report.path);

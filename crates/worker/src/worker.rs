@@ -177,7 +177,7 @@ async fn run_gates(gpu: &Gpu, caps: &mut GpuCaps) -> Vec<GateReport> {
             };
             log(level, line.clone());
         }
-        post(&WorkerOutput::GateReport(r.clone()));
+        post(&WorkerOutput::GateReport(Box::new(r.clone())));
     }
     caps.active = active.pills();
     crate::precision_log::keep(&reports, &caps.adapter, "start-up").await;

@@ -22,7 +22,7 @@ use super::f16_storage::{case_line, failure_reason};
 use super::framework::{headline, uniform, FastPath, GateFuture, GateOptions, SpeedFuture};
 use super::stats::{error_distribution, gate_stats};
 use crate::model::FastPaths;
-use crate::ops::matmul::coop::{bind_matmul_coop_scaled, coop_unavailable};
+use crate::ops::matmul::coop::{bind_matmul_coop_variant, coop_unavailable};
 use crate::ops::matmul::{matmul_once, Fault, MatmulDesc};
 use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};
@@ -124,6 +124,7 @@ async fn run_case(
     reg: &mut PipelineRegistry,
     case: &Case,
     rng: &mut Rng,
+    fault: Option<Fault>,
 ) -> Result<GateCase, GpuError> {
     let d = case.desc;
     let mut a = uniform(rng, d.m * d.k);
@@ -159,7 +160,8 @@ async fn run_case(
     let c = ctx.upload("coop_gate_c", &c_init)?;
     let scale = if case.gradient { GRAD_ROWS as f32 } else { 1.0 };
     let bias_view = bias_buf.as_ref().map(View::from);
-    let ks = bind_matmul_coop_scaled(ctx, reg, d, (&a_buf, scale), &b_buf, bias_view, &c)?;
+    let a = (&a_buf, scale, fault);
+    let ks = bind_matmul_coop_variant(ctx, reg, d, a, &b_buf, bias_view, &c)?;
     crate::kernel::submit(ctx, "coop_gate", &ks.iter().collect::<Vec<_>>());
     let mut got = ctx.read_f32(&c, (d.m * d.n) as usize).await?;
     // The accumulated case compares the product, not the values it was
@@ -187,7 +189,7 @@ pub async fn gate(
     let mut rng = Rng::new(GATE_SEED);
     let mut cases_run = Vec::new();
     for case in cases() {
-        cases_run.push(run_case(ctx, reg, &case, &mut rng).await?);
+        cases_run.push(run_case(ctx, reg, &case, &mut rng, opts.fault).await?);
     }
     let training = training_gate(ctx, reg, opts.speed_shape).await?;
     let passed = cases_run.iter().all(|c| c.stats.passed) && training.passed;

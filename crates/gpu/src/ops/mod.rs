@@ -76,5 +76,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     ];
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
+    #[cfg(feature = "fault-injection")]
+    all.push(&MATMUL_COOP_DROPTAIL);
     all
 }

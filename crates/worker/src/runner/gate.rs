@@ -86,7 +86,7 @@ impl Runner {
                     line.clone(),
                 );
             }
-            post(&WorkerOutput::GateReport(r.clone()));
+            post(&WorkerOutput::GateReport(Box::new(r.clone())));
         }
         crate::precision_log::keep(&reports, &self.caps.adapter, "loaded model").await;
         let after = gpu.fast_paths.get();
@@ -134,7 +134,7 @@ impl Runner {
             if let Some(line) = r.lines.iter().find(|l| l.contains(" speed: ")) {
                 log(LogLevel::Info, format!("{line} (at this model's shape)"));
             }
-            post(&WorkerOutput::GateReport(r.clone()));
+            post(&WorkerOutput::GateReport(Box::new(r.clone())));
         }
         let active = t.gpu.fast_paths.get().pills();
         if self.caps.active != active {
@@ -189,7 +189,7 @@ impl Runner {
             r.active = false;
             r.passed = false;
             r.lines.push(check.line.clone());
-            post(&WorkerOutput::GateReport(r.clone()));
+            post(&WorkerOutput::GateReport(Box::new(r.clone())));
             failed.push(r.clone());
         }
         crate::precision_log::keep(&failed, &self.caps.adapter, "freshness").await;

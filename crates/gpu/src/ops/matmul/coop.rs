@@ -9,11 +9,12 @@
 //! message that says why.
 
 use super::desc::{check_operands, MatmulDesc};
+use super::fault::Fault;
 use super::kernels::{COOP_STAGE_A, COOP_STAGE_B, MATMUL_COOP};
 use crate::kernel::BoundKernel;
 use crate::ops::common::bind_kernel;
 use crate::ops::View;
-use crate::registry::PipelineRegistry;
+use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
 /// Why this device cannot run the kernel, or `None` when it can.
@@ -60,6 +61,30 @@ pub fn bind_matmul_coop<'a>(
     bind_matmul_coop_scaled(ctx, registry, desc, (a, 1.0), b, bias, c)
 }
 
+/// [`bind_matmul_coop_variant`] without a fault.
+pub fn bind_matmul_coop_scaled<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    (a, scale): (impl Into<View<'a>>, f32),
+    b: impl Into<View<'a>>,
+    bias: Option<View<'a>>,
+    c: impl Into<View<'a>>,
+) -> Result<Vec<BoundKernel>, GpuError> {
+    bind_matmul_coop_variant(ctx, registry, desc, (a, scale, None), b, bias, c)
+}
+
+/// The kernel of `fault`: the real one, or (fault injection) the one that
+/// drops its last K step; no other fault lives in this kernel.
+fn kernel(fault: Option<Fault>) -> &'static KernelSource {
+    #[cfg(feature = "fault-injection")]
+    if fault == Some(Fault::DropKTail) {
+        return &super::kernels::MATMUL_COOP_DROPTAIL;
+    }
+    let _ = fault;
+    &MATMUL_COOP
+}
+
 /// Binds `C (M, N) = op(A) · op(B) [+ bias] [+ C]` as three dispatches:
 /// op(A) and op(B) staged as zero-padded f16 (`coop_stage.wgsl`, into
 /// buffers this binding owns), then the cooperative-matrix kernel reading
@@ -68,12 +93,12 @@ pub fn bind_matmul_coop<'a>(
 /// multiplied by `scale` (a power of two) as it is staged and the product
 /// by its inverse before the bias and the accumulation: a gradient of
 /// order 1/(B·T) keeps f16's normal range and the result is the
-/// unscaled one.
-pub fn bind_matmul_coop_scaled<'a>(
+/// unscaled one. `fault` (tests) picks a deliberately wrong kernel.
+pub fn bind_matmul_coop_variant<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
-    (a, scale): (impl Into<View<'a>>, f32),
+    (a, scale, fault): (impl Into<View<'a>>, f32, Option<Fault>),
     b: impl Into<View<'a>>,
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
@@ -124,6 +149,6 @@ pub fn bind_matmul_coop_scaled<'a>(
     );
     let buffers = [(3, bias.buffer), (4, c.buffer), (5, &a16), (6, &b16)];
     let groups = [np / 128, mp / 64, 1];
-    let main = bind_kernel(ctx, registry, &MATMUL_COOP, &uniform, &buffers, groups);
+    let main = bind_kernel(ctx, registry, kernel(fault), &uniform, &buffers, groups);
     Ok(vec![stage_a, stage_b, main])
 }

@@ -56,6 +56,15 @@ pub const MATMUL_COOP: KernelSource = KernelSource {
     constants: &[],
 };
 
+/// [`MATMUL_COOP`] skipping its last K step: the dropped-K-tail fault
+/// (`ops/matmul/fault.rs`), which the tensor-core gate must fail.
+#[cfg(feature = "fault-injection")]
+pub const MATMUL_COOP_DROPTAIL: KernelSource = KernelSource {
+    key: "matmul_coop_fault_droptail",
+    constants: &[("FAULT", 2.0)],
+    ..MATMUL_COOP
+};
+
 /// op(A) staged as f16 `[M′][K′]` for [`MATMUL_COOP`].
 pub const COOP_STAGE_A: KernelSource = KernelSource {
     key: "coop_stage_a",

@@ -22,6 +22,8 @@ pub use fault::Fault;
 pub use gemv::{
     bind_gemv, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU, GEMV_F32, GEMV_F32_COLS, GEMV_F32_LN,
 };
+#[cfg(feature = "fault-injection")]
+pub use kernels::MATMUL_COOP_DROPTAIL;
 pub use kernels::{
     COOP_STAGE_A, COOP_STAGE_B, MATMUL_COOP, MATMUL_F32, MATMUL_F32_128, MATMUL_F32_CELLS,
     MATMUL_F32_SMALL, MATMUL_REDUCE, MATMUL_TILE_LARGE,
