@@ -1,14 +1,15 @@
 //! `tinygpt bench --profile`: the GPU time of every dispatch of one training
 //! step per benchmark shape and of one greedy decoding step (the token's
 //! blocks, the head and the pick on the GPU), summed per kernel key
-//! (timestamp queries; see `tinygpt_gpu::profile`).
+//! (timestamp queries; see `tinygpt_gpu::profile`); where the device has
+//! cooperative matrices, one training step on tensor cores too.
 
 use crate::bench::{config, wanted, SHAPES, VOCAB};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
-use tinygpt_core::data::BatchSampler;
+use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::{init_params, Rng, TrainConfig};
-use tinygpt_gpu::model::GpuModel;
+use tinygpt_gpu::model::{FastPaths, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::profile::{check_timestamps, totals_by_key, DispatchTime};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -65,10 +66,14 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool)
             for _ in 0..WARMUP_STEPS {
                 model.train_step(ctx, &mut reg, &sampler.next_batch(&tokens, b, t))?;
             }
+            let shape = json!({"params": cfg.num_params(), "batch": b, "block": t});
             let batch = sampler.next_batch(&tokens, b, t);
             let times = pollster::block_on(model.profile_train_step(ctx, &mut reg, &batch))?;
-            let shape = json!({"params": cfg.num_params(), "batch": b, "block": t});
-            runs.push(report(name, "train_step", shape, &times));
+            runs.push(report(name, "train_step", shape.clone(), &times));
+            if ctx.coop_matrix {
+                let times = coop_step(ctx, &mut reg, &mut model, &batch)?;
+                runs.push(report(name, "train_step_coop", shape, &times));
+            }
         }
 
         eprintln!("profile: decode token {name}");
@@ -86,4 +91,25 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool)
         ));
     }
     Ok(json!({ "adapter": ctx.adapter_desc(), "profile": runs }))
+}
+
+/// One profiled training step on the tensor-core path (after warm-up
+/// steps on it), the model set back to f32 after.
+fn coop_step(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    model: &mut GpuModel,
+    batch: &Batch,
+) -> Result<Vec<DispatchTime>> {
+    let coop = FastPaths {
+        coop_matrix: true,
+        ..FastPaths::default()
+    };
+    model.set_fast_paths(ctx, reg, coop)?;
+    for _ in 0..WARMUP_STEPS {
+        model.train_step(ctx, reg, batch)?;
+    }
+    let times = pollster::block_on(model.profile_train_step(ctx, reg, batch))?;
+    model.set_fast_paths(ctx, reg, FastPaths::default())?;
+    Ok(times)
 }
