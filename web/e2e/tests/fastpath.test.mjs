@@ -90,7 +90,7 @@ test("with ?speed_gate=off precision alone decides, and the lever says the speed
   }
 });
 
-test("f16 compute is gated only where shader-f16 exists: on SwiftShader, which lacks it, its lever says why it is off", async () => {
+test("f16 compute is gated only where shader-f16 exists, tensor cores only natively: on SwiftShader each lever says why it is off", async () => {
   const browser = await launch({ webgpu: true });
   try {
     const { page, logs } = await openReady(browser, server.url);
@@ -109,6 +109,16 @@ test("f16 compute is gated only where shader-f16 exists: on SwiftShader, which l
         "the worker logged why",
       );
     }
+    // No browser has cooperative matrices (wgpu 30 has no WebGPU form).
+    const coop = page.getByTestId("lever-coop_matrix");
+    const why = "cooperative matrices are native only: wgpu 30 has no WebGPU form of them";
+    assert.equal(await coop.innerText(), `coop-matrix: not detected (${why}) · speed — · off`);
+    assert.equal(await coop.getAttribute("data-detected"), "false");
+    assert.equal(await page.getByTestId("pill-coop-matrix").count(), 0, "no activation pill");
+    assert.ok(
+      logs.some((l) => l.source === "worker" && l.text === `[ops] coop-matrix gate: not detected — ${why} — off`),
+      "the worker logged why",
+    );
     assert.deepEqual(unexpectedErrors(logs), []);
   } finally {
     await browser.close();
