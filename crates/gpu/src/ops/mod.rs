@@ -28,6 +28,8 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &matmul::MATMUL_COOP,
         &matmul::COOP_STAGE_A,
         &matmul::COOP_STAGE_B,
+        &matmul::COOP_STAGE_A_T,
+        &matmul::COOP_STAGE_B_T,
         &floor::FLOOR_TOUCH,
         &embedding::EMBEDDING_FORWARD,
         &embedding::EMBEDDING_FORWARD_DECODE,

@@ -10,7 +10,7 @@
 
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
-use super::kernels::{COOP_STAGE_A, COOP_STAGE_B, MATMUL_COOP};
+use super::kernels::{COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP};
 use crate::kernel::BoundKernel;
 use crate::ops::common::bind_kernel;
 use crate::ops::View;
@@ -37,12 +37,33 @@ fn refuse(ctx: &GpuContext) -> Result<(), GpuError> {
     }
 }
 
-/// Workgroups of 64 for `n` invocations, as a grid within the 65,535 limit
-/// per dimension (the stage kernels flatten it back).
-fn grid_of_64(n: u32) -> [u32; 3] {
-    let groups = n.div_ceil(64).max(1);
+/// Elements one workgroup of the element-wise stage kernels stages
+/// (`coop_stage.wgsl`'s `PER_GROUP`).
+const PER_GROUP: u32 = 2048;
+
+/// Workgroups of [`PER_GROUP`] elements for `n` elements, as a grid within
+/// the 65,535 limit per dimension (the stage kernels flatten it back).
+fn stage_grid(n: u32) -> [u32; 3] {
+    let groups = n.div_ceil(PER_GROUP).max(1);
     let x = groups.min(65_535);
     [x, groups.div_ceil(x), 1]
+}
+
+/// The staging kernel of an operand and its grid: element-wise, or for a
+/// transposed operand (whose element-wise reads would stride by a whole
+/// row) the tiled kernel, a 32 × 16 tile (`outer` × K) per workgroup, while
+/// its grid fits the 65,535 limit.
+fn stage(
+    transposed: bool,
+    (outer, kp): (u32, u32),
+    plain: &'static KernelSource,
+    tiled: &'static KernelSource,
+) -> (&'static KernelSource, [u32; 3]) {
+    if transposed && kp / 16 <= 65_535 {
+        (tiled, [outer / 32, kp / 16, 1])
+    } else {
+        (plain, stage_grid(outer * kp))
+    }
 }
 
 /// The stage and matmul kernels' flag: op(A) scaled (`coop_stage.wgsl`).
@@ -131,21 +152,23 @@ pub fn bind_matmul_coop_variant<'a>(
     let uniform = desc
         .params(offsets, extra, flags)
         .upload(ctx, "matmul_coop_params");
+    let (stage_a, grid_a) = stage(desc.trans_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
     let stage_a = bind_kernel(
         ctx,
         registry,
-        &COOP_STAGE_A,
+        stage_a,
         &uniform,
         &[(1, a.buffer), (5, &a16)],
-        grid_of_64(mp * kp),
+        grid_a,
     );
+    let (stage_b, grid_b) = stage(desc.trans_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
     let stage_b = bind_kernel(
         ctx,
         registry,
-        &COOP_STAGE_B,
+        stage_b,
         &uniform,
         &[(2, b.buffer), (5, &b16)],
-        grid_of_64(kp * np),
+        grid_b,
     );
     let buffers = [(3, bias.buffer), (4, c.buffer), (5, &a16), (6, &b16)];
     let groups = [np / 128, mp / 64, 1];

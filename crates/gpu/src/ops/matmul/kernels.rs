@@ -73,6 +73,22 @@ pub const COOP_STAGE_A: KernelSource = KernelSource {
     constants: &[],
 };
 
+/// [`COOP_STAGE_A`] for a transposed A, through workgroup memory.
+pub const COOP_STAGE_A_T: KernelSource = KernelSource {
+    key: "coop_stage_a_t",
+    wgsl: COOP_STAGE_WGSL,
+    entry: "stage_a_t",
+    constants: &[],
+};
+
+/// [`COOP_STAGE_B`] for a transposed B, through workgroup memory.
+pub const COOP_STAGE_B_T: KernelSource = KernelSource {
+    key: "coop_stage_b_t",
+    wgsl: COOP_STAGE_WGSL,
+    entry: "stage_b_t",
+    constants: &[],
+};
+
 /// op(B) staged as f16 `[K′][N′]` for [`MATMUL_COOP`].
 pub const COOP_STAGE_B: KernelSource = KernelSource {
     key: "coop_stage_b",
