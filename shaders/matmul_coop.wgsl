@@ -26,7 +26,9 @@ fn padded_to(x: u32, to: u32) -> u32 {
     return (x + to - 1u) / to * to;
 }
 
-fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32) {
+// `slice`: the offset of this workgroup's K slice's (M, N) partial product
+// (0 unsplit).
+fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, slice: u32) {
     let base = sg * 256u;
     coopStoreT(t, &scratch[base], 16u);
     workgroupBarrier();
@@ -41,7 +43,7 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32) {
             if ((p.flags & HAS_BIAS) != 0u) {
                 v += bias[p.bias_off + col];
             }
-            let o = p.c_off + row * p.n + col;
+            let o = p.c_off + slice + row * p.n + col;
             if ((p.flags & ACCUMULATE) != 0u) {
                 v += c[o];
             }
@@ -56,10 +58,17 @@ fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
     let lda = padded_to(p.k, 16u);
     let ldb = padded_to(p.n, 128u);
-    let kend = select(lda, lda - 16u, FAULT == 2u && lda > 16u);
+    // Split K (ops/matmul/coop.rs): workgroup z sums its slice of whole
+    // 16-wide steps into slice z of the scratch, reduce_slices adds them.
+    let per_slice = (lda / 16u + nwg.z - 1u) / nwg.z * 16u;
+    let kbegin = wg.z * per_slice;
+    let klast = select(lda, lda - 16u, FAULT == 2u && lda > 16u);
+    let kend = min(kbegin + per_slice, klast);
+    let slice = wg.z * p.m * p.n;
     let r0 = wg.y * 64u + (sg / 2u) * 32u;
     let c0 = wg.x * 128u + (sg % 2u) * 64u;
     var c00 = coop_mat16x16<f32, C>();
@@ -70,7 +79,7 @@ fn main(
     var c11 = coop_mat16x16<f32, C>();
     var c12 = coop_mat16x16<f32, C>();
     var c13 = coop_mat16x16<f32, C>();
-    for (var k0 = 0u; k0 < kend; k0 += 16u) {
+    for (var k0 = kbegin; k0 < kend; k0 += 16u) {
         let a0 = coopLoadT<coop_mat16x16<f16, A>>(&a16[r0 * lda + k0], lda);
         let a1 = coopLoadT<coop_mat16x16<f16, A>>(&a16[(r0 + 16u) * lda + k0], lda);
         let b0 = coopLoadT<coop_mat16x16<f16, B>>(&b16[k0 * ldb + c0], ldb);
@@ -86,12 +95,12 @@ fn main(
         c12 = coopMultiplyAdd(a1, b2, c12);
         c13 = coopMultiplyAdd(a1, b3, c13);
     }
-    store_tile(c00, sg, lane, r0, c0);
-    store_tile(c01, sg, lane, r0, c0 + 16u);
-    store_tile(c02, sg, lane, r0, c0 + 32u);
-    store_tile(c03, sg, lane, r0, c0 + 48u);
-    store_tile(c10, sg, lane, r0 + 16u, c0);
-    store_tile(c11, sg, lane, r0 + 16u, c0 + 16u);
-    store_tile(c12, sg, lane, r0 + 16u, c0 + 32u);
-    store_tile(c13, sg, lane, r0 + 16u, c0 + 48u);
+    store_tile(c00, sg, lane, r0, c0, slice);
+    store_tile(c01, sg, lane, r0, c0 + 16u, slice);
+    store_tile(c02, sg, lane, r0, c0 + 32u, slice);
+    store_tile(c03, sg, lane, r0, c0 + 48u, slice);
+    store_tile(c10, sg, lane, r0 + 16u, c0, slice);
+    store_tile(c11, sg, lane, r0 + 16u, c0 + 16u, slice);
+    store_tile(c12, sg, lane, r0 + 16u, c0 + 32u, slice);
+    store_tile(c13, sg, lane, r0 + 16u, c0 + 48u, slice);
 }

@@ -3,7 +3,8 @@
 //! kernel stages them, and each output summed exactly (f64); the kernel
 //! may differ from it only by f32 summation, within the classic reordering
 //! bound. Every layout, on odd shapes around its 64×128 tile and 16-wide
-//! K step, with bias, accumulation and operands at offsets; and the seed's
+//! K step, with bias, accumulation and operands at offsets, unsplit and
+//! split along K (the weight gradients' binding); and the seed's
 //! gate (max_abs under 1 % of mean|ref|, mean_rel under 0.5 %) against the
 //! f32 matmul at the primary gate shape. Devices without cooperative
 //! matrices (lavapipe, every browser) say that these did not run and why;
@@ -14,7 +15,9 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gate::stats::gate_stats;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
-use tinygpt_gpu::ops::matmul::coop::{bind_matmul_coop, coop_unavailable};
+use tinygpt_gpu::ops::matmul::coop::{
+    bind_matmul_coop, bind_matmul_coop_split_k, coop_unavailable,
+};
 use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::{every_layout, random, TestGpu};
@@ -30,16 +33,27 @@ fn unavailable(gpu: &TestGpu, test: &str) -> bool {
     }
 }
 
-/// The staging dispatches and the matmul of `desc` on `[A, B, C]`.
+/// The staging dispatches and the matmul of `desc` on `[A, B, C]`; with
+/// `split`, split along K through a scratch of 64 `(M, N)` slices (the
+/// weight gradients' binding), where the shape's K allows it.
 fn bind<'a>(
     gpu: &TestGpu,
     desc: MatmulDesc,
     ops: [View<'a>; 3],
     bias: Option<View<'a>>,
+    split: bool,
 ) -> Vec<BoundKernel> {
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let [a, b, c] = ops;
-    bind_matmul_coop(&gpu.ctx, &mut reg, desc, a, b, bias, c).unwrap()
+    let ctx = &gpu.ctx;
+    if !split {
+        return bind_matmul_coop(ctx, &mut reg, desc, a, b, bias, c).unwrap();
+    }
+    let scratch = ctx
+        .zeros("coop_split_k", 64 * (desc.m * desc.n) as usize)
+        .unwrap();
+    let op = bind_matmul_coop_split_k(ctx, &mut reg, desc, (a, 1.0), b, bias, c, Some(&scratch));
+    op.unwrap().kernels
 }
 
 fn round16(v: &[f32]) -> Vec<f32> {
@@ -48,7 +62,7 @@ fn round16(v: &[f32]) -> Vec<f32> {
 
 /// `desc` on the kernel with every operand 5 floats into its buffer and C
 /// starting from random values; returns (kernel, golden, bound) per output.
-fn run(gpu: &TestGpu, desc: MatmulDesc, seed: u64) -> (Vec<f32>, Vec<f64>, Vec<f64>) {
+fn run(gpu: &TestGpu, desc: MatmulDesc, seed: u64, split: bool) -> (Vec<f32>, Vec<f64>, Vec<f64>) {
     let ctx = &gpu.ctx;
     let mut rng = Rng::new(seed);
     let pad = |v: &[f32]| [&[3.0; 5][..], v].concat();
@@ -61,7 +75,13 @@ fn run(gpu: &TestGpu, desc: MatmulDesc, seed: u64) -> (Vec<f32>, Vec<f64>, Vec<f
         .map(|v| ctx.upload("coop_operand", &pad(v)).unwrap())
         .collect();
     let at = |i: usize| View::at(&bufs[i], 5);
-    let ks = bind(gpu, desc, [at(0), at(1), at(3)], desc.bias.then(|| at(2)));
+    let ks = bind(
+        gpu,
+        desc,
+        [at(0), at(1), at(3)],
+        desc.bias.then(|| at(2)),
+        split,
+    );
     submit(ctx, "matmul_coop", &ks.iter().collect::<Vec<_>>());
     let got = pollster::block_on(ctx.read_f32(&bufs[3], 5 + (desc.m * desc.n) as usize)).unwrap();
     assert_eq!(&got[..5], &[3.0; 5], "nothing before C's offset is written");
@@ -118,14 +138,16 @@ fn golden(
     (golden, bound)
 }
 
-/// Below, at and past one 64×128 tile and one 16-wide K step; a long K.
-const SHAPES: [(u32, u32, u32); 6] = [
+/// Below, at and past one 64×128 tile and one 16-wide K step; long Ks
+/// (the last one split into 16 K slices, its last of 2 steps).
+const SHAPES: [(u32, u32, u32); 7] = [
     (1, 1, 1),
     (3, 5, 7),
     (128, 32, 128),
     (129, 33, 130),
     (200, 100, 257),
     (64, 1032, 40),
+    (40, 4100, 72),
 ];
 
 #[test]
@@ -134,19 +156,21 @@ fn coop_matmul_equals_the_f16_golden_within_f32_rounding_in_every_layout() {
     if unavailable(gpu, "coop golden") {
         return;
     }
-    let mut worst = 0.0f64;
-    for (desc, seed) in every_layout(&SHAPES, 0) {
-        let (got, golden, bound) = run(gpu, desc, seed);
-        for (i, ((g, w), b)) in got.iter().zip(&golden).zip(&bound).enumerate() {
-            let ratio = (*g as f64 - w).abs() / b;
-            worst = worst.max(ratio);
-            assert!(
-                ratio <= 1.0,
-                "{desc:?} output {i}: got {g}, golden {w}, bound {b}"
-            );
+    for split in [false, true] {
+        let mut worst = 0.0f64;
+        for (desc, seed) in every_layout(&SHAPES, 0) {
+            let (got, golden, bound) = run(gpu, desc, seed, split);
+            for (i, ((g, w), b)) in got.iter().zip(&golden).zip(&bound).enumerate() {
+                let ratio = (*g as f64 - w).abs() / b;
+                worst = worst.max(ratio);
+                assert!(
+                    ratio <= 1.0,
+                    "{desc:?} split {split} output {i}: got {g}, golden {w}, bound {b}"
+                );
+            }
         }
+        eprintln!("coop golden (split K: {split}): worst |kernel − golden| is {worst:.3} of the f32 reordering bound");
     }
-    eprintln!("coop golden: worst |kernel − golden| is {worst:.3} of the f32 reordering bound");
 }
 
 #[test]
@@ -172,7 +196,13 @@ fn coop_matmul_passes_the_seed_gate_against_f32_at_the_primary_shape() {
     let ctx = &gpu.ctx;
     let (ab, bb) = (ctx.upload("a", &a).unwrap(), ctx.upload("b", &b).unwrap());
     let c = ctx.zeros("c", want.len()).unwrap();
-    let ks = bind(gpu, desc, [(&ab).into(), (&bb).into(), (&c).into()], None);
+    let ks = bind(
+        gpu,
+        desc,
+        [(&ab).into(), (&bb).into(), (&c).into()],
+        None,
+        false,
+    );
     submit(ctx, "matmul_coop_gate", &ks.iter().collect::<Vec<_>>());
     let got = pollster::block_on(ctx.read_f32(&c, want.len())).unwrap();
     let s = gate_stats(&got, &want);

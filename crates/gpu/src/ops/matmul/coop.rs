@@ -11,11 +11,13 @@
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
 use super::kernels::{COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP};
+use super::split_k::bind_reduce;
 use crate::kernel::BoundKernel;
-use crate::ops::common::bind_kernel;
-use crate::ops::View;
+use crate::ops::common::{bind_kernel, check_dim, shape_error};
+use crate::ops::{BoundOp, View};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
+use tinygpt_protocol::memory::SPLIT_TARGET_WORKGROUPS_SMALL;
 
 /// Why this device cannot run the kernel, or `None` when it can.
 pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
@@ -124,17 +126,43 @@ pub fn bind_matmul_coop_variant<'a>(
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
-    refuse(ctx)?;
     let (a, b, c) = (a.into(), b.into(), c.into());
+    check(ctx, &desc, (a, scale), b, bias, c)?;
+    bind_staged(ctx, registry, desc, (a, scale, fault), (b, bias, c), 1)
+}
+
+/// Refuses a device without the kernel, a scale that is not a power of
+/// two, and operands that do not fit `desc`.
+fn check(
+    ctx: &GpuContext,
+    desc: &MatmulDesc,
+    (a, scale): (View<'_>, f32),
+    b: View<'_>,
+    bias: Option<View<'_>>,
+    c: View<'_>,
+) -> Result<(), GpuError> {
+    refuse(ctx)?;
     // A positive normal float with no mantissa bits: a power of two.
     if !(scale.is_normal() && scale > 0.0 && scale.to_bits() & 0x7f_ffff == 0) {
-        return Err(crate::ops::common::shape_error(
+        return Err(shape_error(
             "matmul_coop",
             format!("the scale must be a power of two, got {scale}"),
         ));
     }
+    check_operands("matmul_coop", desc, a, (Some(b), b.buffer), bias, c)
+}
 
-    check_operands("matmul_coop", &desc, a, (Some(b), b.buffer), bias, c)?;
+/// The staging and the kernel for checked operands, over `slices` K
+/// slices (each into its `(M, N)` slice of `c`, which is then a scratch
+/// and `desc` neither biased nor accumulating).
+fn bind_staged(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    (a, scale, fault): (View<'_>, f32, Option<Fault>),
+    (b, bias, c): (View<'_>, Option<View<'_>>, View<'_>),
+    slices: u32,
+) -> Result<Vec<BoundKernel>, GpuError> {
     let (mp, kp, np) = (
         desc.m.next_multiple_of(64),
         desc.k.next_multiple_of(16),
@@ -171,7 +199,70 @@ pub fn bind_matmul_coop_variant<'a>(
         grid_b,
     );
     let buffers = [(3, bias.buffer), (4, c.buffer), (5, &a16), (6, &b16)];
-    let groups = [np / 128, mp / 64, 1];
+    let groups = [np / 128, mp / 64, slices];
     let main = bind_kernel(ctx, registry, kernel(fault), &uniform, &buffers, groups);
     Ok(vec![stage_a, stage_b, main])
+}
+
+/// [`bind_matmul_coop_scaled`] split along K through `scratch` where the
+/// output's 64×128 tiles would leave the GPU idle (a weight gradient: few
+/// tiles, K = B·T): about [`SPLIT_TARGET_WORKGROUPS_SMALL`] workgroups,
+/// slices of at least 256 of K, as many as `scratch` holds; the slices'
+/// f32 partial products are then added in order by the f32 path's
+/// `reduce_slices` (with the bias, and C when accumulating). Unsplit
+/// without a scratch or where one slice fills the GPU.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_matmul_coop_split_k<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    (a, scale): (View<'a>, f32),
+    b: View<'a>,
+    bias: Option<View<'a>>,
+    c: View<'a>,
+    scratch: Option<&wgpu::Buffer>,
+) -> Result<BoundOp, GpuError> {
+    check(ctx, &desc, (a, scale), b, bias, c)?;
+    let slab = desc.m as u64 * desc.n as u64;
+    let fit = scratch
+        .map_or(0, |s| s.size() / 4 / slab.max(1))
+        .min(1 << 16) as u32;
+    let tiles = desc.m.div_ceil(64) * desc.n.div_ceil(128);
+    let wanted = SPLIT_TARGET_WORKGROUPS_SMALL
+        .div_ceil(tiles)
+        .min(desc.k / 256)
+        .min(fit);
+    let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
+        let kernels = bind_staged(ctx, registry, desc, (a, scale, None), (b, bias, c), 1)?;
+        return Ok(BoundOp {
+            kernels,
+            scratch: Vec::new(),
+        });
+    };
+    let operands = [a.buffer, b.buffer, c.buffer]
+        .into_iter()
+        .chain(bias.map(|v| v.buffer));
+    if operands.into_iter().any(|buf| buf == scratch) {
+        return Err(shape_error(
+            "matmul_coop",
+            "the split-K scratch is also an operand".into(),
+        ));
+    }
+    // Whole 16-wide steps per slice, as the kernel divides them.
+    let steps = desc.k.div_ceil(16);
+    let slices = steps.div_ceil(steps.div_ceil(wanted));
+    check_dim(ctx, "matmul_coop", "K slices", slices)?;
+    let partial = MatmulDesc {
+        bias: false,
+        accumulate: false,
+        ..desc
+    };
+    let parts = (b, None, View::from(scratch));
+    let mut kernels = bind_staged(ctx, registry, partial, (a, scale, None), parts, slices)?;
+    let reduce = bind_reduce(ctx, registry, desc, [0, slices], scratch, bias, c);
+    kernels.push(reduce);
+    Ok(BoundOp {
+        kernels,
+        scratch: vec![scratch.clone()],
+    })
 }

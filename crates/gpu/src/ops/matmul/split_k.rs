@@ -4,6 +4,7 @@
 use super::desc::{check_operands, MatmulDesc, TileKernel};
 use super::kernels::{KT, KT_SMALL, MATMUL_REDUCE, REDUCE_THREADS};
 use super::tiled::bind_matmul;
+use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_dim, grid, shape_error};
 use crate::ops::{BoundOp, View};
 use crate::registry::PipelineRegistry;
@@ -74,17 +75,33 @@ pub fn bind_matmul_split_k<'a>(
         &buffers,
         [x, y, slices],
     );
-    // An unused bias binding still needs a buffer: the scratch is read-only here.
-    let bias = bias.unwrap_or(View::from(scratch));
-    let offsets = [0, 0, bias.offset, c.offset];
-    let uniform = desc
-        .params(offsets, [k_chunk, slices], 0)
-        .upload(ctx, "matmul_reduce_params");
-    let buffers = [(1, scratch), (3, bias.buffer), (4, c.buffer)];
-    let groups = grid(ctx, (slab as u32).div_ceil(REDUCE_THREADS));
-    let stage2 = bind_kernel(ctx, registry, &MATMUL_REDUCE, &uniform, &buffers, groups);
+    let stage2 = bind_reduce(ctx, registry, desc, [k_chunk, slices], scratch, bias, c);
     Ok(BoundOp {
         kernels: vec![stage1, stage2],
         scratch: vec![scratch.clone()],
     })
+}
+
+/// The ordered sum of the `(M, N)` slices in `scratch` (`[k_chunk,
+/// slices]`, as the partial products were bound) into C, with the bias
+/// and, when `desc` accumulates, C's contents.
+pub(super) fn bind_reduce(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    split: [u32; 2],
+    scratch: &wgpu::Buffer,
+    bias: Option<View<'_>>,
+    c: View<'_>,
+) -> BoundKernel {
+    // An unused bias binding still needs a buffer: the scratch is read-only here.
+    let bias = bias.unwrap_or(View::from(scratch));
+    let offsets = [0, 0, bias.offset, c.offset];
+    let uniform = desc
+        .params(offsets, split, 0)
+        .upload(ctx, "matmul_reduce_params");
+    let buffers = [(1, scratch), (3, bias.buffer), (4, c.buffer)];
+    let slab = desc.m * desc.n;
+    let groups = grid(ctx, slab.div_ceil(REDUCE_THREADS));
+    bind_kernel(ctx, registry, &MATMUL_REDUCE, &uniform, &buffers, groups)
 }
