@@ -86,13 +86,19 @@ pub async fn clear() -> Result<(), String> {
     root.remove(FILE).await.map_err(|e| e.to_string())
 }
 
-/// Keeps `reports` (run at `occasion` on `adapter`); a storage failure is
-/// logged, never fatal: the gate's verdict stands without its record.
+/// Keeps the gates of `reports` that ran (run at `occasion` on `adapter`;
+/// a lever this device lacks ran none: its reason is on the lever line,
+/// not in the log); a storage failure is logged, never fatal: the gate's
+/// verdict stands without its record.
 pub async fn keep(reports: &[GateReport], adapter: &AdapterDesc, occasion: &str) {
-    let records = reports
+    let records: Vec<_> = reports
         .iter()
+        .filter(|r| r.detected)
         .map(|r| record(r, adapter, occasion))
         .collect();
+    if records.is_empty() {
+        return;
+    }
     if let Err(e) = append(records).await {
         crate::outbox::log(
             tinygpt_protocol::LogLevel::Warn,
