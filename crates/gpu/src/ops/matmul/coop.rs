@@ -11,7 +11,7 @@
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
 use super::kernels::{COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP};
-use super::split_k::bind_reduce;
+use super::split_k::{bind_reduce, check_scratch};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_dim, shape_error};
 use crate::ops::{BoundOp, View};
@@ -239,15 +239,7 @@ pub fn bind_matmul_coop_split_k<'a>(
             scratch: Vec::new(),
         });
     };
-    let operands = [a.buffer, b.buffer, c.buffer]
-        .into_iter()
-        .chain(bias.map(|v| v.buffer));
-    if operands.into_iter().any(|buf| buf == scratch) {
-        return Err(shape_error(
-            "matmul_coop",
-            "the split-K scratch is also an operand".into(),
-        ));
-    }
+    check_scratch("matmul_coop", scratch, [a, b, c], bias)?;
     // Whole 16-wide steps per slice, as the kernel divides them.
     let steps = desc.k.div_ceil(16);
     let slices = steps.div_ceil(steps.div_ceil(wanted));
@@ -259,7 +251,7 @@ pub fn bind_matmul_coop_split_k<'a>(
     };
     let parts = (b, None, View::from(scratch));
     let mut kernels = bind_staged(ctx, registry, partial, (a, scale, None), parts, slices)?;
-    let reduce = bind_reduce(ctx, registry, desc, [0, slices], scratch, bias, c);
+    let reduce = bind_reduce(ctx, registry, desc, slices, scratch, bias, c);
     kernels.push(reduce);
     Ok(BoundOp {
         kernels,

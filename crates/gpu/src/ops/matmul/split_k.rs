@@ -37,16 +37,7 @@ pub fn bind_matmul_split_k<'a>(
         return Ok(bind_matmul(ctx, registry, desc, a, b, bias, c)?.into());
     };
     check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
-    if [a.buffer, b.buffer, c.buffer]
-        .into_iter()
-        .chain(bias.map(|v| v.buffer))
-        .any(|buf| buf == scratch)
-    {
-        return Err(shape_error(
-            "matmul",
-            "the split-K scratch is also an operand".into(),
-        ));
-    }
+    check_scratch("matmul", scratch, [a, b, c], bias)?;
     // Slices are multiples of the kernel's K step.
     let (kernel, k_step) = if split.small_tiles {
         (TileKernel::Small, KT_SMALL)
@@ -75,21 +66,37 @@ pub fn bind_matmul_split_k<'a>(
         &buffers,
         [x, y, slices],
     );
-    let stage2 = bind_reduce(ctx, registry, desc, [k_chunk, slices], scratch, bias, c);
+    let stage2 = bind_reduce(ctx, registry, desc, slices, scratch, bias, c);
     Ok(BoundOp {
         kernels: vec![stage1, stage2],
         scratch: vec![scratch.clone()],
     })
 }
 
-/// The ordered sum of the `(M, N)` slices in `scratch` (`[k_chunk,
-/// slices]`, as the partial products were bound) into C, with the bias
-/// and, when `desc` accumulates, C's contents.
+/// Refuses a split-K `scratch` that is also one of the operands.
+pub(super) fn check_scratch(
+    op: &'static str,
+    scratch: &wgpu::Buffer,
+    [a, b, c]: [View<'_>; 3],
+    bias: Option<View<'_>>,
+) -> Result<(), GpuError> {
+    let mut operands = [a, b, c].into_iter().chain(bias);
+    if operands.any(|v| v.buffer == scratch) {
+        return Err(shape_error(
+            op,
+            "the split-K scratch is also an operand".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The ordered sum of the `slices` `(M, N)` slices in `scratch` into C,
+/// with the bias and, when `desc` accumulates, C's contents.
 pub(super) fn bind_reduce(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
-    split: [u32; 2],
+    slices: u32,
     scratch: &wgpu::Buffer,
     bias: Option<View<'_>>,
     c: View<'_>,
@@ -98,7 +105,7 @@ pub(super) fn bind_reduce(
     let bias = bias.unwrap_or(View::from(scratch));
     let offsets = [0, 0, bias.offset, c.offset];
     let uniform = desc
-        .params(offsets, split, 0)
+        .params(offsets, [0, slices], 0)
         .upload(ctx, "matmul_reduce_params");
     let buffers = [(1, scratch), (3, bias.buffer), (4, c.buffer)];
     let slab = desc.m * desc.n;
