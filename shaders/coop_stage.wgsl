@@ -1,29 +1,25 @@
-// Stages one operand of the cooperative-matrix matmul (matmul_coop.wgsl)
+// Stages one operand of the cooperative-matrix matmul (matmul_coop*.wgsl)
 // as f16: op(A) as [M′][K′] and op(B) as [K′][N′] row-major (M′ a multiple
-// of 64, K′ of 16, N′ of 128), each element rounded to f16 by the device's
-// f32 → f16 conversion, zero outside the matrix, so the matmul's
-// cooperative loads never leave their operand. With the SCALED flag op(A)
-// is multiplied by a power of two first (k_chunk holds it as f32 bits) —
-// gradients near 1/(B·T) would otherwise sit in f16's subnormals — and the
-// matmul divides it out of C (matmul_coop.wgsl). op_a / op_b and the
+// of PAD_M, K′ of PAD_K, N′ of PAD_N: coop_pad.wgsl, appended), each
+// element rounded to f16 by the device's f32 → f16 conversion, zero
+// outside the matrix, so the matmul's loads never leave their operand.
+// With the SCALED flag op(A) is multiplied by a power of two first (k_chunk
+// holds it as f32 bits) — gradients near 1/(B·T) would otherwise sit in
+// f16's subnormals — and the matmul multiplies C back. op_a / op_b and the
 // Params uniform are matmul_common.wgsl's (appended).
 
 enable f16;
 
-// Flag bit of the Params: op(A) staged times bitcast<f32>(p.k_chunk), C
-// times bitcast<f32>(p.slices) (its inverse; both powers of two).
-const SCALED: u32 = 32u;
-
 @group(0) @binding(5) var<storage, read_write> staged: array<f16>;
+// The same buffer four halves at a time (the element-wise entry points).
+@group(0) @binding(7) var<storage, read_write> staged4: array<vec4<f16>>;
 
-fn padded(x: u32, to: u32) -> u32 {
-    return (x + to - 1u) / to * to;
-}
-
-// Element-wise: 256 invocations stage 2,048 consecutive elements, eight
-// each at a stride of 256 (one element per invocation launched so many
-// small workgroups that their scheduling, not memory, set the time:
-// 145 µs a call at nanogpt's shapes); workgroups in rows of the grid's x.
+// Element-wise: 256 invocations stage 2,048 consecutive elements, four
+// consecutive ones of a row (K′ and N′ are multiples of 4) as one 8-byte
+// write, twice, at a stride of 256 quads (one element per invocation
+// launched so many small workgroups that their scheduling, not memory, set
+// the time: 145 µs a call at nanogpt's shapes; one f16 write per element
+// measured 42); workgroups in rows of the grid's x.
 const PER_GROUP: u32 = 2048u;
 
 @compute @workgroup_size(256)
@@ -32,15 +28,18 @@ fn stage_a(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) t: u32,
 ) {
-    let kp = padded(p.k, 16u);
-    let end = padded(p.m, 64u) * kp;
+    let kp = padded(p.k, PAD_K);
+    let end = padded(p.m, PAD_M) * kp / 4u;
     var scale = 1.0;
     if ((p.flags & SCALED) != 0u) {
         scale = bitcast<f32>(p.k_chunk);
     }
-    let base = (wg.y * nwg.x + wg.x) * PER_GROUP + t;
-    for (var i = base; i < min(base + PER_GROUP, end); i += 256u) {
-        staged[i] = f16(op_a(i / kp, i % kp) * scale);
+    let base = (wg.y * nwg.x + wg.x) * (PER_GROUP / 4u) + t;
+    for (var q = base; q < min(base + PER_GROUP / 4u, end); q += 256u) {
+        let r = q * 4u / kp;
+        let k = q * 4u % kp;
+        let v = vec4(op_a(r, k), op_a(r, k + 1u), op_a(r, k + 2u), op_a(r, k + 3u));
+        staged4[q] = vec4<f16>(v * scale);
     }
 }
 
@@ -50,11 +49,14 @@ fn stage_b(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) t: u32,
 ) {
-    let np = padded(p.n, 128u);
-    let end = padded(p.k, 16u) * np;
-    let base = (wg.y * nwg.x + wg.x) * PER_GROUP + t;
-    for (var i = base; i < min(base + PER_GROUP, end); i += 256u) {
-        staged[i] = f16(op_b(i / np, i % np));
+    let np = padded(p.n, PAD_N);
+    let end = padded(p.k, PAD_K) * np / 4u;
+    let base = (wg.y * nwg.x + wg.x) * (PER_GROUP / 4u) + t;
+    for (var q = base; q < min(base + PER_GROUP / 4u, end); q += 256u) {
+        let k = q * 4u / np;
+        let n = q * 4u % np;
+        let v = vec4(op_b(k, n), op_b(k, n + 1u), op_b(k, n + 2u), op_b(k, n + 3u));
+        staged4[q] = vec4<f16>(v);
     }
 }
 
@@ -67,7 +69,7 @@ var<workgroup> tile: array<f32, 544>; // 32 × 17 (A: 16 × 33)
 
 @compute @workgroup_size(256)
 fn stage_a_t(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    let kp = padded(p.k, 16u);
+    let kp = padded(p.k, PAD_K);
     let r0 = wg.x * 32u;
     let k0 = wg.y * 16u;
     var scale = 1.0;
@@ -87,7 +89,7 @@ fn stage_a_t(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
 
 @compute @workgroup_size(256)
 fn stage_b_t(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    let np = padded(p.n, 128u);
+    let np = padded(p.n, PAD_N);
     let n0 = wg.x * 32u;
     let k0 = wg.y * 16u;
     // Reads: consecutive invocations, consecutive K (op(B)ᵀ's storage).

@@ -14,7 +14,9 @@ use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
-use tinygpt_gpu::ops::matmul::coop::bind_matmul_coop;
+use tinygpt_gpu::ops::matmul::coop::{
+    bind_matmul_coop_variant, CoopKernel, CoopOptions, COOP_KERNEL,
+};
 use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_matmul, MatmulDesc};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -193,9 +195,16 @@ fn bench_matmul(
             let w = PackedW::at(&packed, 0).computing(path == MatmulPath::F16Compute);
             bind_matmul_f16w(ctx, reg, desc, &a, w, None, &c)?
         }
-        MatmulPath::Coop => {
-            let ks = bind_matmul_coop(ctx, reg, desc, &a, &b, None, &c)?;
-            return time_kernels(ctx, label, desc, iters, path, &ks);
+        MatmulPath::Coop(kernel) => {
+            let opts = CoopOptions {
+                kernel,
+                ..Default::default()
+            };
+            let ks = bind_matmul_coop_variant(ctx, reg, desc, (&a, opts), &b, None, &c)?;
+            let mut row = time_kernels(ctx, label, desc, iters, path, &ks)?;
+            row["kernel"] = json!(kernel.name());
+            row["engine"] = json!(kernel == COOP_KERNEL);
+            return Ok(row);
         }
         MatmulPath::F32 => bind_matmul(ctx, reg, desc, &a, &b, None, &c)?,
     };
@@ -334,9 +343,9 @@ enum MatmulPath {
     F16Storage,
     /// Both operands as f16 in workgroup memory, f32 sums (shader-f16).
     F16Compute,
-    /// Cooperative matrices (tensor cores): f16 operands, f32 sums (the
-    /// staging of both operands included).
-    Coop,
+    /// Cooperative matrices (tensor cores) on one of the kernels: f16
+    /// operands, f32 sums (the staging of both operands included).
+    Coop(CoopKernel),
 }
 
 impl MatmulPath {
@@ -345,7 +354,7 @@ impl MatmulPath {
             Self::F32 => "f32",
             Self::F16Storage => "f16-storage",
             Self::F16Compute => "f16-compute",
-            Self::Coop => "coop-matrix",
+            Self::Coop(_) => "coop-matrix",
         }
     }
 }
@@ -353,7 +362,8 @@ impl MatmulPath {
 /// The matmuls of the nanogpt shape, a square one and a GEMV, f32, f16
 /// storage (but the square) and f16 compute (neither the square nor the
 /// GEMV) when their gates passed, and on cooperative matrices (but the
-/// GEMV) where the device has them.
+/// GEMV; each kernel, the row `engine` the one training binds) where the
+/// device has them.
 fn bench_matmuls(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
@@ -395,7 +405,8 @@ fn bench_matmuls(
                 compute && label != "square" && desc.m > 1,
                 MatmulPath::F16Compute,
             ),
-            (coop, MatmulPath::Coop),
+            (coop, MatmulPath::Coop(CoopKernel::Direct)),
+            (coop, MatmulPath::Coop(CoopKernel::Tiled)),
         ];
         for (_, path) in paths.into_iter().filter(|(wanted, _)| *wanted) {
             out.push(bench_matmul(ctx, reg, label, desc, iters, path)?);

@@ -12,10 +12,16 @@ fn wanted_features() -> wgpu::Features {
     f
 }
 
-/// Whether the cooperative-matrix matmul (`shaders/matmul_coop.wgsl`) can
-/// run: the adapter multiplies 16×16×16 f16 matrices into f32, and its
-/// subgroups are exactly 32 wide (the kernel's 256 invocations are eight
-/// subgroups, each lane writing every 32nd element of a tile).
+/// Workgroup memory of the tiled cooperative-matrix kernel
+/// (`shaders/matmul_coop_tiled.wgsl`: its K block's tiles and the epilogue's
+/// scratch), in bytes.
+const COOP_WORKGROUP_BYTES: u32 = 9472 * 2 + 2048 * 4;
+
+/// Whether the cooperative-matrix matmuls (`shaders/matmul_coop*.wgsl`) can
+/// run: the adapter multiplies 16×16×16 f16 matrices into f32, its
+/// subgroups are exactly 32 wide (each lane writes every 32nd element of a
+/// tile) and its workgroups hold the tiled kernel's 256 invocations and
+/// workgroup memory.
 fn coop_matrix_usable(
     adapter: &wgpu::Adapter,
     info: &wgpu::AdapterInfo,
@@ -25,6 +31,12 @@ fn coop_matrix_usable(
         | wgpu::Features::SUBGROUP
         | wgpu::Features::SHADER_F16;
     if !features.contains(needs) || info.subgroup_min_size != 32 || info.subgroup_max_size != 32 {
+        return false;
+    }
+    let limits = adapter.limits();
+    if limits.max_compute_workgroup_storage_size < COOP_WORKGROUP_BYTES
+        || limits.max_compute_invocations_per_workgroup < 256
+    {
         return false;
     }
     use wgpu::CooperativeScalarType::{F16, F32};

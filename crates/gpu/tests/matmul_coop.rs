@@ -1,12 +1,12 @@
 //! The cooperative-matrix matmul (tensor cores) against a device-emulating
 //! golden: both operands rounded to f16 by round-to-nearest-even, as the
-//! kernel stages them, and each output summed exactly (f64); the kernel
+//! kernels stage them, and each output summed exactly (f64); a kernel
 //! may differ from it only by f32 summation, within the classic reordering
-//! bound. Every layout, on odd shapes around its 64×128 tile and 16-wide
-//! K step, with bias, accumulation and operands at offsets, unsplit and
-//! split along K (the weight gradients' binding); and the seed's
-//! gate (max_abs under 1 % of mean|ref|, mean_rel under 0.5 %) against the
-//! f32 matmul at the primary gate shape. Devices without cooperative
+//! bound. Each kernel ([`CoopKernel::ALL`]), every layout, on odd shapes
+//! around its tiles and K blocks, with bias, accumulation and operands at
+//! offsets, unsplit and split along K (the weight gradients' binding); and
+//! the seed's gate (max_abs under 1 % of mean|ref|, mean_rel under 0.5 %)
+//! against the f32 matmul at the primary gate shape. Devices without cooperative
 //! matrices (lavapipe, every browser) say that these did not run and why;
 //! binding there fails with a message.
 
@@ -16,7 +16,8 @@ use tinygpt_gpu::gate::stats::gate_stats;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::coop::{
-    bind_matmul_coop, bind_matmul_coop_split_k, coop_unavailable,
+    bind_matmul_coop, bind_matmul_coop_split_k, bind_matmul_coop_variant, coop_unavailable,
+    CoopKernel, CoopOptions,
 };
 use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
@@ -33,12 +34,12 @@ fn unavailable(gpu: &TestGpu, test: &str) -> bool {
     }
 }
 
-/// The staging dispatches and the matmul of `desc` on `[A, B, C]`; with
-/// `split`, split along K through a scratch of 64 `(M, N)` slices (the
+/// The staging dispatches and `kernel`'s matmul of `desc` on `[A, B, C]`;
+/// with `split`, split along K through a scratch of 64 `(M, N)` slices (the
 /// weight gradients' binding), where the shape's K allows it.
 fn bind<'a>(
     gpu: &TestGpu,
-    desc: MatmulDesc,
+    (desc, kernel): (MatmulDesc, CoopKernel),
     ops: [View<'a>; 3],
     bias: Option<View<'a>>,
     split: bool,
@@ -46,13 +47,17 @@ fn bind<'a>(
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let [a, b, c] = ops;
     let ctx = &gpu.ctx;
+    let opts = CoopOptions {
+        kernel,
+        ..Default::default()
+    };
     if !split {
-        return bind_matmul_coop(ctx, &mut reg, desc, a, b, bias, c).unwrap();
+        return bind_matmul_coop_variant(ctx, &mut reg, desc, (a, opts), b, bias, c).unwrap();
     }
     let scratch = ctx
         .zeros("coop_split_k", 64 * (desc.m * desc.n) as usize)
         .unwrap();
-    let op = bind_matmul_coop_split_k(ctx, &mut reg, desc, (a, 1.0), b, bias, c, Some(&scratch));
+    let op = bind_matmul_coop_split_k(ctx, &mut reg, desc, (a, opts), b, bias, c, Some(&scratch));
     op.unwrap().kernels
 }
 
@@ -60,9 +65,14 @@ fn round16(v: &[f32]) -> Vec<f32> {
     v.iter().map(|&x| f16::from_f32(x).to_f32()).collect()
 }
 
-/// `desc` on the kernel with every operand 5 floats into its buffer and C
+/// `desc` on `kernel` with every operand 5 floats into its buffer and C
 /// starting from random values; returns (kernel, golden, bound) per output.
-fn run(gpu: &TestGpu, desc: MatmulDesc, seed: u64, split: bool) -> (Vec<f32>, Vec<f64>, Vec<f64>) {
+fn run(
+    gpu: &TestGpu,
+    (desc, kernel): (MatmulDesc, CoopKernel),
+    seed: u64,
+    split: bool,
+) -> (Vec<f32>, Vec<f64>, Vec<f64>) {
     let ctx = &gpu.ctx;
     let mut rng = Rng::new(seed);
     let pad = |v: &[f32]| [&[3.0; 5][..], v].concat();
@@ -77,7 +87,7 @@ fn run(gpu: &TestGpu, desc: MatmulDesc, seed: u64, split: bool) -> (Vec<f32>, Ve
     let at = |i: usize| View::at(&bufs[i], 5);
     let ks = bind(
         gpu,
-        desc,
+        (desc, kernel),
         [at(0), at(1), at(3)],
         desc.bias.then(|| at(2)),
         split,
@@ -138,14 +148,16 @@ fn golden(
     (golden, bound)
 }
 
-/// Below, at and past one 64×128 tile and one 16-wide K step; long Ks
-/// (the last one split into 16 K slices, its last of 2 steps).
-const SHAPES: [(u32, u32, u32); 7] = [
+/// Below, at and past one 64×128 or 128×128 tile, one 16-wide K step and
+/// one 32-wide K block; long Ks (the last one split into 16 K slices, its
+/// last of 9 blocks).
+const SHAPES: [(u32, u32, u32); 8] = [
     (1, 1, 1),
     (3, 5, 7),
     (128, 32, 128),
     (129, 33, 130),
     (200, 100, 257),
+    (257, 48, 129),
     (64, 1032, 40),
     (40, 4100, 72),
 ];
@@ -156,20 +168,23 @@ fn coop_matmul_equals_the_f16_golden_within_f32_rounding_in_every_layout() {
     if unavailable(gpu, "coop golden") {
         return;
     }
-    for split in [false, true] {
-        let mut worst = 0.0f64;
-        for (desc, seed) in every_layout(&SHAPES, 0) {
-            let (got, golden, bound) = run(gpu, desc, seed, split);
-            for (i, ((g, w), b)) in got.iter().zip(&golden).zip(&bound).enumerate() {
-                let ratio = (*g as f64 - w).abs() / b;
-                worst = worst.max(ratio);
-                assert!(
-                    ratio <= 1.0,
-                    "{desc:?} split {split} output {i}: got {g}, golden {w}, bound {b}"
-                );
+    for kernel in CoopKernel::ALL {
+        for split in [false, true] {
+            let mut worst = 0.0f64;
+            for (desc, seed) in every_layout(&SHAPES, 0) {
+                let (got, golden, bound) = run(gpu, (desc, kernel), seed, split);
+                for (i, ((g, w), b)) in got.iter().zip(&golden).zip(&bound).enumerate() {
+                    let ratio = (*g as f64 - w).abs() / b;
+                    worst = worst.max(ratio);
+                    assert!(
+                        ratio <= 1.0,
+                        "{kernel:?} {desc:?} split {split} output {i}: got {g}, golden {w}, bound {b}"
+                    );
+                }
             }
+            let kernel = kernel.name();
+            eprintln!("coop golden ({kernel}, split K: {split}): worst |kernel − golden| is {worst:.3} of the f32 reordering bound");
         }
-        eprintln!("coop golden (split K: {split}): worst |kernel − golden| is {worst:.3} of the f32 reordering bound");
     }
 }
 
@@ -195,19 +210,21 @@ fn coop_matmul_passes_the_seed_gate_against_f32_at_the_primary_shape() {
     let want = matmul_reference(desc, &a, &b, None);
     let ctx = &gpu.ctx;
     let (ab, bb) = (ctx.upload("a", &a).unwrap(), ctx.upload("b", &b).unwrap());
-    let c = ctx.zeros("c", want.len()).unwrap();
-    let ks = bind(
-        gpu,
-        desc,
-        [(&ab).into(), (&bb).into(), (&c).into()],
-        None,
-        false,
-    );
-    submit(ctx, "matmul_coop_gate", &ks.iter().collect::<Vec<_>>());
-    let got = pollster::block_on(ctx.read_f32(&c, want.len())).unwrap();
-    let s = gate_stats(&got, &want);
-    eprintln!("coop gate 64×128×128: {s:?}");
-    assert!(s.passed, "{s:?}");
+    for kernel in CoopKernel::ALL {
+        let c = ctx.zeros("c", want.len()).unwrap();
+        let ks = bind(
+            gpu,
+            (desc, kernel),
+            [(&ab).into(), (&bb).into(), (&c).into()],
+            None,
+            false,
+        );
+        submit(ctx, "matmul_coop_gate", &ks.iter().collect::<Vec<_>>());
+        let got = pollster::block_on(ctx.read_f32(&c, want.len())).unwrap();
+        let s = gate_stats(&got, &want);
+        eprintln!("coop gate 64×128×128 ({}): {s:?}", kernel.name());
+        assert!(s.passed, "{kernel:?}: {s:?}");
+    }
 }
 
 #[test]

@@ -22,7 +22,7 @@ use super::f16_storage::{case_line, failure_reason};
 use super::framework::{headline, uniform, FastPath, GateFuture, GateOptions, SpeedFuture};
 use super::stats::{error_distribution, gate_stats};
 use crate::model::FastPaths;
-use crate::ops::matmul::coop::{bind_matmul_coop_variant, coop_unavailable};
+use crate::ops::matmul::coop::{bind_matmul_coop_variant, coop_unavailable, CoopOptions};
 use crate::ops::matmul::{matmul_once, Fault, MatmulDesc};
 use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};
@@ -160,7 +160,12 @@ async fn run_case(
     let c = ctx.upload("coop_gate_c", &c_init)?;
     let scale = if case.gradient { GRAD_ROWS as f32 } else { 1.0 };
     let bias_view = bias_buf.as_ref().map(View::from);
-    let a = (&a_buf, scale, fault);
+    let opts = CoopOptions {
+        scale,
+        fault,
+        ..Default::default()
+    };
+    let a = (&a_buf, opts);
     let ks = bind_matmul_coop_variant(ctx, reg, d, a, &b_buf, bias_view, &c)?;
     crate::kernel::submit(ctx, "coop_gate", &ks.iter().collect::<Vec<_>>());
     let mut got = ctx.read_f32(&c, (d.m * d.n) as usize).await?;

@@ -17,7 +17,7 @@ use crate::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
 use crate::ops::layernorm::{
     bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
 };
-use crate::ops::matmul::coop::{bind_matmul_coop_scaled, bind_matmul_coop_split_k};
+use crate::ops::matmul::coop::{bind_matmul_coop_scaled, bind_matmul_coop_split_k, CoopOptions};
 use crate::ops::matmul::f16w::bind_matmul_f16w;
 use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
 use crate::ops::residual::bind_residual_forward;
@@ -336,7 +336,7 @@ impl<'a, 'r> Builder<'a, 'r> {
         };
         let scratch = self.scratch.as_ref();
         if self.coop {
-            let a = (dy.into(), self.grad_scale());
+            let a = (dy.into(), CoopOptions::scaled(self.grad_scale()));
             let op =
                 bind_matmul_coop_split_k(self.ctx, self.reg, desc, a, x.into(), None, dw, scratch)?;
             return self.push(op);

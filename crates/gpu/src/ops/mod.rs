@@ -26,6 +26,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &argmax::SAMPLE_PICK,
         &floor::FLOOR_NOOP,
         &matmul::MATMUL_COOP,
+        &matmul::MATMUL_COOP_TILED,
         &matmul::COOP_STAGE_A,
         &matmul::COOP_STAGE_B,
         &matmul::COOP_STAGE_A_T,
@@ -79,6 +80,6 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
     #[cfg(feature = "fault-injection")]
-    all.push(&MATMUL_COOP_DROPTAIL);
+    all.extend([&MATMUL_COOP_DROPTAIL, &MATMUL_COOP_TILED_DROPTAIL]);
     all
 }

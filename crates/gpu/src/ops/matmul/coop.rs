@@ -1,16 +1,16 @@
-//! The matmul on cooperative matrices (tensor cores, `shaders/matmul_coop.wgsl`
+//! The matmul on cooperative matrices (tensor cores, `shaders/matmul_coop*.wgsl`
 //! over `coop_stage.wgsl`): every layout of [`MatmulDesc`] (transposes,
 //! bias, accumulation), the operands rounded to f16 as they are staged and
-//! each output summed in f32. (A first design staged each K step through
-//! workgroup memory inside the kernel: 17.5 TFLOP/s at 4096³ on the H200,
-//! below the f32 kernel's 26; staging whole operands in storage and
-//! loading fragments straight from them measured 46.) Native devices
-//! where [`GpuContext::coop_matrix`] holds; elsewhere binding fails with a
-//! message that says why.
+//! each output summed in f32. Two kernels ([`CoopKernel`]): fragments loaded
+//! straight from the staged operands, or through workgroup memory in 32-wide
+//! K blocks. Native devices where [`GpuContext::coop_matrix`] holds;
+//! elsewhere binding fails with a message that says why.
 
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
-use super::kernels::{COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP};
+use super::kernels::{
+    COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP, MATMUL_COOP_TILED,
+};
 use super::split_k::{bind_reduce, check_scratch};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_dim, shape_error};
@@ -19,13 +19,101 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_protocol::memory::SPLIT_TARGET_WORKGROUPS_SMALL;
 
+/// The staged operands' padding (`coop_pad.wgsl`): M′, K′ and N′ are
+/// multiples of these.
+const PAD_M: u32 = 128;
+const PAD_K: u32 = 32;
+const PAD_N: u32 = 128;
+
+/// The cooperative-matrix kernels; both sum a 32×64 block of C per
+/// subgroup in 16×16×16 f16 → f32 products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoopKernel {
+    /// `matmul_coop.wgsl`: four subgroups, a 64×128 tile, each loading its
+    /// fragments from the staged operands in storage.
+    Direct,
+    /// `matmul_coop_tiled.wgsl`: eight subgroups, a 128×128 tile, the
+    /// operands' 32-wide K blocks copied through workgroup memory.
+    Tiled,
+}
+
+impl CoopKernel {
+    /// Every kernel (the golden tests run each; `tinygpt bench` times each).
+    pub const ALL: [CoopKernel; 2] = [CoopKernel::Direct, CoopKernel::Tiled];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CoopKernel::Direct => "direct",
+            CoopKernel::Tiled => "tiled",
+        }
+    }
+
+    /// Rows of C per workgroup.
+    fn tile_m(self) -> u32 {
+        match self {
+            CoopKernel::Direct => 64,
+            CoopKernel::Tiled => 128,
+        }
+    }
+
+    /// The kernel of `fault`: the real one, or (fault injection) the one
+    /// that drops its last K block; no other fault lives in these kernels.
+    fn source(self, fault: Option<Fault>) -> &'static KernelSource {
+        #[cfg(feature = "fault-injection")]
+        if fault == Some(Fault::DropKTail) {
+            return match self {
+                CoopKernel::Direct => &super::kernels::MATMUL_COOP_DROPTAIL,
+                CoopKernel::Tiled => &super::kernels::MATMUL_COOP_TILED_DROPTAIL,
+            };
+        }
+        let _ = fault;
+        match self {
+            CoopKernel::Direct => &MATMUL_COOP,
+            CoopKernel::Tiled => &MATMUL_COOP_TILED,
+        }
+    }
+}
+
+/// The kernel the engine binds (the faster on the H200: BENCHMARKS.md).
+pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled;
+
+/// How a binding runs: its kernel, op(A)'s scale (a power of two; see
+/// [`bind_matmul_coop_variant`]) and, in tests, a deliberately wrong kernel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CoopOptions {
+    pub kernel: CoopKernel,
+    pub scale: f32,
+    pub fault: Option<Fault>,
+}
+
+impl Default for CoopOptions {
+    fn default() -> Self {
+        CoopOptions {
+            kernel: COOP_KERNEL,
+            scale: 1.0,
+            fault: None,
+        }
+    }
+}
+
+impl CoopOptions {
+    /// The engine's kernel with op(A) scaled by `scale`.
+    pub fn scaled(scale: f32) -> Self {
+        CoopOptions {
+            scale,
+            ..Default::default()
+        }
+    }
+}
+
 /// Why this device cannot run the kernel, or `None` when it can.
 pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
     if cfg!(target_arch = "wasm32") {
         return Some("cooperative matrices are native only: wgpu 30 has no WebGPU form of them");
     }
     (!ctx.coop_matrix).then_some(
-        "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups",
+        "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups \
+         and 27 KiB of workgroup memory",
     )
 }
 
@@ -51,27 +139,28 @@ fn stage_grid(n: u32) -> [u32; 3] {
     [x, groups.div_ceil(x), 1]
 }
 
-/// The staging kernel of an operand and its grid: element-wise, or for a
+/// The staging kernel of an operand, its grid and the binding its output
+/// takes: element-wise (four halves a write, binding 7), or for a
 /// transposed operand (whose element-wise reads would stride by a whole
-/// row) the tiled kernel, a 32 × 16 tile (`outer` × K) per workgroup, while
-/// its grid fits the 65,535 limit.
+/// row) the tiled kernel, a 32 × 16 tile (`outer` × K) per workgroup
+/// (binding 5), while its grid fits the 65,535 limit.
 fn stage(
     transposed: bool,
     (outer, kp): (u32, u32),
     plain: &'static KernelSource,
     tiled: &'static KernelSource,
-) -> (&'static KernelSource, [u32; 3]) {
+) -> (&'static KernelSource, [u32; 3], u32) {
     if transposed && kp / 16 <= 65_535 {
-        (tiled, [outer / 32, kp / 16, 1])
+        (tiled, [outer / 32, kp / 16, 1], 5)
     } else {
-        (plain, stage_grid(outer * kp))
+        (plain, stage_grid(outer * kp), 7)
     }
 }
 
 /// The stage and matmul kernels' flag: op(A) scaled (`coop_stage.wgsl`).
 const SCALED: u32 = 32;
 
-/// [`bind_matmul_coop_scaled`] without a scale.
+/// [`bind_matmul_coop_variant`] with the default [`CoopOptions`].
 pub fn bind_matmul_coop<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
@@ -81,10 +170,11 @@ pub fn bind_matmul_coop<'a>(
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
-    bind_matmul_coop_scaled(ctx, registry, desc, (a, 1.0), b, bias, c)
+    let a = (a, CoopOptions::default());
+    bind_matmul_coop_variant(ctx, registry, desc, a, b, bias, c)
 }
 
-/// [`bind_matmul_coop_variant`] without a fault.
+/// [`bind_matmul_coop_variant`] on the engine's kernel, op(A) scaled.
 pub fn bind_matmul_coop_scaled<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
@@ -94,41 +184,29 @@ pub fn bind_matmul_coop_scaled<'a>(
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
-    bind_matmul_coop_variant(ctx, registry, desc, (a, scale, None), b, bias, c)
-}
-
-/// The kernel of `fault`: the real one, or (fault injection) the one that
-/// drops its last K step; no other fault lives in this kernel.
-fn kernel(fault: Option<Fault>) -> &'static KernelSource {
-    #[cfg(feature = "fault-injection")]
-    if fault == Some(Fault::DropKTail) {
-        return &super::kernels::MATMUL_COOP_DROPTAIL;
-    }
-    let _ = fault;
-    &MATMUL_COOP
+    let a = (a, CoopOptions::scaled(scale));
+    bind_matmul_coop_variant(ctx, registry, desc, a, b, bias, c)
 }
 
 /// Binds `C (M, N) = op(A) · op(B) [+ bias] [+ C]` as three dispatches:
 /// op(A) and op(B) staged as zero-padded f16 (`coop_stage.wgsl`, into
-/// buffers this binding owns), then the cooperative-matrix kernel reading
-/// its fragments straight from them (`matmul_coop.wgsl`: a 64×128
-/// tile of C per workgroup, a 32×64 block per subgroup). op(A) is
-/// multiplied by `scale` (a power of two) as it is staged and the product
-/// by its inverse before the bias and the accumulation: a gradient of
-/// order 1/(B·T) keeps f16's normal range and the result is the
-/// unscaled one. `fault` (tests) picks a deliberately wrong kernel.
+/// buffers this binding owns), then `opts.kernel` reading them. op(A) is
+/// multiplied by `opts.scale` (a power of two) as it is staged and the
+/// product by its inverse before the bias and the accumulation: a gradient
+/// of order 1/(B·T) keeps f16's normal range and the result is the
+/// unscaled one. `opts.fault` (tests) picks a deliberately wrong kernel.
 pub fn bind_matmul_coop_variant<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
-    (a, scale, fault): (impl Into<View<'a>>, f32, Option<Fault>),
+    (a, opts): (impl Into<View<'a>>, CoopOptions),
     b: impl Into<View<'a>>,
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
-    check(ctx, &desc, (a, scale), b, bias, c)?;
-    bind_staged(ctx, registry, desc, (a, scale, fault), (b, bias, c), 1)
+    check(ctx, &desc, (a, opts.scale), b, bias, c)?;
+    bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), 1)
 }
 
 /// Refuses a device without the kernel, a scale that is not a power of
@@ -159,90 +237,91 @@ fn bind_staged(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
-    (a, scale, fault): (View<'_>, f32, Option<Fault>),
+    (a, opts): (View<'_>, CoopOptions),
     (b, bias, c): (View<'_>, Option<View<'_>>, View<'_>),
     slices: u32,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let (mp, kp, np) = (
-        desc.m.next_multiple_of(64),
-        desc.k.next_multiple_of(16),
-        desc.n.next_multiple_of(128),
+        desc.m.next_multiple_of(PAD_M),
+        desc.k.next_multiple_of(PAD_K),
+        desc.n.next_multiple_of(PAD_N),
     );
     // f16 halves, in whole words.
     let a16 = ctx.zeros("coop_a16", (mp * kp).div_ceil(2) as usize)?;
     let b16 = ctx.zeros("coop_b16", (kp * np).div_ceil(2) as usize)?;
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
-    let (extra, flags) = match scale == 1.0 {
+    let (extra, flags) = match opts.scale == 1.0 {
         true => ([0, 0], 0),
-        false => ([scale.to_bits(), (1.0 / scale).to_bits()], SCALED),
+        false => ([opts.scale.to_bits(), (1.0 / opts.scale).to_bits()], SCALED),
     };
     let uniform = desc
         .params(offsets, extra, flags)
         .upload(ctx, "matmul_coop_params");
-    let (stage_a, grid_a) = stage(desc.trans_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
+    let (stage_a, grid_a, out_a) = stage(desc.trans_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
     let stage_a = bind_kernel(
         ctx,
         registry,
         stage_a,
         &uniform,
-        &[(1, a.buffer), (5, &a16)],
+        &[(1, a.buffer), (out_a, &a16)],
         grid_a,
     );
-    let (stage_b, grid_b) = stage(desc.trans_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
+    let (stage_b, grid_b, out_b) = stage(desc.trans_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
     let stage_b = bind_kernel(
         ctx,
         registry,
         stage_b,
         &uniform,
-        &[(2, b.buffer), (5, &b16)],
+        &[(2, b.buffer), (out_b, &b16)],
         grid_b,
     );
     let buffers = [(3, bias.buffer), (4, c.buffer), (5, &a16), (6, &b16)];
-    let groups = [np / 128, mp / 64, slices];
-    let main = bind_kernel(ctx, registry, kernel(fault), &uniform, &buffers, groups);
+    let groups = [np / 128, mp / opts.kernel.tile_m(), slices];
+    let kernel = opts.kernel.source(opts.fault);
+    let main = bind_kernel(ctx, registry, kernel, &uniform, &buffers, groups);
     Ok(vec![stage_a, stage_b, main])
 }
 
-/// [`bind_matmul_coop_scaled`] split along K through `scratch` where the
-/// output's 64×128 tiles would leave the GPU idle (a weight gradient: few
-/// tiles, K = B·T): about [`SPLIT_TARGET_WORKGROUPS_SMALL`] workgroups,
-/// slices of at least 256 of K, as many as `scratch` holds; the slices'
-/// f32 partial products are then added in order by the f32 path's
-/// `reduce_slices` (with the bias, and C when accumulating). Unsplit
-/// without a scratch or where one slice fills the GPU.
+/// [`bind_matmul_coop_variant`] split along K through `scratch` where the
+/// output's tiles would leave the GPU idle (a weight gradient: few tiles,
+/// K = B·T): about [`SPLIT_TARGET_WORKGROUPS_SMALL`] workgroups, slices of
+/// at least 256 of K, as many as `scratch` holds; the slices' f32 partial
+/// products are then added in order by the f32 path's `reduce_slices`
+/// (with the bias, and C when accumulating). Unsplit without a scratch or
+/// where one slice fills the GPU.
 #[allow(clippy::too_many_arguments)]
 pub fn bind_matmul_coop_split_k<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
-    (a, scale): (View<'a>, f32),
+    (a, opts): (View<'a>, CoopOptions),
     b: View<'a>,
     bias: Option<View<'a>>,
     c: View<'a>,
     scratch: Option<&wgpu::Buffer>,
 ) -> Result<BoundOp, GpuError> {
-    check(ctx, &desc, (a, scale), b, bias, c)?;
+    check(ctx, &desc, (a, opts.scale), b, bias, c)?;
     let slab = desc.m as u64 * desc.n as u64;
     let fit = scratch
         .map_or(0, |s| s.size() / 4 / slab.max(1))
         .min(1 << 16) as u32;
-    let tiles = desc.m.div_ceil(64) * desc.n.div_ceil(128);
+    let tiles = desc.m.div_ceil(opts.kernel.tile_m()) * desc.n.div_ceil(128);
     let wanted = SPLIT_TARGET_WORKGROUPS_SMALL
         .div_ceil(tiles)
         .min(desc.k / 256)
         .min(fit);
     let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
-        let kernels = bind_staged(ctx, registry, desc, (a, scale, None), (b, bias, c), 1)?;
+        let kernels = bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), 1)?;
         return Ok(BoundOp {
             kernels,
             scratch: Vec::new(),
         });
     };
     check_scratch("matmul_coop", scratch, [a, b, c], bias)?;
-    // Whole 16-wide steps per slice, as the kernel divides them.
-    let steps = desc.k.div_ceil(16);
-    let slices = steps.div_ceil(steps.div_ceil(wanted));
+    // Whole K blocks per slice, as the kernels divide them (k_range).
+    let blocks = desc.k.div_ceil(PAD_K);
+    let slices = blocks.div_ceil(blocks.div_ceil(wanted));
     check_dim(ctx, "matmul_coop", "K slices", slices)?;
     let partial = MatmulDesc {
         bias: false,
@@ -250,7 +329,7 @@ pub fn bind_matmul_coop_split_k<'a>(
         ..desc
     };
     let parts = (b, None, View::from(scratch));
-    let mut kernels = bind_staged(ctx, registry, partial, (a, scale, None), parts, slices)?;
+    let mut kernels = bind_staged(ctx, registry, partial, (a, opts), parts, slices)?;
     let reduce = bind_reduce(ctx, registry, desc, slices, scratch, bias, c);
     kernels.push(reduce);
     Ok(BoundOp {

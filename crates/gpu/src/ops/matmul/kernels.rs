@@ -3,11 +3,12 @@
 
 use crate::registry::KernelSource;
 
-/// Each f32 matmul kernel with what they share appended.
+/// Each matmul kernel with the files it shares appended, then what every
+/// matmul kernel shares.
 macro_rules! with_common {
-    ($file:literal) => {
+    ($($file:literal),+) => {
         concat!(
-            include_str!(concat!("../../../../../shaders/", $file)),
+            $(include_str!(concat!("../../../../../shaders/", $file)),)+
             include_str!("../../../../../shaders/matmul_common.wgsl")
         )
     };
@@ -15,8 +16,17 @@ macro_rules! with_common {
 const MATMUL_WGSL: &str = with_common!("matmul.wgsl");
 const MATMUL_SMALL_WGSL: &str = with_common!("matmul_small.wgsl");
 const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
-const MATMUL_COOP_WGSL: &str = with_common!("matmul_coop.wgsl");
-const COOP_STAGE_WGSL: &str = with_common!("coop_stage.wgsl");
+const MATMUL_COOP_WGSL: &str = with_common!(
+    "matmul_coop.wgsl",
+    "coop_pad.wgsl",
+    "matmul_coop_common.wgsl"
+);
+const MATMUL_COOP_TILED_WGSL: &str = with_common!(
+    "matmul_coop_tiled.wgsl",
+    "coop_pad.wgsl",
+    "matmul_coop_common.wgsl"
+);
+const COOP_STAGE_WGSL: &str = with_common!("coop_stage.wgsl", "coop_pad.wgsl");
 
 pub const MATMUL_F32: KernelSource = KernelSource {
     key: "matmul_f32_64x64_k16",
@@ -48,7 +58,8 @@ pub const MATMUL_F32_128: KernelSource = KernelSource {
 };
 
 /// The cooperative-matrix matmul (`ops::matmul::coop`; native devices with
-/// `GpuContext::coop_matrix`), from f16-staged operands.
+/// `GpuContext::coop_matrix`) loading its fragments straight from the
+/// f16-staged operands.
 pub const MATMUL_COOP: KernelSource = KernelSource {
     key: "matmul_coop_64x128_k16",
     wgsl: MATMUL_COOP_WGSL,
@@ -56,13 +67,29 @@ pub const MATMUL_COOP: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// [`MATMUL_COOP`] skipping its last K step: the dropped-K-tail fault
+/// The cooperative-matrix matmul through workgroup memory, 32-wide K blocks.
+pub const MATMUL_COOP_TILED: KernelSource = KernelSource {
+    key: "matmul_coop_128x128_k32",
+    wgsl: MATMUL_COOP_TILED_WGSL,
+    entry: "main",
+    constants: &[],
+};
+
+/// [`MATMUL_COOP`] skipping its last K block: the dropped-K-tail fault
 /// (`ops/matmul/fault.rs`), which the tensor-core gate must fail.
 #[cfg(feature = "fault-injection")]
 pub const MATMUL_COOP_DROPTAIL: KernelSource = KernelSource {
     key: "matmul_coop_fault_droptail",
     constants: &[("FAULT", 2.0)],
     ..MATMUL_COOP
+};
+
+/// [`MATMUL_COOP_TILED`] skipping its last K block (the same fault).
+#[cfg(feature = "fault-injection")]
+pub const MATMUL_COOP_TILED_DROPTAIL: KernelSource = KernelSource {
+    key: "matmul_coop_tiled_fault_droptail",
+    constants: &[("FAULT", 2.0)],
+    ..MATMUL_COOP_TILED
 };
 
 /// op(A) staged as f16 `[M′][K′]` for [`MATMUL_COOP`].

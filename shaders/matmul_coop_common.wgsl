@@ -1,0 +1,51 @@
+
+// What the cooperative-matrix kernels (matmul_coop.wgsl,
+// matmul_coop_tiled.wgsl) share, appended to each: the fault override and
+// the epilogue, which takes each 16×16 f32 accumulator through the
+// subgroup's slice of a workgroup scratch for the scale, the bias, the
+// accumulation and the bounds.
+
+// Test-only (ops/matmul/fault.rs): 2 skips the last PAD_K-wide block of K
+// (which always holds some of the real K).
+override FAULT: u32 = 0u;
+
+var<workgroup> scratch: array<f32, 2048>; // up to 8 subgroups × 16 × 16
+
+// Stores the accumulator `t` of subgroup `sg` at (r0, c0) of C; `slice`:
+// the offset of this workgroup's K slice's (M, N) partial product (0
+// unsplit).
+fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, slice: u32) {
+    let base = sg * 256u;
+    coopStoreT(t, &scratch[base], 16u);
+    workgroupBarrier();
+    for (var i = lane; i < 256u; i += 32u) {
+        let row = r0 + i / 16u;
+        let col = c0 + i % 16u;
+        if (row < p.m && col < p.n) {
+            var v = scratch[base + i];
+            if ((p.flags & SCALED) != 0u) {
+                v *= bitcast<f32>(p.slices);
+            }
+            if ((p.flags & HAS_BIAS) != 0u) {
+                v += bias[p.bias_off + col];
+            }
+            let o = p.c_off + slice + row * p.n + col;
+            if ((p.flags & ACCUMULATE) != 0u) {
+                v += c[o];
+            }
+            c[o] = v;
+        }
+    }
+    workgroupBarrier();
+}
+
+// This workgroup's K range [begin, end) — its slice of whole PAD_K-wide
+// blocks when split along K (workgroup z of num_workgroups.z; reduce_slices
+// adds the slices' products), less the last block under the droptail
+// fault — and the offset of its partial product.
+fn k_range(lda: u32, wgz: u32, nz: u32) -> vec3<u32> {
+    let per_slice = (lda / PAD_K + nz - 1u) / nz * PAD_K;
+    let begin = wgz * per_slice;
+    let last = select(lda, lda - PAD_K, FAULT == 2u && lda > PAD_K);
+    return vec3<u32>(begin, min(begin + per_slice, last), wgz * p.m * p.n);
+}

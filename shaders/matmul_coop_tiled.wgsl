@@ -1,0 +1,130 @@
+// The cooperative-matrix matmul through workgroup memory ("tiled"): op(A)
+// and op(B) staged as f16 by coop_stage.wgsl; per 32-wide K block the 256
+// invocations copy a 128 × 32 tile of op(A) and a 32 × 128 tile of op(B)
+// into workgroup memory (16-byte loads, the next block's loaded while this
+// one is multiplied), then each of the eight 32-wide subgroups loads its
+// 2 + 4 fragments per 16-wide step from there and sums a 32×64 block of C
+// in f32 accumulators (a 128×128 tile per workgroup). coop_pad.wgsl and
+// matmul_coop_common.wgsl (the epilogue) are appended, then
+// matmul_common.wgsl. Strides inside the K loop are constants (naga 30's
+// SPIR-V writer fails on a uniform read there).
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+@group(0) @binding(5) var<storage, read> a16: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read> b16: array<vec4<u32>>;
+
+// The block's tiles, op(A)'s (128 rows × 32 K, row stride SA) then op(B)'s
+// (32 K × 128 columns, row stride SB, from TB); each row padded by 8
+// halves, which keeps every row 16-byte aligned and shifts consecutive
+// rows across the banks.
+const SA: u32 = 40u;
+const SB: u32 = 136u;
+const TB: u32 = 5120u; // 128 × SA
+var<workgroup> tiles: array<f16, 9472>; // TB + 32 × SB
+
+// Eight halves (one 16-byte load) into the tiles at `at` (through f32,
+// which holds every f16 exactly: naga 30 has no bitcast to vec2<f16>).
+fn put(at: u32, w: vec4<u32>) {
+    let h0 = vec2<f16>(unpack2x16float(w.x));
+    let h1 = vec2<f16>(unpack2x16float(w.y));
+    let h2 = vec2<f16>(unpack2x16float(w.z));
+    let h3 = vec2<f16>(unpack2x16float(w.w));
+    tiles[at] = h0.x;
+    tiles[at + 1u] = h0.y;
+    tiles[at + 2u] = h1.x;
+    tiles[at + 3u] = h1.y;
+    tiles[at + 4u] = h2.x;
+    tiles[at + 5u] = h2.y;
+    tiles[at + 6u] = h3.x;
+    tiles[at + 7u] = h3.y;
+}
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let lda = padded(p.k, PAD_K);
+    let ldb = padded(p.n, PAD_N);
+    let range = k_range(lda, wg.z, nwg.z);
+    // What this invocation copies of each block (in halves of the staged
+    // operands, less the block's K): rows t/4 and t/4 + 64 of op(A)'s tile,
+    // 8 halves from K (t % 4) · 8; K rows t/16 and t/16 + 16 of op(B)'s,
+    // 8 halves from column (t % 16) · 8.
+    let ar = t / 4u;
+    let ak = (t % 4u) * 8u;
+    let bk = t / 16u;
+    let bc = (t % 16u) * 8u;
+    let ga = (wg.y * 128u + ar) * lda + ak;
+    let gb = bk * ldb + wg.x * 128u + bc;
+    let ga_far = 64u * lda;
+    let gb_far = 16u * ldb;
+    // This subgroup's 32×64 block of the tile.
+    let sr = (sg / 2u) * 32u;
+    let sc = (sg % 2u) * 64u;
+    var c00 = coop_mat16x16<f32, C>();
+    var c01 = coop_mat16x16<f32, C>();
+    var c02 = coop_mat16x16<f32, C>();
+    var c03 = coop_mat16x16<f32, C>();
+    var c10 = coop_mat16x16<f32, C>();
+    var c11 = coop_mat16x16<f32, C>();
+    var c12 = coop_mat16x16<f32, C>();
+    var c13 = coop_mat16x16<f32, C>();
+    var wa0 = vec4<u32>();
+    var wa1 = vec4<u32>();
+    var wb0 = vec4<u32>();
+    var wb1 = vec4<u32>();
+    if (range.x < range.y) {
+        wa0 = a16[(ga + range.x) / 8u];
+        wa1 = a16[(ga + ga_far + range.x) / 8u];
+        wb0 = b16[(gb + range.x * ldb) / 8u];
+        wb1 = b16[(gb + gb_far + range.x * ldb) / 8u];
+    }
+    for (var k0 = range.x; k0 < range.y; k0 += PAD_K) {
+        workgroupBarrier();
+        put(ar * SA + ak, wa0);
+        put((ar + 64u) * SA + ak, wa1);
+        put(TB + bk * SB + bc, wb0);
+        put(TB + (bk + 16u) * SB + bc, wb1);
+        workgroupBarrier();
+        let kn = k0 + PAD_K;
+        if (kn < range.y) {
+            wa0 = a16[(ga + kn) / 8u];
+            wa1 = a16[(ga + ga_far + kn) / 8u];
+            wb0 = b16[(gb + kn * ldb) / 8u];
+            wb1 = b16[(gb + gb_far + kn * ldb) / 8u];
+        }
+        for (var kk = 0u; kk < PAD_K; kk += 16u) {
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[sr * SA + kk], SA);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(sr + 16u) * SA + kk], SA);
+            let bt = TB + kk * SB + sc;
+            let b0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt], SB);
+            let b1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 16u], SB);
+            let b2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 32u], SB);
+            let b3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 48u], SB);
+            c00 = coopMultiplyAdd(a0, b0, c00);
+            c01 = coopMultiplyAdd(a0, b1, c01);
+            c02 = coopMultiplyAdd(a0, b2, c02);
+            c03 = coopMultiplyAdd(a0, b3, c03);
+            c10 = coopMultiplyAdd(a1, b0, c10);
+            c11 = coopMultiplyAdd(a1, b1, c11);
+            c12 = coopMultiplyAdd(a1, b2, c12);
+            c13 = coopMultiplyAdd(a1, b3, c13);
+        }
+    }
+    let r0 = wg.y * 128u + sr;
+    let c0 = wg.x * 128u + sc;
+    store_tile(c00, sg, lane, r0, c0, range.z);
+    store_tile(c01, sg, lane, r0, c0 + 16u, range.z);
+    store_tile(c02, sg, lane, r0, c0 + 32u, range.z);
+    store_tile(c03, sg, lane, r0, c0 + 48u, range.z);
+    store_tile(c10, sg, lane, r0 + 16u, c0, range.z);
+    store_tile(c11, sg, lane, r0 + 16u, c0 + 16u, range.z);
+    store_tile(c12, sg, lane, r0 + 16u, c0 + 32u, range.z);
+    store_tile(c13, sg, lane, r0 + 16u, c0 + 48u, range.z);
+}
