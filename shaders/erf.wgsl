@@ -1,6 +1,6 @@
-// Exact GELU, y = x·Φ(x) = ½x(1 + erf(x/√2)), shared by gelu.wgsl and the
-// GEMV epilogue of the M = 1 kernels (appended to their source), so both
-// round exactly alike. WGSL has no erf: `erf_f32` is Norbert Juffa's
+// Exact GELU, y = x·Φ(x) = ½x(1 + erf(x/√2)), and its derivative, shared by
+// gelu.wgsl, the GEMV epilogue of the M = 1 kernels and the tensor-core
+// epilogue (appended to their sources), so all round exactly alike. WGSL has no erf: `erf_f32` is Norbert Juffa's
 // faithfully rounded erff (max error < 1 ulp with fma; the same polynomials
 // MLX uses), so the only error left is the f32 rounding of the products
 // around it.
@@ -32,4 +32,11 @@ fn erf_f32(a: f32) -> f32 {
 
 fn gelu_f32(v: f32) -> f32 {
     return 0.5 * v * (1.0 + erf_f32(v * FRAC_1_SQRT_2));
+}
+
+// GELU'(v) = Φ(v) + v·φ(v), φ(v) = e^{−v²/2}/√(2π).
+fn gelu_grad_f32(v: f32) -> f32 {
+    let cdf = 0.5 * (1.0 + erf_f32(v * FRAC_1_SQRT_2));
+    let pdf = exp(-0.5 * v * v) * 0.39894228040143268;
+    return cdf + v * pdf;
 }

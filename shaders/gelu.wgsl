@@ -1,7 +1,7 @@
 // Exact GELU, element-wise:
 //   forward   y  = x·Φ(x) = ½x(1 + erf(x/√2))
 //   backward  dx (+)= dy·(Φ(x) + x·φ(x)),  φ(x) = e^{−x²/2}/√(2π)
-// `erf_f32` and `gelu_f32` are in erf.wgsl, appended to this source.
+// `gelu_f32` and `gelu_grad_f32` are in erf.wgsl, appended to this source.
 
 struct Params {
     n: u32,
@@ -21,7 +21,6 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;
 
 const WG: u32 = 256u;
-const FRAC_1_SQRT_2PI: f32 = 0.39894228040143268;
 
 fn flat_index(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
     return (wg.y * nwg.x + wg.x) * WG + lid;
@@ -51,10 +50,7 @@ fn backward(
     if (i >= p.n) {
         return;
     }
-    let v = x[p.x_off + i];
-    let cdf = 0.5 * (1.0 + erf_f32(v * FRAC_1_SQRT_2));
-    let pdf = exp(-0.5 * v * v) * FRAC_1_SQRT_2PI;
-    var d = dy[p.dy_off + i] * (cdf + v * pdf);
+    var d = dy[p.dy_off + i] * gelu_grad_f32(x[p.x_off + i]);
     let o = p.dx_off + i;
     if (p.accumulate != 0u) {
         d = dx[o] + d;

@@ -20,7 +20,8 @@ struct Params {
     k_chunk: u32,
     // reduce_slices: partial products to add
     slices: u32,
-    _pad0: u32,
+    // The tensor-core epilogue's GELU buffer (matmul_coop_common.wgsl)
+    aux_off: u32,
     _pad1: u32,
 }
 

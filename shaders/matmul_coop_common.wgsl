@@ -1,9 +1,16 @@
 
 // What the cooperative-matrix kernels (matmul_coop.wgsl,
-// matmul_coop_tiled.wgsl) share, appended to each: the fault override and
-// the epilogue, which takes each 16×16 f32 accumulator through the
-// subgroup's slice of a workgroup scratch for the scale, the bias, the
-// accumulation and the bounds.
+// matmul_coop_tiled.wgsl) share, appended to each (erf.wgsl after it): the
+// fault override and the epilogue, which takes each 16×16 f32 accumulator
+// through the subgroup's slice of a workgroup scratch for the scale, the
+// bias, a GELU (GELU_OUT: C as a linear's output, and GELU(C) into `aux`;
+// GELU_GRAD: C times GELU′ of `aux`, a GELU's backward), the accumulation
+// and the bounds. `aux` has C's shape, from p.aux_off.
+
+const GELU_OUT: u32 = 128u;
+const GELU_GRAD: u32 = 256u;
+
+@group(0) @binding(8) var<storage, read_write> aux: array<f32>;
 
 // Test-only (ops/matmul/fault.rs): 2 skips the last PAD_K-wide block of K
 // (which always holds some of the real K).
@@ -29,11 +36,18 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
             if ((p.flags & HAS_BIAS) != 0u) {
                 v += bias[p.bias_off + col];
             }
-            let o = p.c_off + slice + row * p.n + col;
+            let e = row * p.n + col;
+            if ((p.flags & GELU_GRAD) != 0u) {
+                v *= gelu_grad_f32(aux[p.aux_off + e]);
+            }
+            let o = p.c_off + slice + e;
             if ((p.flags & ACCUMULATE) != 0u) {
                 v += c[o];
             }
             c[o] = v;
+            if ((p.flags & GELU_OUT) != 0u) {
+                aux[p.aux_off + e] = gelu_f32(v);
+            }
         }
     }
     workgroupBarrier();

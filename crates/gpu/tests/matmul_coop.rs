@@ -11,13 +11,14 @@
 //! binding there fails with a message.
 
 use half::f16;
+use tinygpt_core::model::layers::{gelu_backward, gelu_forward};
 use tinygpt_core::Rng;
 use tinygpt_gpu::gate::stats::gate_stats;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::coop::{
     bind_matmul_coop, bind_matmul_coop_split_k, bind_matmul_coop_variant, coop_unavailable,
-    CoopKernel, CoopOptions,
+    CoopKernel, CoopOptions, Epilogue,
 };
 use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
@@ -224,6 +225,94 @@ fn coop_matmul_passes_the_seed_gate_against_f32_at_the_primary_shape() {
         let s = gate_stats(&got, &want);
         eprintln!("coop gate 64×128×128 ({}): {s:?}", kernel.name());
         assert!(s.passed, "{kernel:?}: {s:?}");
+    }
+}
+
+/// GELU′ at `x` in f64 (the CPU model's closed form).
+fn gelu_grad(x: f32) -> f64 {
+    let mut d = [0.0f64];
+    gelu_backward(&mut d, &[x as f64], &[1.0]);
+    d[0]
+}
+
+/// The epilogue's GELU, as the MLP's first linear runs it (C = A·Wᵀ + b
+/// and GELU(C) beside it), and its derivative, as the backward into that
+/// linear runs it (C = (A·Wᵀ) ⊙ GELU′(x)), on each kernel: C within the
+/// golden's bound (times GELU′), the GELU of the kernel's own C within
+/// f32 rounding of the CPU's.
+#[test]
+fn coop_epilogue_writes_the_gelu_and_multiplies_by_its_derivative() {
+    let gpu = gpu_or_skip!();
+    if unavailable(gpu, "coop GELU epilogue") {
+        return;
+    }
+    let ctx = &gpu.ctx;
+    let (m, k, n) = (130u32, 72u32, 200u32);
+    let mut rng = Rng::new(11);
+    let (a, w) = (random(&mut rng, m * k), random(&mut rng, k * n));
+    let (bias, x) = (random(&mut rng, n), random(&mut rng, m * n));
+    let up = |v: &[f32]| ctx.upload("coop_epilogue", v).unwrap();
+    let (ab, wb, biasb) = (up(&a), up(&w), up(&bias));
+    for kernel in CoopKernel::ALL {
+        for grad in [false, true] {
+            let desc = MatmulDesc {
+                bias: !grad,
+                ..MatmulDesc::linear(m, k, n)
+            };
+            let (c, aux) = (ctx.zeros("c", x.len()).unwrap(), up(&x));
+            let epilogue = match grad {
+                true => Epilogue::GeluGrad((&aux).into()),
+                false => Epilogue::Gelu((&aux).into()),
+            };
+            let opts = CoopOptions {
+                kernel,
+                epilogue,
+                ..Default::default()
+            };
+            let bias_view = desc.bias.then(|| View::from(&biasb));
+            let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+            let ks = bind_matmul_coop_variant(ctx, &mut reg, desc, (&ab, opts), &wb, bias_view, &c);
+            drop(reg);
+            let ks = ks.unwrap();
+            submit(ctx, "coop_epilogue", &ks.iter().collect::<Vec<_>>());
+            let got = pollster::block_on(ctx.read_f32(&c, x.len())).unwrap();
+            let got_aux = pollster::block_on(ctx.read_f32(&aux, x.len())).unwrap();
+            let (golden, bound) = golden(desc, &a, &w, &bias, &[]);
+            for i in 0..x.len() {
+                let (g, want, b) = (got[i] as f64, golden[i], bound[i]);
+                if grad {
+                    let d = gelu_grad(x[i]);
+                    let tol = b * d.abs() + 2e-6 * (want * d).abs();
+                    assert!(
+                        (g - want * d).abs() <= tol,
+                        "{kernel:?} GELU′ output {i}: {g} vs {}",
+                        want * d
+                    );
+                    assert_eq!(
+                        got_aux[i], x[i],
+                        "the backward's GELU input is read, not written"
+                    );
+                    continue;
+                }
+                assert!(
+                    (g - want).abs() <= b,
+                    "{kernel:?} output {i}: {g} vs {want}"
+                );
+                let mut y = [0.0f64];
+                gelu_forward(&mut y, &[got[i] as f64]);
+                let e = (got_aux[i] as f64 - y[0]).abs();
+                assert!(
+                    e <= 2e-6 * y[0].abs() + 1e-7,
+                    "{kernel:?} GELU {i}: {} vs {}",
+                    got_aux[i],
+                    y[0]
+                );
+            }
+            eprintln!(
+                "coop GELU epilogue ({}, backward: {grad}): every output within its bound",
+                kernel.name()
+            );
+        }
     }
 }
 

@@ -17,7 +17,9 @@ use crate::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
 use crate::ops::layernorm::{
     bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
 };
-use crate::ops::matmul::coop::{bind_matmul_coop_scaled, bind_matmul_coop_split_k, CoopOptions};
+use crate::ops::matmul::coop::{
+    bind_matmul_coop_split_k, bind_matmul_coop_variant, CoopOptions, Epilogue,
+};
 use crate::ops::matmul::f16w::bind_matmul_f16w;
 use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
 use crate::ops::residual::bind_residual_forward;
@@ -157,7 +159,19 @@ impl<'a, 'r> Builder<'a, 'r> {
             let k = self.layout.bind(self.ctx, self.reg, desc, a, b, bias, c)?;
             return self.push(k);
         }
-        let ks = bind_matmul_coop_scaled(self.ctx, self.reg, desc, (a, scale), b, bias, c)?;
+        self.coop_matmul(desc, (a, CoopOptions::scaled(scale)), b, bias, c)
+    }
+
+    /// `C = op(A)·op(B) [+ bias] [+ C]` on cooperative matrices, as `opts` say.
+    fn coop_matmul<'v>(
+        &mut self,
+        desc: MatmulDesc,
+        (a, opts): (View<'v>, CoopOptions<'v>),
+        b: View<'v>,
+        bias: Option<View<'v>>,
+        c: View<'v>,
+    ) -> R {
+        let ks = bind_matmul_coop_variant(self.ctx, self.reg, desc, (a, opts), b, bias, c)?;
         ks.into_iter().try_for_each(|k| self.push(k))
     }
 
@@ -268,6 +282,29 @@ impl<'a, 'r> Builder<'a, 'r> {
         self.push(k)
     }
 
+    /// `fch (N, d_out) = x · Wᵀ + b` and `fch_gelu = GELU(fch)`: on
+    /// cooperative matrices one matmul with the GELU in its epilogue, else
+    /// the linear and the GELU.
+    pub fn linear_gelu(
+        &mut self,
+        x: &Buf,
+        (w, b, l): Linear,
+        (fch, fch_gelu): (&Buf, &Buf),
+        (d_in, d_out): (usize, usize),
+    ) -> R {
+        if !self.coop {
+            self.linear(x, (w, b, l), fch, (d_in, d_out))?;
+            return self.gelu(fch, fch_gelu, d_out);
+        }
+        let desc = MatmulDesc::linear(self.n(), u(d_in), u(d_out));
+        let opts = CoopOptions {
+            epilogue: Epilogue::Gelu(fch_gelu.into()),
+            ..Default::default()
+        };
+        let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
+        self.coop_matmul(desc, (x.into(), opts), wv, bias, fch.into())
+    }
+
     /// `out (N, width) = GELU(x)`.
     pub fn gelu(&mut self, x: &Buf, out: &Buf, width: usize) -> R {
         let k = bind_gelu_forward(self.ctx, self.reg, u(self.b * self.t * width), x, out)?;
@@ -354,6 +391,39 @@ impl<'a, 'r> Builder<'a, 'r> {
         dy: &Buf,
         x: &Buf,
         dx: &Buf,
+        lin: Linear,
+        dims: (usize, usize),
+    ) -> R {
+        self.linear_backward_to(dy, x, (dx, Epilogue::Plain), lin, dims)
+    }
+
+    /// [`Self::linear_backward`] of a linear whose input is `GELU(fch)`,
+    /// through the GELU: `dfch = GELU′(fch) ⊙ (dy · W)` — on cooperative
+    /// matrices in the product's epilogue, else via `dgelu` and the GELU's
+    /// backward.
+    pub fn linear_gelu_backward(
+        &mut self,
+        dy: &Buf,
+        x: &Buf,
+        (fch, dgelu, dfch): (&Buf, &Buf, &Buf),
+        lin: Linear,
+        (d_in, d_out): (usize, usize),
+    ) -> R {
+        if !self.coop {
+            self.linear_backward(dy, x, dgelu, lin, (d_in, d_out))?;
+            return self.gelu_backward(fch, dgelu, dfch, d_in);
+        }
+        let dx = (dfch, Epilogue::GeluGrad(fch.into()));
+        self.linear_backward_to(dy, x, dx, lin, (d_in, d_out))
+    }
+
+    /// `dx = dy · W` (through `epilogue` on cooperative matrices),
+    /// `dW += dyᵀ · x`, `db += Σ dy`.
+    fn linear_backward_to(
+        &mut self,
+        dy: &Buf,
+        x: &Buf,
+        (dx, epilogue): (&Buf, Epilogue<'_>),
         (w, b, l): Linear,
         (d_in, d_out): (usize, usize),
     ) -> R {
@@ -364,7 +434,16 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let (wv, scale) = (self.params.at(w, l), self.grad_scale());
-        self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?;
+        match epilogue {
+            Epilogue::Plain => self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?,
+            _ => {
+                let opts = CoopOptions {
+                    epilogue,
+                    ..CoopOptions::scaled(scale)
+                };
+                self.coop_matmul(dx_desc, (dy.into(), opts), wv, None, dx.into())?
+            }
+        }
         self.weight_grad(dy, x, (u(d_out), u(d_in)), self.grad(w, l))?;
         let desc = BiasGradDesc {
             rows: self.n(),

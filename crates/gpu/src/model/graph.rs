@@ -28,8 +28,7 @@ pub fn forward(g: &mut Builder, a: &Acts, with_loss_grad: bool) -> Result<(), Gp
         g.linear(&blk.atty, (AttnProjW, AttnProjB, l), &a.proj, (c, c))?; // (N, C)
         g.residual(Site::AttnProj(l), x, &a.proj, &blk.res2)?; // (N, C)
         g.layernorm(&blk.res2, (Ln2W, Ln2B, l), (&blk.ln2, &blk.ln2_mean, &blk.ln2_rstd))?; // (N, C)
-        g.linear(&blk.ln2, (FcW, FcB, l), &blk.fch, (c, 4 * c))?; // (N, 4C)
-        g.gelu(&blk.fch, &blk.fch_gelu, 4 * c)?; // (N, 4C)
+        g.linear_gelu(&blk.ln2, (FcW, FcB, l), (&blk.fch, &blk.fch_gelu), (c, 4 * c))?; // (N, 4C) before and after the GELU
         g.linear(&blk.fch_gelu, (FcProjW, FcProjB, l), &a.proj, (4 * c, c))?; // (N, C)
         g.residual(Site::Mlp(l), &blk.res2, &a.proj, &a.res[l + 1])?; // (N, C)
     }
@@ -52,8 +51,7 @@ pub fn backward(g: &mut Builder, a: &Acts) -> Result<(), GpuError> {
     for l in (0..g.cfg.n_layer).rev() {
         let blk = &a.blocks[l];
         let dy = g.branch_grad(Site::Mlp(l), &a.dres, &a.proj)?; // d fc_proj out (N, C)
-        g.linear_backward(dy, &blk.fch_gelu, &a.dfch_gelu, (FcProjW, FcProjB, l), (4 * c, c))?; // (N, 4C)
-        g.gelu_backward(&blk.fch, &a.dfch_gelu, &a.dfch, 4 * c)?; // (N, 4C)
+        g.linear_gelu_backward(dy, &blk.fch_gelu, (&blk.fch, &a.dfch_gelu, &a.dfch), (FcProjW, FcProjB, l), (4 * c, c))?; // (N, 4C) through the GELU
         g.linear_backward(&a.dfch, &blk.ln2, &a.dln, (FcW, FcB, l), (c, 4 * c))?; // (N, C)
         g.layernorm_backward(true, &a.dln, &blk.res2, (Ln2W, Ln2B, l), (&blk.ln2_mean, &blk.ln2_rstd), &a.dres)?; // d res2 (N, C)
         let dy = g.branch_grad(Site::AttnProj(l), &a.dres, &a.proj)?; // d attn_proj out (N, C)

@@ -26,7 +26,6 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &argmax::SAMPLE_PICK,
         &floor::FLOOR_NOOP,
         &matmul::MATMUL_COOP,
-        &matmul::MATMUL_COOP_TILED,
         &matmul::COOP_STAGE_A,
         &matmul::COOP_STAGE_B,
         &matmul::COOP_STAGE_A_T,
@@ -77,9 +76,12 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &GEMV_F32_LN,
         &GEMV_F32_COLS,
     ];
+    all.extend(MATMUL_COOP_TILED.iter());
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
     #[cfg(feature = "fault-injection")]
-    all.extend([&MATMUL_COOP_DROPTAIL, &MATMUL_COOP_TILED_DROPTAIL]);
+    all.push(&MATMUL_COOP_DROPTAIL);
+    #[cfg(feature = "fault-injection")]
+    all.extend(MATMUL_COOP_TILED_DROPTAIL.iter());
     all
 }

@@ -11,6 +11,7 @@
 # results.tar.gz (the device returns at most 8 files).
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
+tar -xJf .carry/bins.tar.xz -C .carry || exit 1
 R=/tmp/r23; mkdir -p $R $OUT
 ok=1
 for t in matmul_coop coop_training gate; do

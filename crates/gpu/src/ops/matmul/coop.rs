@@ -9,7 +9,8 @@
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
 use super::kernels::{
-    COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP, MATMUL_COOP_TILED,
+    coop_tiled_index, COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP,
+    MATMUL_COOP_TILED,
 };
 use super::split_k::{bind_reduce, check_scratch};
 use crate::kernel::BoundKernel;
@@ -33,7 +34,9 @@ pub enum CoopKernel {
     /// fragments from the staged operands in storage.
     Direct,
     /// `matmul_coop_tiled.wgsl`: eight subgroups, a 128×128 tile, the
-    /// operands' 32-wide K blocks copied through workgroup memory.
+    /// operands' 32-wide K blocks copied through workgroup memory; a
+    /// transposed operand staged in its storage order (element-wise, as
+    /// cheap as any) and loaded column-major.
     Tiled,
 }
 
@@ -56,20 +59,22 @@ impl CoopKernel {
         }
     }
 
-    /// The kernel of `fault`: the real one, or (fault injection) the one
-    /// that drops its last K block; no other fault lives in these kernels.
-    fn source(self, fault: Option<Fault>) -> &'static KernelSource {
+    /// The kernel of `fault` for `desc`'s layout: the real one, or (fault
+    /// injection) the one that drops its last K block; no other fault
+    /// lives in these kernels.
+    fn source(self, fault: Option<Fault>, desc: &MatmulDesc) -> &'static KernelSource {
+        let layout = coop_tiled_index(desc.trans_a, desc.trans_b);
         #[cfg(feature = "fault-injection")]
         if fault == Some(Fault::DropKTail) {
             return match self {
                 CoopKernel::Direct => &super::kernels::MATMUL_COOP_DROPTAIL,
-                CoopKernel::Tiled => &super::kernels::MATMUL_COOP_TILED_DROPTAIL,
+                CoopKernel::Tiled => &super::kernels::MATMUL_COOP_TILED_DROPTAIL[layout],
             };
         }
         let _ = fault;
         match self {
             CoopKernel::Direct => &MATMUL_COOP,
-            CoopKernel::Tiled => &MATMUL_COOP_TILED,
+            CoopKernel::Tiled => &MATMUL_COOP_TILED[layout],
         }
     }
 }
@@ -77,26 +82,53 @@ impl CoopKernel {
 /// The kernel the engine binds (the faster on the H200: BENCHMARKS.md).
 pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled;
 
+/// What the epilogue does beyond the scale, the bias and the accumulation
+/// (`matmul_coop_common.wgsl`); the view has C's shape.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Epilogue<'a> {
+    #[default]
+    Plain,
+    /// C is a linear's output before its GELU; GELU(C) is written here too.
+    Gelu(View<'a>),
+    /// C (before any accumulation) is multiplied by GELU′ of this, a GELU's
+    /// input: the GELU's backward.
+    GeluGrad(View<'a>),
+}
+
+impl<'a> Epilogue<'a> {
+    /// The kernel's flag and the view.
+    fn parts(self) -> (u32, Option<View<'a>>) {
+        match self {
+            Epilogue::Plain => (0, None),
+            Epilogue::Gelu(v) => (GELU_OUT, Some(v)),
+            Epilogue::GeluGrad(v) => (GELU_GRAD, Some(v)),
+        }
+    }
+}
+
 /// How a binding runs: its kernel, op(A)'s scale (a power of two; see
-/// [`bind_matmul_coop_variant`]) and, in tests, a deliberately wrong kernel.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CoopOptions {
+/// [`bind_matmul_coop_variant`]), its epilogue and, in tests, a
+/// deliberately wrong kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct CoopOptions<'a> {
     pub kernel: CoopKernel,
     pub scale: f32,
+    pub epilogue: Epilogue<'a>,
     pub fault: Option<Fault>,
 }
 
-impl Default for CoopOptions {
+impl Default for CoopOptions<'_> {
     fn default() -> Self {
         CoopOptions {
             kernel: COOP_KERNEL,
             scale: 1.0,
+            epilogue: Epilogue::Plain,
             fault: None,
         }
     }
 }
 
-impl CoopOptions {
+impl CoopOptions<'_> {
     /// The engine's kernel with op(A) scaled by `scale`.
     pub fn scaled(scale: f32) -> Self {
         CoopOptions {
@@ -113,7 +145,7 @@ pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
     }
     (!ctx.coop_matrix).then_some(
         "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups \
-         and 27 KiB of workgroup memory",
+         and 28 KiB of workgroup memory",
     )
 }
 
@@ -141,24 +173,30 @@ fn stage_grid(n: u32) -> [u32; 3] {
 
 /// The staging kernel of an operand, its grid and the binding its output
 /// takes: element-wise (four halves a write, binding 7), or for a
-/// transposed operand (whose element-wise reads would stride by a whole
-/// row) the tiled kernel, a 32 × 16 tile (`outer` × K) per workgroup
-/// (binding 5), while its grid fits the 65,535 limit.
+/// transposed operand of the direct kernel (whose element-wise reads would
+/// stride by a whole row; the tiled kernel's keep their storage order) the
+/// tiled stage kernel, a 32 × 16 tile (`outer` × K) per workgroup (binding
+/// 5), while its grid fits the 65,535 limit.
 fn stage(
-    transposed: bool,
+    (transposed, kernel): (bool, CoopKernel),
     (outer, kp): (u32, u32),
     plain: &'static KernelSource,
     tiled: &'static KernelSource,
 ) -> (&'static KernelSource, [u32; 3], u32) {
-    if transposed && kp / 16 <= 65_535 {
+    if transposed && kernel == CoopKernel::Direct && kp / 16 <= 65_535 {
         (tiled, [outer / 32, kp / 16, 1], 5)
     } else {
         (plain, stage_grid(outer * kp), 7)
     }
 }
 
-/// The stage and matmul kernels' flag: op(A) scaled (`coop_stage.wgsl`).
+/// The stage and matmul kernels' flags (`coop_pad.wgsl`): op(A) scaled;
+/// transposed operands staged in their storage order (the tiled kernel).
 const SCALED: u32 = 32;
+const STORED: u32 = 64;
+/// The epilogue's flags (`matmul_coop_common.wgsl`).
+const GELU_OUT: u32 = 128;
+const GELU_GRAD: u32 = 256;
 
 /// [`bind_matmul_coop_variant`] with the default [`CoopOptions`].
 pub fn bind_matmul_coop<'a>(
@@ -199,27 +237,35 @@ pub fn bind_matmul_coop_variant<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
-    (a, opts): (impl Into<View<'a>>, CoopOptions),
+    (a, opts): (impl Into<View<'a>>, CoopOptions<'a>),
     b: impl Into<View<'a>>,
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
-    check(ctx, &desc, (a, opts.scale), b, bias, c)?;
+    check(ctx, &desc, (a, opts), b, bias, c)?;
     bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), 1)
 }
 
 /// Refuses a device without the kernel, a scale that is not a power of
-/// two, and operands that do not fit `desc`.
+/// two, and operands (the epilogue's too) that do not fit `desc`.
 fn check(
     ctx: &GpuContext,
     desc: &MatmulDesc,
-    (a, scale): (View<'_>, f32),
+    (a, opts): (View<'_>, CoopOptions<'_>),
     b: View<'_>,
     bias: Option<View<'_>>,
     c: View<'_>,
 ) -> Result<(), GpuError> {
     refuse(ctx)?;
+    let scale = opts.scale;
+    if let (_, Some(aux)) = opts.epilogue.parts() {
+        aux.need(
+            "matmul_coop",
+            "the GELU buffer",
+            desc.m as u64 * desc.n as u64,
+        )?;
+    }
     // A positive normal float with no mantissa bits: a power of two.
     if !(scale.is_normal() && scale > 0.0 && scale.to_bits() & 0x7f_ffff == 0) {
         return Err(shape_error(
@@ -237,7 +283,7 @@ fn bind_staged(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
-    (a, opts): (View<'_>, CoopOptions),
+    (a, opts): (View<'_>, CoopOptions<'_>),
     (b, bias, c): (View<'_>, Option<View<'_>>, View<'_>),
     slices: u32,
 ) -> Result<Vec<BoundKernel>, GpuError> {
@@ -251,14 +297,25 @@ fn bind_staged(
     let b16 = ctx.zeros("coop_b16", (kp * np).div_ceil(2) as usize)?;
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
-    let (extra, flags) = match opts.scale == 1.0 {
+    let (extra, mut flags) = match opts.scale == 1.0 {
         true => ([0, 0], 0),
         false => ([opts.scale.to_bits(), (1.0 / opts.scale).to_bits()], SCALED),
     };
-    let uniform = desc
-        .params(offsets, extra, flags)
-        .upload(ctx, "matmul_coop_params");
-    let (stage_a, grid_a, out_a) = stage(desc.trans_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
+    if opts.kernel == CoopKernel::Tiled {
+        flags |= STORED;
+    }
+    let (gelu, aux) = opts.epilogue.parts();
+    let mut params = desc.params(offsets, extra, flags | gelu);
+    params.aux[0] = aux.map_or(0, |v| v.offset);
+    let uniform = params.upload(ctx, "matmul_coop_params");
+    // The epilogue's binding is always there; a plain one gets a word.
+    let unused = match aux {
+        Some(_) => None,
+        None => Some(ctx.zeros("coop_no_aux", 1)?),
+    };
+    let aux = aux.map_or_else(|| unused.as_ref().expect("made above"), |v| v.buffer);
+    let layout_a = (desc.trans_a, opts.kernel);
+    let (stage_a, grid_a, out_a) = stage(layout_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
     let stage_a = bind_kernel(
         ctx,
         registry,
@@ -267,7 +324,8 @@ fn bind_staged(
         &[(1, a.buffer), (out_a, &a16)],
         grid_a,
     );
-    let (stage_b, grid_b, out_b) = stage(desc.trans_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
+    let layout_b = (desc.trans_b, opts.kernel);
+    let (stage_b, grid_b, out_b) = stage(layout_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
     let stage_b = bind_kernel(
         ctx,
         registry,
@@ -276,9 +334,15 @@ fn bind_staged(
         &[(2, b.buffer), (out_b, &b16)],
         grid_b,
     );
-    let buffers = [(3, bias.buffer), (4, c.buffer), (5, &a16), (6, &b16)];
+    let buffers = [
+        (3, bias.buffer),
+        (4, c.buffer),
+        (5, &a16),
+        (6, &b16),
+        (8, aux),
+    ];
     let groups = [np / 128, mp / opts.kernel.tile_m(), slices];
-    let kernel = opts.kernel.source(opts.fault);
+    let kernel = opts.kernel.source(opts.fault, &desc);
     let main = bind_kernel(ctx, registry, kernel, &uniform, &buffers, groups);
     Ok(vec![stage_a, stage_b, main])
 }
@@ -295,13 +359,19 @@ pub fn bind_matmul_coop_split_k<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
-    (a, opts): (View<'a>, CoopOptions),
+    (a, opts): (View<'a>, CoopOptions<'a>),
     b: View<'a>,
     bias: Option<View<'a>>,
     c: View<'a>,
     scratch: Option<&wgpu::Buffer>,
 ) -> Result<BoundOp, GpuError> {
-    check(ctx, &desc, (a, opts.scale), b, bias, c)?;
+    check(ctx, &desc, (a, opts), b, bias, c)?;
+    if !matches!(opts.epilogue, Epilogue::Plain) {
+        return Err(shape_error(
+            "matmul_coop",
+            "a split product has no GELU epilogue (its slices are reduced in f32)".into(),
+        ));
+    }
     let slab = desc.m as u64 * desc.n as u64;
     let fit = scratch
         .map_or(0, |s| s.size() / 4 / slab.max(1))

@@ -74,7 +74,8 @@ pub(crate) struct MatmulParams {
     /// The kernel's two words: K per workgroup z and the K-slice count
     /// (tiles), or the LayerNorm weight and bias offsets (GEMVs).
     pub extra: [u32; 2],
-    pub _pad: [u32; 2],
+    /// The tensor-core epilogue's GELU buffer offset, then padding.
+    pub aux: [u32; 2],
 }
 
 impl MatmulParams {
@@ -142,7 +143,7 @@ impl MatmulDesc {
             bias_off,
             c_off,
             extra,
-            _pad: [0; 2],
+            aux: [0; 2],
         }
     }
 

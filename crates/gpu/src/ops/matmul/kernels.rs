@@ -19,12 +19,14 @@ const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
 const MATMUL_COOP_WGSL: &str = with_common!(
     "matmul_coop.wgsl",
     "coop_pad.wgsl",
-    "matmul_coop_common.wgsl"
+    "matmul_coop_common.wgsl",
+    "erf.wgsl"
 );
 const MATMUL_COOP_TILED_WGSL: &str = with_common!(
     "matmul_coop_tiled.wgsl",
     "coop_pad.wgsl",
-    "matmul_coop_common.wgsl"
+    "matmul_coop_common.wgsl",
+    "erf.wgsl"
 );
 const COOP_STAGE_WGSL: &str = with_common!("coop_stage.wgsl", "coop_pad.wgsl");
 
@@ -67,13 +69,38 @@ pub const MATMUL_COOP: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// The cooperative-matrix matmul through workgroup memory, 32-wide K blocks.
-pub const MATMUL_COOP_TILED: KernelSource = KernelSource {
+/// The cooperative-matrix matmul through workgroup memory, 32-wide K
+/// blocks, one pipeline per layout ([`coop_tiled_index`]): a transposed
+/// operand is staged in its storage order and loaded column-major.
+const COOP_TILED: KernelSource = KernelSource {
     key: "matmul_coop_128x128_k32",
     wgsl: MATMUL_COOP_TILED_WGSL,
     entry: "main",
     constants: &[],
 };
+pub const MATMUL_COOP_TILED: [KernelSource; 4] = [
+    COOP_TILED,
+    KernelSource {
+        key: "matmul_coop_128x128_k32_at",
+        constants: &[("A_T", 1.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_128x128_k32_bt",
+        constants: &[("B_T", 1.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_128x128_k32_at_bt",
+        constants: &[("A_T", 1.0), ("B_T", 1.0)],
+        ..COOP_TILED
+    },
+];
+
+/// The index in [`MATMUL_COOP_TILED`] of a layout.
+pub const fn coop_tiled_index(trans_a: bool, trans_b: bool) -> usize {
+    trans_a as usize + 2 * trans_b as usize
+}
 
 /// [`MATMUL_COOP`] skipping its last K block: the dropped-K-tail fault
 /// (`ops/matmul/fault.rs`), which the tensor-core gate must fail.
@@ -84,13 +111,31 @@ pub const MATMUL_COOP_DROPTAIL: KernelSource = KernelSource {
     ..MATMUL_COOP
 };
 
-/// [`MATMUL_COOP_TILED`] skipping its last K block (the same fault).
+/// [`MATMUL_COOP_TILED`] skipping its last K block (the same fault), per
+/// layout.
 #[cfg(feature = "fault-injection")]
-pub const MATMUL_COOP_TILED_DROPTAIL: KernelSource = KernelSource {
-    key: "matmul_coop_tiled_fault_droptail",
-    constants: &[("FAULT", 2.0)],
-    ..MATMUL_COOP_TILED
-};
+pub const MATMUL_COOP_TILED_DROPTAIL: [KernelSource; 4] = [
+    KernelSource {
+        key: "matmul_coop_tiled_fault_droptail",
+        constants: &[("FAULT", 2.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_tiled_at_fault_droptail",
+        constants: &[("FAULT", 2.0), ("A_T", 1.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_tiled_bt_fault_droptail",
+        constants: &[("FAULT", 2.0), ("B_T", 1.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_tiled_at_bt_fault_droptail",
+        constants: &[("FAULT", 2.0), ("A_T", 1.0), ("B_T", 1.0)],
+        ..COOP_TILED
+    },
+];
 
 /// op(A) staged as f16 `[M′][K′]` for [`MATMUL_COOP`].
 pub const COOP_STAGE_A: KernelSource = KernelSource {
