@@ -3,7 +3,7 @@
 // kernels (matmul_coop.wgsl, matmul_coop_tiled.wgsl) agree on, appended to
 // each: the staged operands' padded shapes — op(A) as [M′][K′], op(B) as
 // [K′][N′], zero outside the matrix (ops/matmul/coop.rs sizes their
-// buffers by the same numbers) — and the flags.
+// buffers by the same numbers) — and the SCALED flag.
 const PAD_M: u32 = 128u;
 const PAD_K: u32 = 32u;
 const PAD_N: u32 = 128u;
@@ -12,11 +12,6 @@ const PAD_N: u32 = 128u;
 // multiplied back by bitcast<f32>(p.slices) (its inverse; both powers of
 // two).
 const SCALED: u32 = 32u;
-
-// Flag bit of the Params: a transposed operand is staged in its storage
-// order — op(A) as [K′][M′] under TRANS_A, op(B) as [N′][K′] under TRANS_B —
-// for the tiled kernel, which loads such fragments column-major.
-const STORED: u32 = 64u;
 
 fn padded(x: u32, to: u32) -> u32 {
     return (x + to - 1u) / to * to;

@@ -15,13 +15,11 @@ enable f16;
 @group(0) @binding(7) var<storage, read_write> staged4: array<vec4<f16>>;
 
 // Element-wise: 256 invocations stage 2,048 consecutive elements, four
-// consecutive ones of a staged row (K′, M′ and N′ are multiples of 4) as
-// one 8-byte write, twice, at a stride of 256 quads (one element per
-// invocation launched so many small workgroups that their scheduling, not
-// memory, set the time: 145 µs a call at nanogpt's shapes; one f16 write
-// per element measured 42); workgroups in rows of the grid's x. Under
-// STORED a transposed operand keeps its storage order, so its reads are
-// contiguous too.
+// consecutive ones of a row (K′ and N′ are multiples of 4) as one 8-byte
+// write, twice, at a stride of 256 quads (one element per invocation
+// launched so many small workgroups that their scheduling, not memory, set
+// the time: 145 µs a call at nanogpt's shapes; one f16 write per element
+// measured 42); workgroups in rows of the grid's x.
 const PER_GROUP: u32 = 2048u;
 
 @compute @workgroup_size(256)
@@ -31,23 +29,16 @@ fn stage_a(
     @builtin(local_invocation_index) t: u32,
 ) {
     let kp = padded(p.k, PAD_K);
-    let mp = padded(p.m, PAD_M);
-    let stored = (p.flags & (STORED | TRANS_A)) == (STORED | TRANS_A);
-    let width = select(kp, mp, stored);
+    let end = padded(p.m, PAD_M) * kp / 4u;
     var scale = 1.0;
     if ((p.flags & SCALED) != 0u) {
         scale = bitcast<f32>(p.k_chunk);
     }
     let base = (wg.y * nwg.x + wg.x) * (PER_GROUP / 4u) + t;
-    for (var q = base; q < min(base + PER_GROUP / 4u, mp * kp / 4u); q += 256u) {
-        let r = q * 4u / width;
-        let c = q * 4u % width;
-        var v: vec4<f32>;
-        if (stored) {
-            v = vec4(op_a(c, r), op_a(c + 1u, r), op_a(c + 2u, r), op_a(c + 3u, r));
-        } else {
-            v = vec4(op_a(r, c), op_a(r, c + 1u), op_a(r, c + 2u), op_a(r, c + 3u));
-        }
+    for (var q = base; q < min(base + PER_GROUP / 4u, end); q += 256u) {
+        let r = q * 4u / kp;
+        let k = q * 4u % kp;
+        let v = vec4(op_a(r, k), op_a(r, k + 1u), op_a(r, k + 2u), op_a(r, k + 3u));
         staged4[q] = vec4<f16>(v * scale);
     }
 }
@@ -59,19 +50,12 @@ fn stage_b(
     @builtin(local_invocation_index) t: u32,
 ) {
     let np = padded(p.n, PAD_N);
-    let kp = padded(p.k, PAD_K);
-    let stored = (p.flags & (STORED | TRANS_B)) == (STORED | TRANS_B);
-    let width = select(np, kp, stored);
+    let end = padded(p.k, PAD_K) * np / 4u;
     let base = (wg.y * nwg.x + wg.x) * (PER_GROUP / 4u) + t;
-    for (var q = base; q < min(base + PER_GROUP / 4u, kp * np / 4u); q += 256u) {
-        let r = q * 4u / width;
-        let c = q * 4u % width;
-        var v: vec4<f32>;
-        if (stored) {
-            v = vec4(op_b(c, r), op_b(c + 1u, r), op_b(c + 2u, r), op_b(c + 3u, r));
-        } else {
-            v = vec4(op_b(r, c), op_b(r, c + 1u), op_b(r, c + 2u), op_b(r, c + 3u));
-        }
+    for (var q = base; q < min(base + PER_GROUP / 4u, end); q += 256u) {
+        let k = q * 4u / np;
+        let n = q * 4u % np;
+        let v = vec4(op_b(k, n), op_b(k, n + 1u), op_b(k, n + 2u), op_b(k, n + 3u));
         staged4[q] = vec4<f16>(v);
     }
 }

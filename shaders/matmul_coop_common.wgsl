@@ -3,12 +3,12 @@
 // matmul_coop_tiled.wgsl) share, appended to each (erf.wgsl after it): the
 // fault override and the epilogue, which takes each 16×16 f32 accumulator
 // through the subgroup's slice of a workgroup scratch for the scale, the
-// bias, a GELU (GELU_OUT: C as a linear's output, and GELU(C) into `aux`;
-// GELU_GRAD: C times GELU′ of `aux`, a GELU's backward), the accumulation
-// and the bounds. `aux` has C's shape, from p.aux_off.
+// bias, a GELU (EPILOGUE 1: C as a linear's output, and GELU(C) into `aux`;
+// 2: C times GELU′ of `aux`, a GELU's backward), the accumulation and the
+// bounds. `aux` has C's shape, from p.aux_off. EPILOGUE is a pipeline
+// constant, so a plain product's kernel carries no GELU code.
 
-const GELU_OUT: u32 = 128u;
-const GELU_GRAD: u32 = 256u;
+override EPILOGUE: u32 = 0u;
 
 @group(0) @binding(8) var<storage, read_write> aux: array<f32>;
 
@@ -37,7 +37,7 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
                 v += bias[p.bias_off + col];
             }
             let e = row * p.n + col;
-            if ((p.flags & GELU_GRAD) != 0u) {
+            if (EPILOGUE == 2u) {
                 v *= gelu_grad_f32(aux[p.aux_off + e]);
             }
             let o = p.c_off + slice + e;
@@ -45,7 +45,7 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
                 v += c[o];
             }
             c[o] = v;
-            if ((p.flags & GELU_OUT) != 0u) {
+            if (EPILOGUE == 1u) {
                 aux[p.aux_off + e] = gelu_f32(v);
             }
         }

@@ -1,15 +1,13 @@
 // The cooperative-matrix matmul through workgroup memory ("tiled"): op(A)
-// and op(B) staged as f16 by coop_stage.wgsl, a transposed operand in its
-// storage order (the STORED flag); per 32-wide K block the 256 invocations
-// copy the block of each operand into workgroup memory (16-byte loads, the
-// next block's loaded while this one is multiplied), then each of the
-// eight 32-wide subgroups loads its 2 + 4 fragments per 16-wide step from
-// there — row-major, or column-major for a transposed operand — and sums
-// a 32×64 block of C in f32 accumulators (a 128×128 tile per workgroup).
-// coop_pad.wgsl and matmul_coop_common.wgsl (the epilogue) are appended,
-// then matmul_common.wgsl. Strides inside the K loop are constants (naga
-// 30's SPIR-V writer fails on a uniform read there), and the layouts are
-// pipeline constants (one pipeline per pair, ops/matmul/kernels.rs).
+// and op(B) staged as f16 by coop_stage.wgsl; per 32-wide K block the 256
+// invocations copy a 128 × 32 tile of op(A) and a 32 × 128 tile of op(B)
+// into workgroup memory (16-byte loads, the next block's loaded while this
+// one is multiplied), then each of the eight 32-wide subgroups loads its
+// 2 + 4 fragments per 16-wide step from there and sums a 32×64 block of C
+// in f32 accumulators (a 128×128 tile per workgroup). coop_pad.wgsl and
+// matmul_coop_common.wgsl (the epilogue) are appended, then
+// matmul_common.wgsl. Strides inside the K loop are constants (naga 30's
+// SPIR-V writer fails on a uniform read there).
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -17,19 +15,14 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(5) var<storage, read> a16: array<vec4<u32>>;
 @group(0) @binding(6) var<storage, read> b16: array<vec4<u32>>;
 
-// op(A) staged as [K′][M′] (TRANS_A) and op(B) as [N′][K′] (TRANS_B).
-override A_T: bool = false;
-override B_T: bool = false;
-
-// A block is copied as one of two tile shapes: "rows" — 128 rows (of M
-// or N) × 32 K, row stride SR — or "ks" — 32 K × 128 columns, row stride
-// SK; each row padded by 8 halves, which keeps every row 16-byte aligned
-// and shifts consecutive rows across the banks. op(A)'s tile from 0,
-// op(B)'s from TB.
-const SR: u32 = 40u;
-const SK: u32 = 136u;
-const TB: u32 = 5120u; // 128 × SR ≥ 32 × SK
-var<workgroup> tiles: array<f16, 10240>;
+// The block's tiles, op(A)'s (128 rows × 32 K, row stride SA) then op(B)'s
+// (32 K × 128 columns, row stride SB, from TB); each row padded by 8
+// halves, which keeps every row 16-byte aligned and shifts consecutive
+// rows across the banks.
+const SA: u32 = 40u;
+const SB: u32 = 136u;
+const TB: u32 = 5120u; // 128 × SA
+var<workgroup> tiles: array<f16, 9472>; // TB + 32 × SB
 
 // Eight halves (one 16-byte load) into the tiles at `at` (through f32,
 // which holds every f16 exactly: naga 30 has no bitcast to vec2<f16>).
@@ -48,46 +41,6 @@ fn put(at: u32, w: vec4<u32>) {
     tiles[at + 7u] = h3.y;
 }
 
-// What invocation `t` copies of an operand's blocks: two runs of 8 halves,
-// at `g` and `g + g_far` of the staged operand (in halves, plus the
-// block's K times `k_mul`), into the tiles at `at` and `at + at_far`.
-struct Copy {
-    g: u32,
-    g_far: u32,
-    k_mul: u32,
-    at: u32,
-    at_far: u32,
-}
-
-// `rows`: a "rows" tile of the staged rows from `first` (row length `ld`);
-// else a "ks" tile of the columns from `first`.
-fn plan(rows: bool, first: u32, ld: u32, t: u32, tile: u32) -> Copy {
-    if (rows) {
-        let r = t / 4u;
-        let c = (t % 4u) * 8u;
-        return Copy((first + r) * ld + c, 64u * ld, 1u, tile + r * SR + c, 64u * SR);
-    }
-    let r = t / 16u;
-    let c = (t % 16u) * 8u;
-    return Copy(r * ld + first + c, 16u * ld, ld, tile + r * SK + c, 16u * SK);
-}
-
-// The 16×16 fragment of op(A) at row `r` and K `kk` of the block.
-fn frag_a(r: u32, kk: u32) -> coop_mat16x16<f16, A> {
-    if (A_T) {
-        return coopLoad<coop_mat16x16<f16, A>>(&tiles[kk * SK + r], SK);
-    }
-    return coopLoadT<coop_mat16x16<f16, A>>(&tiles[r * SR + kk], SR);
-}
-
-// The 16×16 fragment of op(B) at K `kk` of the block and column `c`.
-fn frag_b(kk: u32, c: u32) -> coop_mat16x16<f16, B> {
-    if (B_T) {
-        return coopLoad<coop_mat16x16<f16, B>>(&tiles[TB + c * SR + kk], SR);
-    }
-    return coopLoadT<coop_mat16x16<f16, B>>(&tiles[TB + kk * SK + c], SK);
-}
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -96,10 +49,21 @@ fn main(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) t: u32,
 ) {
-    let kp = padded(p.k, PAD_K);
-    let range = k_range(kp, wg.z, nwg.z);
-    let ca = plan(!A_T, wg.y * 128u, select(kp, padded(p.m, PAD_M), A_T), t, 0u);
-    let cb = plan(B_T, wg.x * 128u, select(padded(p.n, PAD_N), kp, B_T), t, TB);
+    let lda = padded(p.k, PAD_K);
+    let ldb = padded(p.n, PAD_N);
+    let range = k_range(lda, wg.z, nwg.z);
+    // What this invocation copies of each block (in halves of the staged
+    // operands, less the block's K): rows t/4 and t/4 + 64 of op(A)'s tile,
+    // 8 halves from K (t % 4) · 8; K rows t/16 and t/16 + 16 of op(B)'s,
+    // 8 halves from column (t % 16) · 8.
+    let ar = t / 4u;
+    let ak = (t % 4u) * 8u;
+    let bk = t / 16u;
+    let bc = (t % 16u) * 8u;
+    let ga = (wg.y * 128u + ar) * lda + ak;
+    let gb = bk * ldb + wg.x * 128u + bc;
+    let ga_far = 64u * lda;
+    let gb_far = 16u * ldb;
     // This subgroup's 32×64 block of the tile.
     let sr = (sg / 2u) * 32u;
     let sc = (sg % 2u) * 64u;
@@ -116,32 +80,33 @@ fn main(
     var wb0 = vec4<u32>();
     var wb1 = vec4<u32>();
     if (range.x < range.y) {
-        wa0 = a16[(ca.g + range.x * ca.k_mul) / 8u];
-        wa1 = a16[(ca.g + ca.g_far + range.x * ca.k_mul) / 8u];
-        wb0 = b16[(cb.g + range.x * cb.k_mul) / 8u];
-        wb1 = b16[(cb.g + cb.g_far + range.x * cb.k_mul) / 8u];
+        wa0 = a16[(ga + range.x) / 8u];
+        wa1 = a16[(ga + ga_far + range.x) / 8u];
+        wb0 = b16[(gb + range.x * ldb) / 8u];
+        wb1 = b16[(gb + gb_far + range.x * ldb) / 8u];
     }
     for (var k0 = range.x; k0 < range.y; k0 += PAD_K) {
         workgroupBarrier();
-        put(ca.at, wa0);
-        put(ca.at + ca.at_far, wa1);
-        put(cb.at, wb0);
-        put(cb.at + cb.at_far, wb1);
+        put(ar * SA + ak, wa0);
+        put((ar + 64u) * SA + ak, wa1);
+        put(TB + bk * SB + bc, wb0);
+        put(TB + (bk + 16u) * SB + bc, wb1);
         workgroupBarrier();
         let kn = k0 + PAD_K;
         if (kn < range.y) {
-            wa0 = a16[(ca.g + kn * ca.k_mul) / 8u];
-            wa1 = a16[(ca.g + ca.g_far + kn * ca.k_mul) / 8u];
-            wb0 = b16[(cb.g + kn * cb.k_mul) / 8u];
-            wb1 = b16[(cb.g + cb.g_far + kn * cb.k_mul) / 8u];
+            wa0 = a16[(ga + kn) / 8u];
+            wa1 = a16[(ga + ga_far + kn) / 8u];
+            wb0 = b16[(gb + kn * ldb) / 8u];
+            wb1 = b16[(gb + gb_far + kn * ldb) / 8u];
         }
         for (var kk = 0u; kk < PAD_K; kk += 16u) {
-            let a0 = frag_a(sr, kk);
-            let a1 = frag_a(sr + 16u, kk);
-            let b0 = frag_b(kk, sc);
-            let b1 = frag_b(kk, sc + 16u);
-            let b2 = frag_b(kk, sc + 32u);
-            let b3 = frag_b(kk, sc + 48u);
+            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[sr * SA + kk], SA);
+            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(sr + 16u) * SA + kk], SA);
+            let bt = TB + kk * SB + sc;
+            let b0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt], SB);
+            let b1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 16u], SB);
+            let b2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 32u], SB);
+            let b3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 48u], SB);
             c00 = coopMultiplyAdd(a0, b0, c00);
             c01 = coopMultiplyAdd(a0, b1, c01);
             c02 = coopMultiplyAdd(a0, b2, c02);

@@ -277,7 +277,7 @@ fn coop_epilogue_writes_the_gelu_and_multiplies_by_its_derivative() {
             submit(ctx, "coop_epilogue", &ks.iter().collect::<Vec<_>>());
             let got = pollster::block_on(ctx.read_f32(&c, x.len())).unwrap();
             let got_aux = pollster::block_on(ctx.read_f32(&aux, x.len())).unwrap();
-            let (golden, bound) = golden(desc, &a, &w, &bias, &[]);
+            let (golden, bound) = golden(desc, &a, &w, &bias, &vec![0.0; x.len()]);
             for i in 0..x.len() {
                 let (g, want, b) = (got[i] as f64, golden[i], bound[i]);
                 if grad {

@@ -25,7 +25,6 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &argmax::GREEDY_PICK,
         &argmax::SAMPLE_PICK,
         &floor::FLOOR_NOOP,
-        &matmul::MATMUL_COOP,
         &matmul::COOP_STAGE_A,
         &matmul::COOP_STAGE_B,
         &matmul::COOP_STAGE_A_T,
@@ -76,12 +75,10 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &GEMV_F32_LN,
         &GEMV_F32_COLS,
     ];
-    all.extend(MATMUL_COOP_TILED.iter());
+    all.extend(MATMUL_COOP.iter().chain(&MATMUL_COOP_TILED));
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
     #[cfg(feature = "fault-injection")]
-    all.push(&MATMUL_COOP_DROPTAIL);
-    #[cfg(feature = "fault-injection")]
-    all.extend(MATMUL_COOP_TILED_DROPTAIL.iter());
+    all.extend([&MATMUL_COOP_DROPTAIL, &MATMUL_COOP_TILED_DROPTAIL]);
     all
 }

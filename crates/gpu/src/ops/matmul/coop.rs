@@ -9,8 +9,7 @@
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
 use super::kernels::{
-    coop_tiled_index, COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP,
-    MATMUL_COOP_TILED,
+    COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP, MATMUL_COOP_TILED,
 };
 use super::split_k::{bind_reduce, check_scratch};
 use crate::kernel::BoundKernel;
@@ -34,9 +33,7 @@ pub enum CoopKernel {
     /// fragments from the staged operands in storage.
     Direct,
     /// `matmul_coop_tiled.wgsl`: eight subgroups, a 128×128 tile, the
-    /// operands' 32-wide K blocks copied through workgroup memory; a
-    /// transposed operand staged in its storage order (element-wise, as
-    /// cheap as any) and loaded column-major.
+    /// operands' 32-wide K blocks copied through workgroup memory.
     Tiled,
 }
 
@@ -59,22 +56,22 @@ impl CoopKernel {
         }
     }
 
-    /// The kernel of `fault` for `desc`'s layout: the real one, or (fault
-    /// injection) the one that drops its last K block; no other fault
-    /// lives in these kernels.
-    fn source(self, fault: Option<Fault>, desc: &MatmulDesc) -> &'static KernelSource {
-        let layout = coop_tiled_index(desc.trans_a, desc.trans_b);
+    /// The kernel of `fault` with `epilogue`'s pipeline constant: the real
+    /// one, or (fault injection, plain epilogue) the one that drops its last
+    /// K block; no other fault lives in these kernels.
+    fn source(self, fault: Option<Fault>, epilogue: Epilogue<'_>) -> &'static KernelSource {
         #[cfg(feature = "fault-injection")]
         if fault == Some(Fault::DropKTail) {
             return match self {
                 CoopKernel::Direct => &super::kernels::MATMUL_COOP_DROPTAIL,
-                CoopKernel::Tiled => &super::kernels::MATMUL_COOP_TILED_DROPTAIL[layout],
+                CoopKernel::Tiled => &super::kernels::MATMUL_COOP_TILED_DROPTAIL,
             };
         }
         let _ = fault;
+        let e = epilogue.index();
         match self {
-            CoopKernel::Direct => &MATMUL_COOP,
-            CoopKernel::Tiled => &MATMUL_COOP_TILED[layout],
+            CoopKernel::Direct => &MATMUL_COOP[e],
+            CoopKernel::Tiled => &MATMUL_COOP_TILED[e],
         }
     }
 }
@@ -83,7 +80,8 @@ impl CoopKernel {
 pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled;
 
 /// What the epilogue does beyond the scale, the bias and the accumulation
-/// (`matmul_coop_common.wgsl`); the view has C's shape.
+/// (`matmul_coop_common.wgsl`'s `EPILOGUE`, a pipeline constant: a plain
+/// product's kernel carries no GELU code); the view has C's shape.
 #[derive(Clone, Copy, Debug, Default)]
 pub enum Epilogue<'a> {
     #[default]
@@ -96,12 +94,19 @@ pub enum Epilogue<'a> {
 }
 
 impl<'a> Epilogue<'a> {
-    /// The kernel's flag and the view.
-    fn parts(self) -> (u32, Option<View<'a>>) {
+    /// The kernel's `EPILOGUE` (its index in the kernel tables).
+    fn index(self) -> usize {
         match self {
-            Epilogue::Plain => (0, None),
-            Epilogue::Gelu(v) => (GELU_OUT, Some(v)),
-            Epilogue::GeluGrad(v) => (GELU_GRAD, Some(v)),
+            Epilogue::Plain => 0,
+            Epilogue::Gelu(_) => 1,
+            Epilogue::GeluGrad(_) => 2,
+        }
+    }
+
+    fn view(self) -> Option<View<'a>> {
+        match self {
+            Epilogue::Plain => None,
+            Epilogue::Gelu(v) | Epilogue::GeluGrad(v) => Some(v),
         }
     }
 }
@@ -145,7 +150,7 @@ pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
     }
     (!ctx.coop_matrix).then_some(
         "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups \
-         and 28 KiB of workgroup memory",
+         and 27 KiB of workgroup memory",
     )
 }
 
@@ -173,30 +178,26 @@ fn stage_grid(n: u32) -> [u32; 3] {
 
 /// The staging kernel of an operand, its grid and the binding its output
 /// takes: element-wise (four halves a write, binding 7), or for a
-/// transposed operand of the direct kernel (whose element-wise reads would
-/// stride by a whole row; the tiled kernel's keep their storage order) the
-/// tiled stage kernel, a 32 × 16 tile (`outer` × K) per workgroup (binding
-/// 5), while its grid fits the 65,535 limit.
+/// transposed operand (whose element-wise reads would stride by a whole
+/// row) the tiled kernel, a 32 × 16 tile (`outer` × K) per workgroup
+/// (binding 5), while its grid fits the 65,535 limit. (Staging a
+/// transposed operand in its storage order and loading its fragments
+/// column-major instead measured 8 % slower products on the H200: run 24.)
 fn stage(
-    (transposed, kernel): (bool, CoopKernel),
+    transposed: bool,
     (outer, kp): (u32, u32),
     plain: &'static KernelSource,
     tiled: &'static KernelSource,
 ) -> (&'static KernelSource, [u32; 3], u32) {
-    if transposed && kernel == CoopKernel::Direct && kp / 16 <= 65_535 {
+    if transposed && kp / 16 <= 65_535 {
         (tiled, [outer / 32, kp / 16, 1], 5)
     } else {
         (plain, stage_grid(outer * kp), 7)
     }
 }
 
-/// The stage and matmul kernels' flags (`coop_pad.wgsl`): op(A) scaled;
-/// transposed operands staged in their storage order (the tiled kernel).
+/// The stage and matmul kernels' flag (`coop_pad.wgsl`): op(A) scaled.
 const SCALED: u32 = 32;
-const STORED: u32 = 64;
-/// The epilogue's flags (`matmul_coop_common.wgsl`).
-const GELU_OUT: u32 = 128;
-const GELU_GRAD: u32 = 256;
 
 /// [`bind_matmul_coop_variant`] with the default [`CoopOptions`].
 pub fn bind_matmul_coop<'a>(
@@ -259,7 +260,7 @@ fn check(
 ) -> Result<(), GpuError> {
     refuse(ctx)?;
     let scale = opts.scale;
-    if let (_, Some(aux)) = opts.epilogue.parts() {
+    if let Some(aux) = opts.epilogue.view() {
         aux.need(
             "matmul_coop",
             "the GELU buffer",
@@ -297,15 +298,12 @@ fn bind_staged(
     let b16 = ctx.zeros("coop_b16", (kp * np).div_ceil(2) as usize)?;
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
-    let (extra, mut flags) = match opts.scale == 1.0 {
+    let (extra, flags) = match opts.scale == 1.0 {
         true => ([0, 0], 0),
         false => ([opts.scale.to_bits(), (1.0 / opts.scale).to_bits()], SCALED),
     };
-    if opts.kernel == CoopKernel::Tiled {
-        flags |= STORED;
-    }
-    let (gelu, aux) = opts.epilogue.parts();
-    let mut params = desc.params(offsets, extra, flags | gelu);
+    let aux = opts.epilogue.view();
+    let mut params = desc.params(offsets, extra, flags);
     params.aux[0] = aux.map_or(0, |v| v.offset);
     let uniform = params.upload(ctx, "matmul_coop_params");
     // The epilogue's binding is always there; a plain one gets a word.
@@ -314,8 +312,7 @@ fn bind_staged(
         None => Some(ctx.zeros("coop_no_aux", 1)?),
     };
     let aux = aux.map_or_else(|| unused.as_ref().expect("made above"), |v| v.buffer);
-    let layout_a = (desc.trans_a, opts.kernel);
-    let (stage_a, grid_a, out_a) = stage(layout_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
+    let (stage_a, grid_a, out_a) = stage(desc.trans_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
     let stage_a = bind_kernel(
         ctx,
         registry,
@@ -324,8 +321,7 @@ fn bind_staged(
         &[(1, a.buffer), (out_a, &a16)],
         grid_a,
     );
-    let layout_b = (desc.trans_b, opts.kernel);
-    let (stage_b, grid_b, out_b) = stage(layout_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
+    let (stage_b, grid_b, out_b) = stage(desc.trans_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
     let stage_b = bind_kernel(
         ctx,
         registry,
@@ -342,7 +338,7 @@ fn bind_staged(
         (8, aux),
     ];
     let groups = [np / 128, mp / opts.kernel.tile_m(), slices];
-    let kernel = opts.kernel.source(opts.fault, &desc);
+    let kernel = opts.kernel.source(opts.fault, opts.epilogue);
     let main = bind_kernel(ctx, registry, kernel, &uniform, &buffers, groups);
     Ok(vec![stage_a, stage_b, main])
 }

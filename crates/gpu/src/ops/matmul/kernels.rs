@@ -62,80 +62,64 @@ pub const MATMUL_F32_128: KernelSource = KernelSource {
 /// The cooperative-matrix matmul (`ops::matmul::coop`; native devices with
 /// `GpuContext::coop_matrix`) loading its fragments straight from the
 /// f16-staged operands.
-pub const MATMUL_COOP: KernelSource = KernelSource {
+const COOP_DIRECT: KernelSource = KernelSource {
     key: "matmul_coop_64x128_k16",
     wgsl: MATMUL_COOP_WGSL,
     entry: "main",
     constants: &[],
 };
 
-/// The cooperative-matrix matmul through workgroup memory, 32-wide K
-/// blocks, one pipeline per layout ([`coop_tiled_index`]): a transposed
-/// operand is staged in its storage order and loaded column-major.
+/// The cooperative-matrix matmul through workgroup memory, 32-wide K blocks.
 const COOP_TILED: KernelSource = KernelSource {
     key: "matmul_coop_128x128_k32",
     wgsl: MATMUL_COOP_TILED_WGSL,
     entry: "main",
     constants: &[],
 };
-pub const MATMUL_COOP_TILED: [KernelSource; 4] = [
+
+/// Each kernel per epilogue (`EPILOGUE`: plain, with the GELU written
+/// beside C, times GELU′; `coop::Epilogue`).
+pub const MATMUL_COOP: [KernelSource; 3] = [
+    COOP_DIRECT,
+    KernelSource {
+        key: "matmul_coop_64x128_k16_gelu",
+        constants: &[("EPILOGUE", 1.0)],
+        ..COOP_DIRECT
+    },
+    KernelSource {
+        key: "matmul_coop_64x128_k16_gelu_grad",
+        constants: &[("EPILOGUE", 2.0)],
+        ..COOP_DIRECT
+    },
+];
+pub const MATMUL_COOP_TILED: [KernelSource; 3] = [
     COOP_TILED,
     KernelSource {
-        key: "matmul_coop_128x128_k32_at",
-        constants: &[("A_T", 1.0)],
+        key: "matmul_coop_128x128_k32_gelu",
+        constants: &[("EPILOGUE", 1.0)],
         ..COOP_TILED
     },
     KernelSource {
-        key: "matmul_coop_128x128_k32_bt",
-        constants: &[("B_T", 1.0)],
-        ..COOP_TILED
-    },
-    KernelSource {
-        key: "matmul_coop_128x128_k32_at_bt",
-        constants: &[("A_T", 1.0), ("B_T", 1.0)],
+        key: "matmul_coop_128x128_k32_gelu_grad",
+        constants: &[("EPILOGUE", 2.0)],
         ..COOP_TILED
     },
 ];
 
-/// The index in [`MATMUL_COOP_TILED`] of a layout.
-pub const fn coop_tiled_index(trans_a: bool, trans_b: bool) -> usize {
-    trans_a as usize + 2 * trans_b as usize
-}
-
-/// [`MATMUL_COOP`] skipping its last K block: the dropped-K-tail fault
+/// Each kernel (plain) skipping its last K block: the dropped-K-tail fault
 /// (`ops/matmul/fault.rs`), which the tensor-core gate must fail.
 #[cfg(feature = "fault-injection")]
 pub const MATMUL_COOP_DROPTAIL: KernelSource = KernelSource {
     key: "matmul_coop_fault_droptail",
     constants: &[("FAULT", 2.0)],
-    ..MATMUL_COOP
+    ..COOP_DIRECT
 };
-
-/// [`MATMUL_COOP_TILED`] skipping its last K block (the same fault), per
-/// layout.
 #[cfg(feature = "fault-injection")]
-pub const MATMUL_COOP_TILED_DROPTAIL: [KernelSource; 4] = [
-    KernelSource {
-        key: "matmul_coop_tiled_fault_droptail",
-        constants: &[("FAULT", 2.0)],
-        ..COOP_TILED
-    },
-    KernelSource {
-        key: "matmul_coop_tiled_at_fault_droptail",
-        constants: &[("FAULT", 2.0), ("A_T", 1.0)],
-        ..COOP_TILED
-    },
-    KernelSource {
-        key: "matmul_coop_tiled_bt_fault_droptail",
-        constants: &[("FAULT", 2.0), ("B_T", 1.0)],
-        ..COOP_TILED
-    },
-    KernelSource {
-        key: "matmul_coop_tiled_at_bt_fault_droptail",
-        constants: &[("FAULT", 2.0), ("A_T", 1.0), ("B_T", 1.0)],
-        ..COOP_TILED
-    },
-];
+pub const MATMUL_COOP_TILED_DROPTAIL: KernelSource = KernelSource {
+    key: "matmul_coop_tiled_fault_droptail",
+    constants: &[("FAULT", 2.0)],
+    ..COOP_TILED
+};
 
 /// op(A) staged as f16 `[M′][K′]` for [`MATMUL_COOP`].
 pub const COOP_STAGE_A: KernelSource = KernelSource {
