@@ -3,10 +3,10 @@
 // matmul_coop_tiled.wgsl) share, appended to each (erf.wgsl after it): the
 // fault override and the epilogue, which takes each 16×16 f32 accumulator
 // through the subgroup's slice of a workgroup scratch for the scale, the
-// bias, a GELU (EPILOGUE 1: C as a linear's output, and GELU(C) into `aux`;
-// 2: C times GELU′ of `aux`, a GELU's backward), the accumulation and the
-// bounds. `aux` has C's shape, from p.aux_off. EPILOGUE is a pipeline
-// constant, so a plain product's kernel carries no GELU code.
+// bias, the accumulation, the bounds and (EPILOGUE 1) a GELU: C is a
+// linear's output and GELU(C) goes to `aux` (C's shape, from p.aux_off).
+// EPILOGUE is a pipeline constant, so a plain product's kernel carries no
+// GELU code.
 
 override EPILOGUE: u32 = 0u;
 
@@ -37,9 +37,6 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
                 v += bias[p.bias_off + col];
             }
             let e = row * p.n + col;
-            if (EPILOGUE == 2u) {
-                v *= gelu_grad_f32(aux[p.aux_off + e]);
-            }
             let o = p.c_off + slice + e;
             if ((p.flags & ACCUMULATE) != 0u) {
                 v += c[o];

@@ -405,10 +405,9 @@ fn bench_matmuls(
                 compute && label != "square" && desc.m > 1,
                 MatmulPath::F16Compute,
             ),
-            (coop, MatmulPath::Coop(CoopKernel::Direct)),
-            (coop, MatmulPath::Coop(CoopKernel::Tiled)),
         ];
-        for (_, path) in paths.into_iter().filter(|(wanted, _)| *wanted) {
+        let coops = CoopKernel::ALL.map(|k| (coop, MatmulPath::Coop(k)));
+        for (_, path) in paths.into_iter().chain(coops).filter(|(wanted, _)| *wanted) {
             out.push(bench_matmul(ctx, reg, label, desc, iters, path)?);
         }
     }

@@ -391,39 +391,6 @@ impl<'a, 'r> Builder<'a, 'r> {
         dy: &Buf,
         x: &Buf,
         dx: &Buf,
-        lin: Linear,
-        dims: (usize, usize),
-    ) -> R {
-        self.linear_backward_to(dy, x, (dx, Epilogue::Plain), lin, dims)
-    }
-
-    /// [`Self::linear_backward`] of a linear whose input is `GELU(fch)`,
-    /// through the GELU: `dfch = GELU′(fch) ⊙ (dy · W)` — on cooperative
-    /// matrices in the product's epilogue, else via `dgelu` and the GELU's
-    /// backward.
-    pub fn linear_gelu_backward(
-        &mut self,
-        dy: &Buf,
-        x: &Buf,
-        (fch, dgelu, dfch): (&Buf, &Buf, &Buf),
-        lin: Linear,
-        (d_in, d_out): (usize, usize),
-    ) -> R {
-        if !self.coop {
-            self.linear_backward(dy, x, dgelu, lin, (d_in, d_out))?;
-            return self.gelu_backward(fch, dgelu, dfch, d_in);
-        }
-        let dx = (dfch, Epilogue::GeluGrad(fch.into()));
-        self.linear_backward_to(dy, x, dx, lin, (d_in, d_out))
-    }
-
-    /// `dx = dy · W` (through `epilogue` on cooperative matrices),
-    /// `dW += dyᵀ · x`, `db += Σ dy`.
-    fn linear_backward_to(
-        &mut self,
-        dy: &Buf,
-        x: &Buf,
-        (dx, epilogue): (&Buf, Epilogue<'_>),
         (w, b, l): Linear,
         (d_in, d_out): (usize, usize),
     ) -> R {
@@ -434,16 +401,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let (wv, scale) = (self.params.at(w, l), self.grad_scale());
-        match epilogue {
-            Epilogue::Plain => self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?,
-            _ => {
-                let opts = CoopOptions {
-                    epilogue,
-                    ..CoopOptions::scaled(scale)
-                };
-                self.coop_matmul(dx_desc, (dy.into(), opts), wv, None, dx.into())?
-            }
-        }
+        self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?;
         self.weight_grad(dy, x, (u(d_out), u(d_in)), self.grad(w, l))?;
         let desc = BiasGradDesc {
             rows: self.n(),

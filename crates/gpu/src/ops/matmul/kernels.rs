@@ -69,7 +69,8 @@ const COOP_DIRECT: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// The cooperative-matrix matmul through workgroup memory, 32-wide K blocks.
+/// The cooperative-matrix matmul through workgroup memory, 32-wide K
+/// blocks (`BK`).
 const COOP_TILED: KernelSource = KernelSource {
     key: "matmul_coop_128x128_k32",
     wgsl: MATMUL_COOP_TILED_WGSL,
@@ -77,31 +78,35 @@ const COOP_TILED: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// Each kernel per epilogue (`EPILOGUE`: plain, with the GELU written
-/// beside C, times GELU′; `coop::Epilogue`).
-pub const MATMUL_COOP: [KernelSource; 3] = [
+/// Each kernel per epilogue (`EPILOGUE`: plain, or with the GELU written
+/// beside C; `coop::Epilogue`).
+pub const MATMUL_COOP: [KernelSource; 2] = [
     COOP_DIRECT,
     KernelSource {
         key: "matmul_coop_64x128_k16_gelu",
         constants: &[("EPILOGUE", 1.0)],
         ..COOP_DIRECT
     },
-    KernelSource {
-        key: "matmul_coop_64x128_k16_gelu_grad",
-        constants: &[("EPILOGUE", 2.0)],
-        ..COOP_DIRECT
-    },
 ];
-pub const MATMUL_COOP_TILED: [KernelSource; 3] = [
+pub const MATMUL_COOP_TILED: [KernelSource; 2] = [
     COOP_TILED,
     KernelSource {
         key: "matmul_coop_128x128_k32_gelu",
         constants: &[("EPILOGUE", 1.0)],
         ..COOP_TILED
     },
+];
+
+/// [`MATMUL_COOP_TILED`] with 64-wide K blocks.
+pub const MATMUL_COOP_TILED64: [KernelSource; 2] = [
     KernelSource {
-        key: "matmul_coop_128x128_k32_gelu_grad",
-        constants: &[("EPILOGUE", 2.0)],
+        key: "matmul_coop_128x128_k64",
+        constants: &[("BK", 64.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_128x128_k64_gelu",
+        constants: &[("BK", 64.0), ("EPILOGUE", 1.0)],
         ..COOP_TILED
     },
 ];
@@ -118,6 +123,12 @@ pub const MATMUL_COOP_DROPTAIL: KernelSource = KernelSource {
 pub const MATMUL_COOP_TILED_DROPTAIL: KernelSource = KernelSource {
     key: "matmul_coop_tiled_fault_droptail",
     constants: &[("FAULT", 2.0)],
+    ..COOP_TILED
+};
+#[cfg(feature = "fault-injection")]
+pub const MATMUL_COOP_TILED64_DROPTAIL: KernelSource = KernelSource {
+    key: "matmul_coop_tiled64_fault_droptail",
+    constants: &[("FAULT", 2.0), ("BK", 64.0)],
     ..COOP_TILED
 };
 
