@@ -5,7 +5,7 @@
 // [K′][N′], zero outside the matrix (ops/matmul/coop.rs sizes their
 // buffers by the same numbers) — and the SCALED flag.
 const PAD_M: u32 = 128u;
-const PAD_K: u32 = 64u;
+const PAD_K: u32 = 32u;
 const PAD_N: u32 = 128u;
 
 // Flag bit of the Params: op(A) staged times bitcast<f32>(p.k_chunk), C

@@ -1,14 +1,13 @@
 // The cooperative-matrix matmul through workgroup memory ("tiled"): op(A)
-// and op(B) staged as f16 by coop_stage.wgsl; per BK-wide K block (a
-// pipeline constant, 32 or 64) the 256 invocations copy a 128 × BK tile of
-// op(A) and a BK × 128 tile of op(B) into workgroup memory (16-byte loads,
-// the next block's loaded while this one is multiplied), then each of the
-// eight 32-wide subgroups loads its 2 + 4 fragments per 16-wide step from
-// there and sums a 32×64 block of C in f32 accumulators (a 128×128 tile
-// per workgroup). coop_pad.wgsl and matmul_coop_common.wgsl (the
-// epilogue) are appended, then matmul_common.wgsl. Strides inside the K
-// loop are constants (naga 30's SPIR-V writer fails on a uniform read
-// there).
+// and op(B) staged as f16 by coop_stage.wgsl; per 32-wide K block the 256
+// invocations copy a 128 × 32 tile of op(A) and a 32 × 128 tile of op(B)
+// into workgroup memory (16-byte loads, the next block's loaded while this
+// one is multiplied), then each of the eight 32-wide subgroups loads its
+// 2 + 4 fragments per 16-wide step from there and sums a 32×64 block of C
+// in f32 accumulators (a 128×128 tile per workgroup). coop_pad.wgsl and
+// matmul_coop_common.wgsl (the epilogue) are appended, then
+// matmul_common.wgsl. Strides inside the K loop are constants (naga 30's
+// SPIR-V writer fails on a uniform read there).
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -16,17 +15,14 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(5) var<storage, read> a16: array<vec4<u32>>;
 @group(0) @binding(6) var<storage, read> b16: array<vec4<u32>>;
 
-// K per block; PAD_K (coop_pad.wgsl) is a multiple of it.
-override BK: u32 = 32u;
-
-// The block's tiles, op(A)'s (128 rows × BK, row stride SA) then op(B)'s
-// (BK × 128 columns, row stride SB, from TB); each row padded by 8
+// The block's tiles, op(A)'s (128 rows × 32 K, row stride SA) then op(B)'s
+// (32 K × 128 columns, row stride SB, from TB); each row padded by 8
 // halves, which keeps every row 16-byte aligned and shifts consecutive
-// rows across the banks. Sized for the largest BK (64).
+// rows across the banks.
+const SA: u32 = 40u;
 const SB: u32 = 136u;
-override SA: u32 = BK + 8u;
-override TB: u32 = 128u * SA;
-var<workgroup> tiles: array<f16, 17920>; // 128 × 72 + 64 × 136
+const TB: u32 = 5120u; // 128 × SA
+var<workgroup> tiles: array<f16, 9472>; // TB + 32 × SB
 
 // Eight halves (one 16-byte load) into the tiles at `at` (through f32,
 // which holds every f16 exactly: naga 30 has no bitcast to vec2<f16>).
@@ -45,23 +41,6 @@ fn put(at: u32, w: vec4<u32>) {
     tiles[at + 7u] = h3.y;
 }
 
-// The global (in vec4s) and tile indices of copy `i` (of BK / 16) of
-// invocation `t` for the block at K 0: op(A)'s rows from `r0` (row length
-// `lda`), op(B)'s columns from `c0` (row length `ldb`).
-fn copy_a(i: u32, t: u32, r0: u32, lda: u32) -> vec2<u32> {
-    let j = t + 256u * i;
-    let row = j / (BK / 8u);
-    let col = j % (BK / 8u) * 8u;
-    return vec2<u32>(((r0 + row) * lda + col) / 8u, row * SA + col);
-}
-
-fn copy_b(i: u32, t: u32, c0: u32, ldb: u32) -> vec2<u32> {
-    let j = t + 256u * i;
-    let row = j / 16u;
-    let col = j % 16u * 8u;
-    return vec2<u32>((row * ldb + c0 + col) / 8u, TB + row * SB + col);
-}
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -73,14 +52,18 @@ fn main(
     let lda = padded(p.k, PAD_K);
     let ldb = padded(p.n, PAD_N);
     let range = k_range(lda, wg.z, nwg.z);
-    // A block at K k0 is at +k0 / 8 (op(A)) and +k0 · ldb / 8 (op(B)) of
-    // the K-0 indices.
-    var ga: array<vec2<u32>, 4>;
-    var gb: array<vec2<u32>, 4>;
-    for (var i = 0u; i < BK / 16u; i++) {
-        ga[i] = copy_a(i, t, wg.y * 128u, lda);
-        gb[i] = copy_b(i, t, wg.x * 128u, ldb);
-    }
+    // What this invocation copies of each block (in halves of the staged
+    // operands, less the block's K): rows t/4 and t/4 + 64 of op(A)'s tile,
+    // 8 halves from K (t % 4) · 8; K rows t/16 and t/16 + 16 of op(B)'s,
+    // 8 halves from column (t % 16) · 8.
+    let ar = t / 4u;
+    let ak = (t % 4u) * 8u;
+    let bk = t / 16u;
+    let bc = (t % 16u) * 8u;
+    let ga = (wg.y * 128u + ar) * lda + ak;
+    let gb = bk * ldb + wg.x * 128u + bc;
+    let ga_far = 64u * lda;
+    let gb_far = 16u * ldb;
     // This subgroup's 32×64 block of the tile.
     let sr = (sg / 2u) * 32u;
     let sc = (sg % 2u) * 64u;
@@ -92,29 +75,31 @@ fn main(
     var c11 = coop_mat16x16<f32, C>();
     var c12 = coop_mat16x16<f32, C>();
     var c13 = coop_mat16x16<f32, C>();
-    var wa: array<vec4<u32>, 4>;
-    var wb: array<vec4<u32>, 4>;
+    var wa0 = vec4<u32>();
+    var wa1 = vec4<u32>();
+    var wb0 = vec4<u32>();
+    var wb1 = vec4<u32>();
     if (range.x < range.y) {
-        for (var i = 0u; i < BK / 16u; i++) {
-            wa[i] = a16[ga[i].x + range.x / 8u];
-            wb[i] = b16[gb[i].x + range.x * ldb / 8u];
-        }
+        wa0 = a16[(ga + range.x) / 8u];
+        wa1 = a16[(ga + ga_far + range.x) / 8u];
+        wb0 = b16[(gb + range.x * ldb) / 8u];
+        wb1 = b16[(gb + gb_far + range.x * ldb) / 8u];
     }
-    for (var k0 = range.x; k0 < range.y; k0 += BK) {
+    for (var k0 = range.x; k0 < range.y; k0 += PAD_K) {
         workgroupBarrier();
-        for (var i = 0u; i < BK / 16u; i++) {
-            put(ga[i].y, wa[i]);
-            put(gb[i].y, wb[i]);
-        }
+        put(ar * SA + ak, wa0);
+        put((ar + 64u) * SA + ak, wa1);
+        put(TB + bk * SB + bc, wb0);
+        put(TB + (bk + 16u) * SB + bc, wb1);
         workgroupBarrier();
-        let kn = k0 + BK;
+        let kn = k0 + PAD_K;
         if (kn < range.y) {
-            for (var i = 0u; i < BK / 16u; i++) {
-                wa[i] = a16[ga[i].x + kn / 8u];
-                wb[i] = b16[gb[i].x + kn * ldb / 8u];
-            }
+            wa0 = a16[(ga + kn) / 8u];
+            wa1 = a16[(ga + ga_far + kn) / 8u];
+            wb0 = b16[(gb + kn * ldb) / 8u];
+            wb1 = b16[(gb + gb_far + kn * ldb) / 8u];
         }
-        for (var kk = 0u; kk < BK; kk += 16u) {
+        for (var kk = 0u; kk < PAD_K; kk += 16u) {
             let a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[sr * SA + kk], SA);
             let a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(sr + 16u) * SA + kk], SA);
             let bt = TB + kk * SB + sc;

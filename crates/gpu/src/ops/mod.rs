@@ -75,19 +75,10 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &GEMV_F32_LN,
         &GEMV_F32_COLS,
     ];
-    all.extend(
-        MATMUL_COOP
-            .iter()
-            .chain(&MATMUL_COOP_TILED)
-            .chain(&MATMUL_COOP_TILED64),
-    );
+    all.extend(MATMUL_COOP.iter().chain(&MATMUL_COOP_TILED));
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
     #[cfg(feature = "fault-injection")]
-    all.extend([
-        &MATMUL_COOP_DROPTAIL,
-        &MATMUL_COOP_TILED_DROPTAIL,
-        &MATMUL_COOP_TILED64_DROPTAIL,
-    ]);
+    all.extend([&MATMUL_COOP_DROPTAIL, &MATMUL_COOP_TILED_DROPTAIL]);
     all
 }

@@ -1,16 +1,17 @@
 //! The matmul on cooperative matrices (tensor cores, `shaders/matmul_coop*.wgsl`
 //! over `coop_stage.wgsl`): every layout of [`MatmulDesc`] (transposes,
 //! bias, accumulation), the operands rounded to f16 as they are staged and
-//! each output summed in f32. The kernels ([`CoopKernel`]): fragments loaded
-//! straight from the staged operands, or through workgroup memory in 32- or
-//! 64-wide K blocks. Native devices where [`GpuContext::coop_matrix`] holds;
+//! each output summed in f32. Two kernels ([`CoopKernel`]): fragments loaded
+//! straight from the staged operands, or through workgroup memory in 32-wide
+//! K blocks. (The block width as a pipeline constant, 32 or 64, with the
+//! copies in loops over small arrays and the tiles sized for 64, ran at 43
+//! and 46 TFLOP/s at 4096³ on the H200 against this kernel's 107: run 26.) Native devices where [`GpuContext::coop_matrix`] holds;
 //! elsewhere binding fails with a message that says why.
 
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
 use super::kernels::{
     COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP, MATMUL_COOP_TILED,
-    MATMUL_COOP_TILED64,
 };
 use super::split_k::{bind_reduce, check_scratch};
 use crate::kernel::BoundKernel;
@@ -23,7 +24,7 @@ use tinygpt_protocol::memory::SPLIT_TARGET_WORKGROUPS_SMALL;
 /// The staged operands' padding (`coop_pad.wgsl`): M′, K′ and N′ are
 /// multiples of these.
 const PAD_M: u32 = 128;
-const PAD_K: u32 = 64;
+const PAD_K: u32 = 32;
 const PAD_N: u32 = 128;
 
 /// The cooperative-matrix kernels; both sum a 32×64 block of C per
@@ -36,20 +37,16 @@ pub enum CoopKernel {
     /// `matmul_coop_tiled.wgsl`: eight subgroups, a 128×128 tile, the
     /// operands' 32-wide K blocks copied through workgroup memory.
     Tiled,
-    /// [`CoopKernel::Tiled`] with 64-wide K blocks: half the barriers, and
-    /// twice the products to hide each block's loads behind.
-    Tiled64,
 }
 
 impl CoopKernel {
     /// Every kernel (the golden tests run each; `tinygpt bench` times each).
-    pub const ALL: [CoopKernel; 3] = [CoopKernel::Direct, CoopKernel::Tiled, CoopKernel::Tiled64];
+    pub const ALL: [CoopKernel; 2] = [CoopKernel::Direct, CoopKernel::Tiled];
 
     pub fn name(self) -> &'static str {
         match self {
             CoopKernel::Direct => "direct",
             CoopKernel::Tiled => "tiled",
-            CoopKernel::Tiled64 => "tiled-k64",
         }
     }
 
@@ -57,7 +54,7 @@ impl CoopKernel {
     fn tile_m(self) -> u32 {
         match self {
             CoopKernel::Direct => 64,
-            CoopKernel::Tiled | CoopKernel::Tiled64 => 128,
+            CoopKernel::Tiled => 128,
         }
     }
 
@@ -70,7 +67,6 @@ impl CoopKernel {
             return match self {
                 CoopKernel::Direct => &super::kernels::MATMUL_COOP_DROPTAIL,
                 CoopKernel::Tiled => &super::kernels::MATMUL_COOP_TILED_DROPTAIL,
-                CoopKernel::Tiled64 => &super::kernels::MATMUL_COOP_TILED64_DROPTAIL,
             };
         }
         let _ = fault;
@@ -78,13 +74,12 @@ impl CoopKernel {
         match self {
             CoopKernel::Direct => &MATMUL_COOP[e],
             CoopKernel::Tiled => &MATMUL_COOP_TILED[e],
-            CoopKernel::Tiled64 => &MATMUL_COOP_TILED64[e],
         }
     }
 }
 
 /// The kernel the engine binds (the faster on the H200: BENCHMARKS.md).
-pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled64;
+pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled;
 
 /// What the epilogue does beyond the scale, the bias and the accumulation
 /// (`matmul_coop_common.wgsl`'s `EPILOGUE`, a pipeline constant: a plain
@@ -156,7 +151,7 @@ pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
     }
     (!ctx.coop_matrix).then_some(
         "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups \
-         and 43 KiB of workgroup memory",
+         and 27 KiB of workgroup memory",
     )
 }
 

@@ -70,7 +70,7 @@ const COOP_DIRECT: KernelSource = KernelSource {
 };
 
 /// The cooperative-matrix matmul through workgroup memory, 32-wide K
-/// blocks (`BK`).
+/// blocks.
 const COOP_TILED: KernelSource = KernelSource {
     key: "matmul_coop_128x128_k32",
     wgsl: MATMUL_COOP_TILED_WGSL,
@@ -97,20 +97,6 @@ pub const MATMUL_COOP_TILED: [KernelSource; 2] = [
     },
 ];
 
-/// [`MATMUL_COOP_TILED`] with 64-wide K blocks.
-pub const MATMUL_COOP_TILED64: [KernelSource; 2] = [
-    KernelSource {
-        key: "matmul_coop_128x128_k64",
-        constants: &[("BK", 64.0)],
-        ..COOP_TILED
-    },
-    KernelSource {
-        key: "matmul_coop_128x128_k64_gelu",
-        constants: &[("BK", 64.0), ("EPILOGUE", 1.0)],
-        ..COOP_TILED
-    },
-];
-
 /// Each kernel (plain) skipping its last K block: the dropped-K-tail fault
 /// (`ops/matmul/fault.rs`), which the tensor-core gate must fail.
 #[cfg(feature = "fault-injection")]
@@ -123,12 +109,6 @@ pub const MATMUL_COOP_DROPTAIL: KernelSource = KernelSource {
 pub const MATMUL_COOP_TILED_DROPTAIL: KernelSource = KernelSource {
     key: "matmul_coop_tiled_fault_droptail",
     constants: &[("FAULT", 2.0)],
-    ..COOP_TILED
-};
-#[cfg(feature = "fault-injection")]
-pub const MATMUL_COOP_TILED64_DROPTAIL: KernelSource = KernelSource {
-    key: "matmul_coop_tiled64_fault_droptail",
-    constants: &[("FAULT", 2.0), ("BK", 64.0)],
     ..COOP_TILED
 };
 
