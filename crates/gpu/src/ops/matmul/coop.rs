@@ -5,8 +5,9 @@
 //! straight from the staged operands, or through workgroup memory in 32-wide
 //! K blocks. (The block width as a pipeline constant, 32 or 64, with the
 //! copies in loops over small arrays and the tiles sized for 64, ran at 43
-//! and 46 TFLOP/s at 4096³ on the H200 against this kernel's 107: run 26.) Native devices where [`GpuContext::coop_matrix`] holds;
-//! elsewhere binding fails with a message that says why.
+//! and 46 TFLOP/s at 4096³ on the H200 against this kernel's 107: run 26.)
+//! Native devices where [`GpuContext::coop_matrix`] holds; elsewhere
+//! binding fails with a message that says why.
 
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
