@@ -148,3 +148,61 @@ fn a_small_scratch_or_a_short_k_falls_back_to_one_dispatch() {
     assert_eq!(short.split_k_slices(), 1, "K under two slices");
     assert_eq!(run(gpu, &[short], 10 * 30 * 20, 81), [1]);
 }
+
+/// A scratch that is also an operand (A, B, the bias or C) would be
+/// overwritten by the partial products before the product reads it: the
+/// binding refuses it, naming why, wherever it sits.
+#[test]
+fn a_scratch_that_is_also_an_operand_is_refused() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let desc = MatmulDesc {
+        m: 30,
+        k: 700,
+        n: 20,
+        bias: true,
+        ..Default::default()
+    };
+    assert!(desc.split_k_slices() >= 2, "a shape that splits");
+    // Room for every operand and many slices.
+    let shared = ctx.zeros("shared", 64 * 30 * 700).unwrap();
+    let own: Vec<_> = (0..4)
+        .map(|_| ctx.zeros("own", 30 * 700).unwrap())
+        .collect();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    for aliased in 0..4 {
+        let pick = |i: usize| if i == aliased { &shared } else { &own[i] };
+        let (a, b, bias, c) = (pick(0), pick(1), pick(2), pick(3));
+        let e = bind_matmul_split_k(
+            ctx,
+            &mut reg,
+            desc,
+            a,
+            b,
+            Some(bias.into()),
+            c,
+            Some(&shared),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("operand {aliased} as the scratch was accepted"));
+        assert!(
+            e.to_string().contains("split-K scratch is also an operand"),
+            "{e}"
+        );
+    }
+    let ok = bind_matmul_split_k(
+        ctx,
+        &mut reg,
+        desc,
+        &own[0],
+        &own[1],
+        Some((&own[2]).into()),
+        &own[3],
+        Some(&shared),
+    );
+    assert_eq!(
+        ok.expect("distinct buffers bind").kernels.len(),
+        2,
+        "split in two dispatches"
+    );
+}
