@@ -11,11 +11,16 @@
 // (NH, T_max, HS)) and writes output row b; the sums do not depend on B.
 //
 // One workgroup per head, 256 threads. Positions go 256 at a time: thread j
-// scores position c0 + j; the chunk's max and sum are tree reductions; the
-// running max m and sum l fold chunks together (online softmax). For the
-// weighted sum of values, thread (g, d) with g = tid / 64 takes dims d and
-// d + 64 (so HS ≤ 128) of the positions j ≡ g (mod 4), and the four groups
-// are added at the end. All sums run in a fixed order, in f32.
+// scores position c0 + j, the head's key row read 16 dims a round (sixteen
+// loads in flight; the products in the order of one dim after another);
+// the chunk's max and sum are tree reductions; the running max m and sum l
+// fold chunks together (online softmax). For the weighted sum of values,
+// thread (g, d4) with d4 = tid mod ⌈HS/4⌉ takes dims 4·d4 .. 4·d4 + 3 of
+// the positions j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64) (16 at HS = 64), four
+// rows of values a round; the G groups are added in order at the end. A
+// decode step is bound by how long one thread's chain of loads is, not by
+// bandwidth: so every loop keeps several loads in flight. All sums run in a
+// fixed order, in f32.
 //
 // `main_serial` is the layout for CPU implementations of WebGPU: one
 // invocation per head does it all — append, the scores' max, then each
@@ -44,15 +49,16 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 const WG: u32 = 256u;
-const GROUPS: u32 = 4u;
 const NEG: f32 = -1e30;
+// Groups of positions in the weighted sum of values, at most.
+const MAX_GROUPS: u32 = 64u;
 
 var<workgroup> q_sh: array<f32, 128>;
 // The chunk's weights exp(score − m).
 var<workgroup> w_sh: array<f32, 256>;
 var<workgroup> red: array<f32, 256>;
-// o_sh[g * 128 + d]: group g's share of output dim d.
-var<workgroup> o_sh: array<f32, 512>;
+// o_sh[g * ⌈HS/4⌉ + d4]: group g's share of output dims 4·d4 .. 4·d4 + 3.
+var<workgroup> o_sh: array<vec4<f32>, 256>;
 
 fn reduce_max(tid: u32, v: f32) -> f32 {
     red[tid] = v;
@@ -82,6 +88,74 @@ fn reduce_sum(tid: u32, v: f32) -> f32 {
     return total;
 }
 
+fn k4(o: u32) -> vec4<f32> {
+    return vec4<f32>(k_cache[o], k_cache[o + 1u], k_cache[o + 2u], k_cache[o + 3u]);
+}
+
+fn q4(i: u32) -> vec4<f32> {
+    return vec4<f32>(q_sh[i], q_sh[i + 1u], q_sh[i + 2u], q_sh[i + 3u]);
+}
+
+// Dims 4·d4 .. 4·d4 + 3 of the value row at `row`, zero past HS.
+fn v4(row: u32, d4: u32) -> vec4<f32> {
+    let d = 4u * d4;
+    var v = vec4<f32>(0.0);
+    if (d + 3u < p.hs) {
+        return vec4<f32>(v_cache[row + d], v_cache[row + d + 1u], v_cache[row + d + 2u], v_cache[row + d + 3u]);
+    }
+    for (var i = 0u; d + i < p.hs; i++) {
+        v[i] = v_cache[row + d + i];
+    }
+    return v;
+}
+
+// The scaled query (q_sh) times the key row at `row`: dims in order, four
+// partial sums, sixteen loads issued before they are used.
+fn score_row(row: u32) -> f32 {
+    let hs = p.hs;
+    var x4 = vec4<f32>(0.0);
+    var i = 0u;
+    for (; i + 16u <= hs; i += 16u) {
+        let k0 = k4(row + i);
+        let k1 = k4(row + i + 4u);
+        let k2 = k4(row + i + 8u);
+        let k3 = k4(row + i + 12u);
+        x4 = fma(q4(i), k0, x4);
+        x4 = fma(q4(i + 4u), k1, x4);
+        x4 = fma(q4(i + 8u), k2, x4);
+        x4 = fma(q4(i + 12u), k3, x4);
+    }
+    for (; i + 4u <= hs; i += 4u) {
+        x4 = fma(q4(i), k4(row + i), x4);
+    }
+    for (; i < hs; i++) {
+        x4.x = fma(q_sh[i], k_cache[row + i], x4.x);
+    }
+    return (x4.x + x4.y) + (x4.z + x4.w);
+}
+
+// Group g's weighted sum of the chunk's values at positions c0 + j,
+// j ≡ g (mod gs), j < cnt, in increasing j; four rows a round.
+fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: vec4<f32>) -> vec4<f32> {
+    let hs = p.hs;
+    var acc = acc_in;
+    var j = g;
+    for (; j + 3u * gs < cnt; j += 4u * gs) {
+        let v0 = v4(base + (c0 + j) * hs, d4);
+        let v1 = v4(base + (c0 + j + gs) * hs, d4);
+        let v2 = v4(base + (c0 + j + 2u * gs) * hs, d4);
+        let v3 = v4(base + (c0 + j + 3u * gs) * hs, d4);
+        acc = fma(vec4<f32>(w_sh[j]), v0, acc);
+        acc = fma(vec4<f32>(w_sh[j + gs]), v1, acc);
+        acc = fma(vec4<f32>(w_sh[j + 2u * gs]), v2, acc);
+        acc = fma(vec4<f32>(w_sh[j + 3u * gs]), v3, acc);
+    }
+    for (; j < cnt; j += gs) {
+        acc = fma(vec4<f32>(w_sh[j]), v4(base + (c0 + j) * hs, d4), acc);
+    }
+    return acc;
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let h = wg.x;
@@ -99,28 +173,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     storageBarrier();
     workgroupBarrier();
 
-    let g = tid / 64u;
-    let d = tid % 64u;
+    // Threads per value row (HS ≤ 128: at most 32) and groups of positions.
+    let nd4 = (hs + 3u) / 4u;
+    let gs = min(WG / nd4, MAX_GROUPS);
+    let g = tid / nd4;
+    let d4 = tid % nd4;
     var m = NEG;
     var l = 0.0;
-    var acc0 = 0.0;
-    var acc1 = 0.0;
+    var acc = vec4<f32>(0.0);
     for (var c0 = 0u; c0 <= last; c0 += WG) {
         let s = c0 + tid;
         var x = NEG;
         if (s <= last) {
-            // Four partial sums keep four loads in flight.
-            let row = base + s * hs;
-            var x4 = vec4<f32>(0.0);
-            var i = 0u;
-            for (; i + 4u <= hs; i += 4u) {
-                let k = vec4<f32>(k_cache[row + i], k_cache[row + i + 1u], k_cache[row + i + 2u], k_cache[row + i + 3u]);
-                x4 = fma(vec4<f32>(q_sh[i], q_sh[i + 1u], q_sh[i + 2u], q_sh[i + 3u]), k, x4);
-            }
-            for (; i < hs; i++) {
-                x4.x = fma(q_sh[i], k_cache[row + i], x4.x);
-            }
-            x = (x4.x + x4.y) + (x4.z + x4.w);
+            x = score_row(base + s * hs);
         }
         let m_new = max(m, reduce_max(tid, x));
         let e = select(0.0, exp(x - m_new), s <= last);
@@ -128,30 +193,29 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let corr = exp(m - m_new);
         l = l * corr + reduce_sum(tid, e);
         m = m_new;
-        acc0 *= corr;
-        acc1 *= corr;
+        acc *= corr;
         // reduce_sum's barriers made w_sh visible.
-        let cnt = min(WG, last + 1u - c0);
-        for (var j = g; j < cnt; j += GROUPS) {
-            let w = w_sh[j];
-            let row = base + (c0 + j) * hs;
-            if (d < hs) {
-                acc0 = fma(w, v_cache[row + d], acc0);
-            }
-            if (d + 64u < hs) {
-                acc1 = fma(w, v_cache[row + d + 64u], acc1);
-            }
+        if (g < gs) {
+            acc = weigh_values(base, c0, min(WG, last + 1u - c0), g, gs, d4, acc);
         }
         // The next chunk overwrites w_sh.
         workgroupBarrier();
     }
 
-    o_sh[g * 128u + d] = acc0;
-    o_sh[g * 128u + 64u + d] = acc1;
+    if (g < gs) {
+        o_sh[tid] = acc;
+    }
     workgroupBarrier();
-    if (tid < hs) {
-        let sum = ((o_sh[tid] + o_sh[128u + tid]) + o_sh[256u + tid]) + o_sh[384u + tid];
-        out[p.c * wg.y + h * hs + tid] = sum / l;
+    if (tid < nd4) {
+        var sum = o_sh[tid];
+        for (var i = 1u; i < gs; i++) {
+            sum += o_sh[i * nd4 + tid];
+        }
+        let o = p.c * wg.y + h * hs + 4u * tid;
+        let r = sum / l;
+        for (var i = 0u; i < 4u && 4u * tid + i < hs; i++) {
+            out[o + i] = r[i];
+        }
     }
 }
 

@@ -6,8 +6,11 @@
 //
 // One workgroup = 8 output columns × 32 lanes. Lane i of column j reads
 // W[j, i], W[j, i + 32], … (a warp reads 128 neighbouring bytes of one row)
-// with eight loads in flight, rounds of 256 inputs while whole ones fit,
-// then a fixed tree adds the 32 lanes (gemv_row.wgsl). Every product and
+// in rounds of 256 inputs while whole ones fit (two rounds' sixteen loads
+// in flight), the rest four loads ahead, then a fixed tree adds the 32
+// lanes (gemv_row.wgsl). A decoded token's GEMVs are bound by each lane's
+// chain of loads, so the loops issue loads before they use them; the
+// products keep the order of one input after another. Every product and
 // sum is f32.
 //
 // `main_cols` is the layout for CPU implementations of WebGPU (SwiftShader,
@@ -73,21 +76,50 @@ fn row_of(col: u32) -> u32 {
     return p.b_off + min(col, p.n - 1u) * p.k;
 }
 
+// `acc` plus the products of inputs k0 + lane, k0 + lane + 32, … < K one
+// after another, four loads of weights in flight.
+fn rest_dot(row: u32, k0: u32, lane: u32, acc_in: f32) -> f32 {
+    var acc = acc_in;
+    var k = k0 + lane;
+    for (; k + 3u * LANES < p.k; k += 4u * LANES) {
+        let w = ws(row, k);
+        acc = fma(a[a_row + k], w.x, acc);
+        acc = fma(a[a_row + k + LANES], w.y, acc);
+        acc = fma(a[a_row + k + 2u * LANES], w.z, acc);
+        acc = fma(a[a_row + k + 3u * LANES], w.w, acc);
+    }
+    for (; k < p.k; k += LANES) {
+        acc = fma(a[a_row + k], b[row + k], acc);
+    }
+    return acc;
+}
+
 // This lane's share of its column's dot product: whole rounds, then the
 // rest one input at a time.
 fn lane_dot(row: u32, lane: u32) -> f32 {
     var acc = vec4<f32>(0.0);
     var acc1 = vec4<f32>(0.0);
     var k0 = 0u;
+    // Two rounds' weights loaded before either is used (the same products
+    // in the same order as one round at a time).
+    for (; k0 + 2u * BLOCK <= p.k; k0 += 2u * BLOCK) {
+        let k = k0 + lane;
+        let w0 = ws(row, k);
+        let w1 = ws(row, k + 4u * LANES);
+        let w2 = ws(row, k + BLOCK);
+        let w3 = ws(row, k + BLOCK + 4u * LANES);
+        acc = fma(xs(k), w0, acc);
+        acc1 = fma(xs(k + 4u * LANES), w1, acc1);
+        acc = fma(xs(k + BLOCK), w2, acc);
+        acc1 = fma(xs(k + BLOCK + 4u * LANES), w3, acc1);
+    }
     for (; k0 + BLOCK <= p.k; k0 += BLOCK) {
         let k = k0 + lane;
         acc = fma(xs(k), ws(row, k), acc);
         acc1 = fma(xs(k + 4u * LANES), ws(row, k + 4u * LANES), acc1);
     }
     acc += acc1;
-    for (var k = k0 + lane; k < p.k; k += LANES) {
-        acc.x = fma(a[a_row + k], b[row + k], acc.x);
-    }
+    acc.x = rest_dot(row, k0, lane, acc.x);
     return (acc.x + acc.y) + (acc.z + acc.w);
 }
 
@@ -112,7 +144,15 @@ fn lane_dot_ln(row: u32, t: u32, lane: u32, st: vec2<f32>) -> f32 {
         } else {
             // The one partial round, last: the rest one input at a time.
             acc += acc1;
-            for (var i = lane; k0 + i < p.k; i += LANES) {
+            var i = lane;
+            for (; k0 + i + 3u * LANES < p.k; i += 4u * LANES) {
+                let w = ws(row, k0 + i);
+                acc.x = fma(red[i], w.x, acc.x);
+                acc.x = fma(red[i + LANES], w.y, acc.x);
+                acc.x = fma(red[i + 2u * LANES], w.z, acc.x);
+                acc.x = fma(red[i + 3u * LANES], w.w, acc.x);
+            }
+            for (; k0 + i < p.k; i += LANES) {
                 acc.x = fma(red[i], b[row + k0 + i], acc.x);
             }
         }

@@ -74,7 +74,7 @@ fn quad_row(col: u32) -> u32 {
 }
 
 // `gemv`: lane's share of a column over quads j ≡ lane (mod 32): whole
-// rounds, then the rest one quad at a time.
+// rounds, then the rest one quad at a time (in that order, loads ahead).
 fn lane_dot_quads(row: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
     let quads = kmax / 4u;
     let x0 = a_row / 4u + lane;
@@ -101,7 +101,20 @@ fn lane_dot_quads(row: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
         acc = step4(acc, a4[x + 6u * LANES], halves(q6), fault);
         acc1 = step4(acc1, a4[x + 7u * LANES], halves(q7), fault);
     }
-    for (var j = j0 + lane; j < quads; j += LANES) {
+    // The rest one quad at a time, four quads' loads in flight.
+    var j = j0 + lane;
+    for (; j + 3u * LANES < quads; j += 4u * LANES) {
+        let q0 = w4[row + j];
+        let q1 = w4[row + j + LANES];
+        let q2 = w4[row + j + 2u * LANES];
+        let q3 = w4[row + j + 3u * LANES];
+        let x = a_row / 4u + j;
+        acc = step4(acc, a4[x], halves(q0), fault);
+        acc = step4(acc, a4[x + LANES], halves(q1), fault);
+        acc = step4(acc, a4[x + 2u * LANES], halves(q2), fault);
+        acc = step4(acc, a4[x + 3u * LANES], halves(q3), fault);
+    }
+    for (; j < quads; j += LANES) {
         acc = step4(acc, a4[a_row / 4u + j], halves(w4[row + j]), fault);
     }
     return add4(acc, acc1, fault);

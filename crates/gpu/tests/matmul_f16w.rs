@@ -67,7 +67,8 @@ fn f16_storage_kernels_match_the_reference_on_rounded_weights() {
     let gpu = gpu_or_skip!();
     // (M, K, N): the GEMVs with K below and past their rounds of eight
     // loads (32 halves per lane aligned, 16 unaligned: K = 1024 and 512 per
-    // 32 lanes), W's size not a multiple of the aligned kernel's 16-byte
+    // 32 lanes; 1540 leaves 129 quads past the round, four loads ahead and
+    // one more), W's size not a multiple of the aligned kernel's 16-byte
     // vectors (36 × 5), then the tiled kernel. Offset 12 runs the aligned
     // GEMV where K allows, 6 and 7 the other.
     let shapes = [
@@ -77,6 +78,7 @@ fn f16_storage_kernels_match_the_reference_on_rounded_weights() {
         (1, 1030, 9),
         (1, 1028, 9),
         (1, 2052, 3),
+        (1, 1540, 9),
         (1, 517, 3),
         (3, 5, 7),
         (65, 17, 63),
