@@ -13,15 +13,14 @@
 // One workgroup per head, 256 threads. Positions go 256 at a time: thread j
 // scores position c0 + j, the head's key row read 16 dims a round (sixteen
 // loads in flight; the products in the order of one dim after another);
-// the chunk's max and sum fold 16 values a thread in two levels (two
-// barriers each); the running max m and sum l fold chunks together (online
-// softmax). For the weighted sum of values, thread (g, d4) with
-// d4 = tid mod ⌈HS/4⌉ takes dims 4·d4 .. 4·d4 + 3 of the positions
-// j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64) (16 at HS = 64), four rows of
-// values a round; the G groups are added in order at the end. A decode
-// step is bound by its chain of loads and barriers, not by bandwidth: so
-// every loop keeps several loads in flight, and barriers are few. All sums
-// run in a fixed order, in f32.
+// the chunk's max and sum are tree reductions; the running max m and sum l
+// fold chunks together (online softmax). For the weighted sum of values,
+// thread (g, d4) with d4 = tid mod ⌈HS/4⌉ takes dims 4·d4 .. 4·d4 + 3 of
+// the positions j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64) (16 at HS = 64), four
+// rows of values a round; the G groups are added in order at the end. A
+// decode step is bound by how long one thread's chain of loads is, not by
+// bandwidth: so every loop keeps several loads in flight. All sums run in a
+// fixed order, in f32.
 //
 // `main_serial` is the layout for CPU implementations of WebGPU: one
 // invocation per head does it all — append, the scores' max, then each
@@ -57,54 +56,36 @@ const MAX_GROUPS: u32 = 64u;
 var<workgroup> q_sh: array<f32, 128>;
 // The chunk's weights exp(score − m).
 var<workgroup> w_sh: array<f32, 256>;
-// The chunk's per-thread maxima and weights, then 16 partial results.
-var<workgroup> red_m: array<f32, 256>;
-var<workgroup> red_l: array<f32, 256>;
-var<workgroup> part_m: array<f32, 16>;
-var<workgroup> part_l: array<f32, 16>;
+var<workgroup> red: array<f32, 256>;
 // o_sh[g * ⌈HS/4⌉ + d4]: group g's share of output dims 4·d4 .. 4·d4 + 3.
 var<workgroup> o_sh: array<vec4<f32>, 256>;
 
-// Two levels, two barriers: threads 0..15 each fold 16 values, then every
-// thread folds the 16 partials (a tree of 8 levels took 18 barriers, and a
-// decode step's attention is bound by its chain of barriers and loads).
-// The callers' next barrier (or the chunk's last) keeps part_* from being
-// rewritten before every thread has read it.
 fn reduce_max(tid: u32, v: f32) -> f32 {
-    red_m[tid] = v;
+    red[tid] = v;
     workgroupBarrier();
-    if (tid < 16u) {
-        var x = red_m[16u * tid];
-        for (var i = 1u; i < 16u; i++) {
-            x = max(x, red_m[16u * tid + i]);
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (tid < s) {
+            red[tid] = max(red[tid], red[tid + s]);
         }
-        part_m[tid] = x;
+        workgroupBarrier();
     }
+    let total = red[0];
     workgroupBarrier();
-    var x = part_m[0];
-    for (var i = 1u; i < 16u; i++) {
-        x = max(x, part_m[i]);
-    }
-    return x;
+    return total;
 }
 
-// Sums in the fixed order of `reduce_max`'s folds.
 fn reduce_sum(tid: u32, v: f32) -> f32 {
-    red_l[tid] = v;
+    red[tid] = v;
     workgroupBarrier();
-    if (tid < 16u) {
-        var x = red_l[16u * tid];
-        for (var i = 1u; i < 16u; i++) {
-            x += red_l[16u * tid + i];
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (tid < s) {
+            red[tid] += red[tid + s];
         }
-        part_l[tid] = x;
+        workgroupBarrier();
     }
+    let total = red[0];
     workgroupBarrier();
-    var x = part_l[0];
-    for (var i = 1u; i < 16u; i++) {
-        x += part_l[i];
-    }
-    return x;
+    return total;
 }
 
 fn k4(o: u32) -> vec4<f32> {
