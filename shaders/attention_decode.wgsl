@@ -16,10 +16,11 @@
 // the chunk's max and sum are tree reductions; the running max m and sum l
 // fold chunks together (online softmax). For the weighted sum of values,
 // thread (g, d4) with d4 = tid mod ⌈HS/4⌉ takes dims 4·d4 .. 4·d4 + 3 of
-// the positions j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64) (16 at HS = 64), four
-// rows of values a round; the G groups are added in order at the end. A
-// decode step is bound by how long one thread's chain of loads is, not by
-// bandwidth: so every loop keeps several loads in flight. All sums run in a
+// the positions j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64) (16 at
+// HS = 64), four rows of values a round; the G groups are added in order
+// at the end. A decode step is bound by how long one thread's chain of
+// loads is, not by bandwidth: so every loop keeps several loads in flight
+// (BENCHMARKS.md, "The decoder's chains of loads"). All sums run in a
 // fixed order, in f32.
 //
 // `main_serial` is the layout for CPU implementations of WebGPU: one
