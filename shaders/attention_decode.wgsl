@@ -1,14 +1,18 @@
-// Causal attention for one new query at position P = pos.x over the KV
-// cache (NH, T_max, HS) rows 0..=P. q, k, v are the parts of the new token's
-// qkv row (3C); each workgroup first appends its head's k and v as row P of
-// the caches (only this workgroup reads that head's rows, so a storage
+// Causal attention for one new query at position P = pos.x over positions
+// 0..=P of the KV cache. Each head owns a block of T_max·HS words of each
+// cache: V holds position p's row at p·HS (NH, T_max, HS); K does so for
+// `main_serial`, while `main` keeps its K block transposed (HS, T_max), dim
+// i of position p at i·T_max + p, so that the threads scoring neighbouring
+// positions read neighbouring words. q, k, v are the parts of the new
+// token's qkv row (3C); each workgroup first appends its head's k and v at
+// position P (only this workgroup reads that head's block, so a storage
 // barrier is all it takes), which saves a dispatch per layer and token. The
 // output row (C) has the heads concatenated, as in the forward.
 //
 // Samples decoded together (B rows, one query each at the same position)
 // run as B rows of workgroups: workgroup (h, b) reads qkv row b (3C from
 // 3C·b), appends to sample b's caches (B caches one after the other, each
-// (NH, T_max, HS)) and writes output row b; the sums do not depend on B.
+// NH blocks) and writes output row b; the sums do not depend on B.
 //
 // One workgroup per head, 256 threads. Positions go 256 at a time: thread j
 // scores position c0 + j, the head's key row read 16 dims a round (sixteen
@@ -89,8 +93,13 @@ fn reduce_sum(tid: u32, v: f32) -> f32 {
     return total;
 }
 
-fn k4(o: u32) -> vec4<f32> {
-    return vec4<f32>(k_cache[o], k_cache[o + 1u], k_cache[o + 2u], k_cache[o + 3u]);
+// Dims i .. i + 3 of the key at position s of the head's transposed key
+// cache starting at `base` (`main`: dim i of every position at
+// base + i·T_max, so that neighbouring threads, neighbouring positions,
+// read neighbouring words).
+fn k4t(base: u32, i: u32, s: u32) -> vec4<f32> {
+    let o = base + i * p.t_max + s;
+    return vec4<f32>(k_cache[o], k_cache[o + p.t_max], k_cache[o + 2u * p.t_max], k_cache[o + 3u * p.t_max]);
 }
 
 fn q4(i: u32) -> vec4<f32> {
@@ -110,27 +119,28 @@ fn v4(row: u32, d4: u32) -> vec4<f32> {
     return v;
 }
 
-// The scaled query (q_sh) times the key row at `row`: dims in order, four
-// partial sums, sixteen loads issued before they are used.
-fn score_row(row: u32) -> f32 {
+// The scaled query (q_sh) times the key of position s in the transposed
+// cache at `base`: dims in order, four partial sums, sixteen loads issued
+// before they are used.
+fn score_t(base: u32, s: u32) -> f32 {
     let hs = p.hs;
     var x4 = vec4<f32>(0.0);
     var i = 0u;
     for (; i + 16u <= hs; i += 16u) {
-        let k0 = k4(row + i);
-        let k1 = k4(row + i + 4u);
-        let k2 = k4(row + i + 8u);
-        let k3 = k4(row + i + 12u);
+        let k0 = k4t(base, i, s);
+        let k1 = k4t(base, i + 4u, s);
+        let k2 = k4t(base, i + 8u, s);
+        let k3 = k4t(base, i + 12u, s);
         x4 = fma(q4(i), k0, x4);
         x4 = fma(q4(i + 4u), k1, x4);
         x4 = fma(q4(i + 8u), k2, x4);
         x4 = fma(q4(i + 12u), k3, x4);
     }
     for (; i + 4u <= hs; i += 4u) {
-        x4 = fma(q4(i), k4(row + i), x4);
+        x4 = fma(q4(i), k4t(base, i, s), x4);
     }
     for (; i < hs; i++) {
-        x4.x = fma(q_sh[i], k_cache[row + i], x4.x);
+        x4.x = fma(q_sh[i], k_cache[base + i * p.t_max + s], x4.x);
     }
     return (x4.x + x4.y) + (x4.z + x4.w);
 }
@@ -167,9 +177,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let last = min(pos.x, p.t_max - 1u);
     if (tid < hs) {
         q_sh[tid] = qkv[q + tid] * p.scale;
-        let o = base + last * hs + tid;
-        k_cache[o] = qkv[q + p.c + tid];
-        v_cache[o] = qkv[q + 2u * p.c + tid];
+        k_cache[base + tid * p.t_max + last] = qkv[q + p.c + tid];
+        v_cache[base + last * hs + tid] = qkv[q + 2u * p.c + tid];
     }
     storageBarrier();
     workgroupBarrier();
@@ -186,7 +195,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let s = c0 + tid;
         var x = NEG;
         if (s <= last) {
-            x = score_row(base + s * hs);
+            x = score_t(base, s);
         }
         let m_new = max(m, reduce_max(tid, x));
         let e = select(0.0, exp(x - m_new), s <= last);

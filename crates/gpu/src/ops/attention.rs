@@ -441,8 +441,12 @@ impl DecodeDesc {
     }
 }
 
-/// One layer's key and value caches, each `(NH, T_max, HS)`: head `h`'s
-/// position `p` starts at `(h·T_max + p)·HS`.
+/// One layer's key and value caches, a block of `T_max·HS` words per head
+/// (and sample) in each: V is `(NH, T_max, HS)`, head `h`'s position `p`
+/// at `(h·T_max + p)·HS`; K the same for the serial kernel, and transposed
+/// within each head's block for the 256-invocation one (dim `i` of position
+/// `p` at `h·T_max·HS + i·T_max + p`: its scores read neighbouring words).
+/// A cache is written and read by one kernel layout only (the decoder's).
 pub struct KvCache {
     pub k: wgpu::Buffer,
     pub v: wgpu::Buffer,
