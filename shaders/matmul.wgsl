@@ -45,6 +45,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var acc1 = vec4<f32>(0.0);
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
+    // ROW_SUMS: Σ_k op(A)[row + (0..4), k], in the order of acc.
+    let sums = sums_rows(wg);
+    var rs = vec4<f32>(0.0);
     let k_begin = wg.z * p.k_chunk;
     let k_end = min(p.k, k_begin + p.k_chunk);
     for (var k0 = k_begin; k0 < k_end; k0 += KT) {
@@ -77,10 +80,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             acc1 = fma(vec4<f32>(av.y), bv, acc1);
             acc2 = fma(vec4<f32>(av.z), bv, acc2);
             acc3 = fma(vec4<f32>(av.w), bv, acc3);
+            if (sums) {
+                rs += av;
+            }
         }
         workgroupBarrier();
     }
     let row = row0 + lid.y * 4u;
+    if (sums && lid.x == 0u) {
+        store_row_sums(wg.z, row, rs);
+    }
     let col = col0 + lid.x * 4u;
     let c_base = p.c_off + wg.z * p.m * p.n;
     store_row(c_base, row, col, acc0);
@@ -91,7 +100,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 
 // Split K, second stage: C (+)= Σ_z slice z [+ bias], with the slices (M, N)
 // one after another in `a` from a_off, added in order z = 0, 1, … One
-// invocation per element of C.
+// invocation per element of C, and with ROW_SUMS one more per row of C for
+// the row sums (matmul_common.wgsl).
+fn reduce_row_sums(row: u32) {
+    var v = 0.0;
+    for (var z = 0u; z < p.slices; z++) {
+        v += a[p.a_off + p.slices * p.m * p.n + z * p.m + row];
+    }
+    let o = p.aux_off + row;
+    if ((p.flags & ACCUMULATE) != 0u) {
+        v += c[o];
+    }
+    c[o] = v;
+}
+
 @compute @workgroup_size(256)
 fn reduce_slices(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -101,6 +123,9 @@ fn reduce_slices(
     let i = (wg.y * nwg.x + wg.x) * 256u + lid;
     let len = p.m * p.n;
     if (i >= len) {
+        if ((p.flags & ROW_SUMS) != 0u && i < len + p.m) {
+            reduce_row_sums(i - len);
+        }
         return;
     }
     var v = 0.0;

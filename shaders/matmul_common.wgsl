@@ -8,7 +8,8 @@ struct Params {
     m: u32,
     k: u32,
     n: u32,
-    // bit 0: TRANS_A, bit 1: TRANS_B, bit 2: add bias, bit 3: accumulate into C
+    // bit 0: TRANS_A, bit 1: TRANS_B, bit 2: add bias, bit 3: accumulate into C,
+    // bit 7: ROW_SUMS (below)
     flags: u32,
     // Element offsets of each operand in its buffer (parameters and their
     // gradients are views into one flat buffer each).
@@ -20,7 +21,8 @@ struct Params {
     k_chunk: u32,
     // reduce_slices: partial products to add
     slices: u32,
-    // The tensor-core epilogue's GELU buffer (matmul_coop_common.wgsl)
+    // The tensor-core epilogue's GELU buffer (matmul_coop_common.wgsl), or
+    // where reduce_slices writes the row sums (ROW_SUMS)
     aux_off: u32,
     _pad1: u32,
 }
@@ -35,6 +37,14 @@ const TRANS_A: u32 = 1u;
 const TRANS_B: u32 = 2u;
 const HAS_BIAS: u32 = 4u;
 const ACCUMULATE: u32 = 8u;
+// Split K's first stage (matmul.wgsl, matmul_small.wgsl) also sums each row
+// of op(A) over its workgroup's K range — the workgroups of the first column
+// of tiles, in the order C's products are summed, as if op(B) had a column of
+// ones — into the scratch after the slices, (slices, M); reduce_slices adds
+// them in order z = 0, 1, … into c at aux_off (with ACCUMULATE, onto it). A
+// weight gradient dW = dyᵀ·x so finishes its bias gradient Σ_rows dy in the
+// dispatches it already takes.
+const ROW_SUMS: u32 = 128u;
 
 // op(A)[row, kk] and op(B)[kk, col] in the layout the flags say, zero
 // outside the matrix.
@@ -78,5 +88,22 @@ fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {
             v += c[o];
         }
         c[o] = v;
+    }
+}
+
+// Whether this workgroup sums op(A)'s rows (ROW_SUMS): the same for all of
+// its invocations.
+fn sums_rows(wg: vec3<u32>) -> bool {
+    return (p.flags & ROW_SUMS) != 0u && wg.x == 0u;
+}
+
+// Writes rows row + (0..4) of K slice z's row sums (ROW_SUMS), after the
+// slices in the scratch bound as C.
+fn store_row_sums(z: u32, row: u32, s: vec4<f32>) {
+    let base = p.c_off + p.slices * p.m * p.n + z * p.m;
+    for (var i = 0u; i < 4u; i++) {
+        if (row + i < p.m) {
+            c[base + row + i] = s[i];
+        }
     }
 }

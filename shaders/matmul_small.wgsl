@@ -112,6 +112,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var acc1 = vec4<f32>(0.0);
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
+    // ROW_SUMS: Σ_k op(A)[row + (0..4), k] over this group's K, as acc.
+    let sums = sums_rows(wg);
+    var rs = vec4<f32>(0.0);
     let k_begin = wg.z * p.k_chunk;
     let k_end = min(p.k, k_begin + p.k_chunk);
     var next_a = a_part(v, row0, k_begin);
@@ -133,6 +136,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             acc1 = fma(vec4<f32>(av.y), bv, acc1);
             acc2 = fma(vec4<f32>(av.z), bv, acc2);
             acc3 = fma(vec4<f32>(av.w), bv, acc3);
+            if (sums) {
+                rs += av;
+            }
         }
         workgroupBarrier();
     }
@@ -150,6 +156,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     let c_base = p.c_off + wg.z * p.m * p.n;
     store_row(c_base, row0 + lid.y * 4u + g, col0 + lid.x * 4u, sum);
+    if (sums) {
+        // The four groups' row sums, added in the same order.
+        workgroupBarrier();
+        if (lid.x == 0u) {
+            shm[g * 8u + lid.y] = rs;
+        }
+        workgroupBarrier();
+        if (lid.x == 0u && g == 0u) {
+            var s = shm[lid.y];
+            for (var h = 1u; h < 4u; h++) {
+                s += shm[h * 8u + lid.y];
+            }
+            store_row_sums(wg.z, row0 + lid.y * 4u, s);
+        }
+    }
 }
 
 // The cell layout for CPU implementations of WebGPU (SwiftShader, lavapipe,

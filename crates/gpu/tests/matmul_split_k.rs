@@ -1,8 +1,9 @@
 //! The K-split matmul (partial products per K slice into a scratch buffer,
 //! then their in-order sum) against the CPU reference, in every layout, with
 //! bias and accumulation, on the small-output and the 64×64 tile kernel,
-//! two ops sharing one scratch in one pass, and the fallback to the plain
-//! kernel when the scratch is too small. (Its own test
+//! two ops sharing one scratch in one pass, the fallback to the plain
+//! kernel when the scratch is too small, and a weight gradient's bias
+//! gradient as the split's row sums. (Its own test
 //! binary: `matmul.rs` counts the pipelines of its registry.)
 
 use tinygpt_core::numerics::assert_close;
@@ -10,8 +11,10 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::{
-    bind_matmul_split_k, matmul_reference, MatmulDesc, TileKernel, MATMUL_REDUCE, SPLIT_MIN_K,
+    bind_matmul_split_k, bind_matmul_split_k_row_sums, matmul_reference, MatmulDesc, TileKernel,
+    MATMUL_REDUCE, SPLIT_MIN_K,
 };
+use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
 
@@ -205,4 +208,173 @@ fn a_scratch_that_is_also_an_operand_is_refused() {
         2,
         "split in two dispatches"
     );
+}
+
+/// A weight gradient with its bias gradient: `dW (+)= op(A)·B` and the row
+/// sums of op(A) added into a view beside it, in the same two dispatches.
+/// The sums equal bit for bit the last column of the product with a column
+/// of ones appended to B (the same products in the same order), and the
+/// reference within f32's reordering; on the small-output and the 64×64
+/// kernel.
+#[test]
+fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let mut rng = Rng::new(90);
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    // N and N + 1 take the same tiles, hence the same slices.
+    for (m, k, n) in [(70, 1000, 33), (130, 8200, 260)] {
+        let d = MatmulDesc {
+            m,
+            k,
+            n,
+            trans_a: true,
+            accumulate: true,
+            ..Default::default()
+        };
+        let ones = MatmulDesc { n: n + 1, ..d };
+        assert_eq!(
+            (d.split_k().slices, d.split_k().small_tiles),
+            (ones.split_k().slices, ones.split_k().small_tiles)
+        );
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let (a, b) = (random(&mut rng, ku * mu), random(&mut rng, ku * nu));
+        let b1: Vec<f32> = b
+            .chunks(nu)
+            .flat_map(|row| row.iter().copied().chain([1.0]))
+            .collect();
+        // C, a gap of three floats, then the row sums: all one buffer.
+        let (c0, sums0) = (random(&mut rng, mu * nu), random(&mut rng, mu));
+        let out: Vec<f32> = c0
+            .iter()
+            .copied()
+            .chain([0.0; 3])
+            .chain(sums0.iter().copied())
+            .collect();
+        let at = (mu * nu + 3) as u32;
+        let slices = d.split_k().slices as usize;
+        let (a_buf, b_buf, b1_buf) = (
+            ctx.upload("a", &a).unwrap(),
+            ctx.upload("b", &b).unwrap(),
+            ctx.upload("b1", &b1).unwrap(),
+        );
+        let out_buf = ctx.upload("out", &out).unwrap();
+        let c1_buf = ctx.zeros("c1", mu * (nu + 1)).unwrap();
+        let scratch = ctx.zeros("scratch", slices * mu * (nu + 1)).unwrap();
+        let scratch1 = ctx.zeros("scratch1", slices * mu * (nu + 1)).unwrap();
+        let sums_view = View::at(&out_buf, at);
+        let op = bind_matmul_split_k_row_sums(
+            ctx,
+            &mut reg,
+            d,
+            &a_buf,
+            &b_buf,
+            &out_buf,
+            sums_view,
+            Some(&scratch),
+        )
+        .unwrap()
+        .expect("the shape splits");
+        let keys: Vec<_> = op.kernels.iter().map(|k| k.key).collect();
+        let kernel = if d.split_k().small_tiles {
+            TileKernel::Small
+        } else {
+            TileKernel::General
+        };
+        assert_eq!(
+            keys,
+            [kernel.source().key, MATMUL_REDUCE.key],
+            "the same two dispatches"
+        );
+        let with_ones = bind_matmul_split_k(
+            ctx,
+            &mut reg,
+            ones,
+            &a_buf,
+            &b1_buf,
+            None,
+            &c1_buf,
+            Some(&scratch1),
+        )
+        .unwrap();
+        let kernels: Vec<&BoundKernel> = op.kernels.iter().chain(&with_ones.kernels).collect();
+        submit(ctx, "split_k_row_sums", &kernels);
+        let got = pollster::block_on(ctx.read_f32(&out_buf, out.len())).unwrap();
+        let c1 = pollster::block_on(ctx.read_f32(&c1_buf, mu * (nu + 1))).unwrap();
+        let mut want = matmul_reference(d, &a, &b, None);
+        want.iter_mut().zip(&c0).for_each(|(x, c)| *x += c);
+        assert_close(
+            &format!("C of {d:?}"),
+            &got[..mu * nu],
+            &want,
+            atol(d),
+            1e-5,
+        );
+        assert_eq!(
+            &got[mu * nu..mu * nu + 3],
+            &[0.0; 3],
+            "the gap is untouched"
+        );
+        let sums = &got[at as usize..];
+        let as_ones: Vec<f32> = (0..mu).map(|r| sums0[r] + c1[r * (nu + 1) + nu]).collect();
+        assert_eq!(
+            sums,
+            &as_ones[..],
+            "row sums of {d:?} as a column of ones gives them"
+        );
+        let reference: Vec<f32> = (0..mu)
+            .map(|r| sums0[r] + (0..ku).map(|kk| a[kk * mu + r] as f64).sum::<f64>() as f32)
+            .collect();
+        assert_close(
+            &format!("row sums of {d:?}"),
+            sums,
+            &reference,
+            atol(d),
+            1e-5,
+        );
+    }
+}
+
+/// Row sums outside C's buffer, or over C, are refused, naming why; a shape
+/// that does not split binds nothing, so that the caller sums the rows apart.
+#[test]
+fn row_sums_are_refused_over_c_and_absent_when_nothing_splits() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let d = MatmulDesc {
+        m: 30,
+        k: 700,
+        n: 20,
+        trans_a: true,
+        ..Default::default()
+    };
+    assert!(d.split_k_slices() >= 2, "a shape that splits");
+    let (a, b) = (
+        ctx.zeros("a", 30 * 700).unwrap(),
+        ctx.zeros("b", 700 * 20).unwrap(),
+    );
+    let (c, other) = (
+        ctx.zeros("c", 30 * 20 + 30).unwrap(),
+        ctx.zeros("other", 30).unwrap(),
+    );
+    let scratch = ctx.zeros("scratch", 64 * 30 * 21).unwrap();
+    for (sums, why) in [
+        (View::from(&other), "another buffer"),
+        (View::at(&c, 30 * 20 - 1), "overlapping C"),
+    ] {
+        let e = bind_matmul_split_k_row_sums(ctx, &mut reg, d, &a, &b, &c, sums, Some(&scratch))
+            .err()
+            .unwrap_or_else(|| panic!("row sums in {why} were accepted"));
+        assert!(e.to_string().contains("apart from C"), "{why}: {e}");
+    }
+    let beside = View::at(&c, 30 * 20);
+    let split =
+        bind_matmul_split_k_row_sums(ctx, &mut reg, d, &a, &b, &c, beside, Some(&scratch)).unwrap();
+    assert_eq!(split.map(|op| op.kernels.len()), Some(2));
+    let short = MatmulDesc { k: 200, ..d };
+    let none =
+        bind_matmul_split_k_row_sums(ctx, &mut reg, short, &a, &b, &c, beside, Some(&scratch))
+            .unwrap();
+    assert!(none.is_none(), "K under two slices binds nothing");
 }

@@ -99,13 +99,19 @@ pub fn split_k(m: u32, k: u32, n: u32) -> SplitK {
 
 /// Floats of the one scratch every K-split weight gradient `dW (out, in) =
 /// Σ_rows dyᵀ·x` of a training step shares (they run one after another):
-/// the largest `slices × out × in` among the tied head's and each block's
-/// four linears; 0 when none is split.
+/// the largest `slices × (out × in + out)` among the tied head's and each
+/// block's four linears (the `out` row sums are the bias gradient's
+/// partials); 0 when none is split.
 pub fn split_k_scratch_floats(cfg: &ModelConfig, rows: usize) -> u64 {
     let (c, v, rows) = (cfg.d_model as u32, cfg.vocab_size as u32, rows as u32);
     [(v, c), (3 * c, c), (c, c), (4 * c, c), (c, 4 * c)]
         .into_iter()
-        .map(|(out, inp)| (split_k(out, rows, inp).slices, out as u64 * inp as u64))
+        .map(|(out, inp)| {
+            (
+                split_k(out, rows, inp).slices,
+                out as u64 * (inp as u64 + 1),
+            )
+        })
         .filter(|&(slices, _)| slices > 1)
         .map(|(slices, slab)| slices as u64 * slab)
         .max()
@@ -230,7 +236,7 @@ mod tests {
             assert_eq!(dw(out, inp), want, "{out} × {inp}");
         }
         let floats = split_k_scratch_floats(&cfg, rows);
-        assert_eq!(floats, 6 * 3 * 128 * 128);
+        assert_eq!(floats, 6 * 3 * 128 * (128 + 1), "QKV's slices and their row sums");
         let plan = training_memory(&cfg, tiny.batch_size, tiny.block_size);
         let without = training_memory(&cfg, 0, 0).activation_bytes;
         assert!(plan.activation_bytes > without + 4 * floats);

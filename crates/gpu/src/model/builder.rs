@@ -53,6 +53,8 @@ pub type Linear = (ParamKind, ParamKind, usize);
 
 type Buf = wgpu::Buffer;
 type R = Result<(), GpuError>;
+/// A weight's gradient and its bias's, when it has one.
+type Grads<'a> = (View<'a>, Option<View<'a>>);
 
 /// Binds ops in order for one batch shape (see the module docs).
 pub struct Builder<'a, 'r> {
@@ -357,12 +359,15 @@ impl<'a, 'r> Builder<'a, 'r> {
         };
         let scale = self.grad_scale();
         self.matmul(dx_desc, (dlogits.into(), scale), tok, None, dx.into())?;
-        self.weight_grad(dlogits, x, (v, c), self.grad(ParamKind::TokEmb, 0))
+        self.weight_grad(dlogits, x, (v, c), (self.grad(ParamKind::TokEmb, 0), None))
     }
 
-    /// `dW (rows, cols) += dyᵀ · x`, summed over the N rows: K-split
-    /// through the shared scratch when its few output tiles would idle a GPU.
-    fn weight_grad(&mut self, dy: &Buf, x: &Buf, (rows, cols): (u32, u32), dw: View<'a>) -> R {
+    /// `dW (rows, cols) += dyᵀ · x` (and `db += Σ dy` when given), summed
+    /// over the N rows: K-split through the shared scratch when its few
+    /// output tiles would idle a GPU — on the f32 path with `db` as the
+    /// split's row sums, else `db` by the column sum.
+    fn weight_grad(&mut self, dy: &Buf, x: &Buf, dims: (u32, u32), (dw, db): Grads<'a>) -> R {
+        let (rows, cols) = dims;
         let desc = MatmulDesc {
             m: rows,
             k: self.n(),
@@ -376,12 +381,28 @@ impl<'a, 'r> Builder<'a, 'r> {
             let a = (dy.into(), CoopOptions::scaled(self.grad_scale()));
             let op =
                 bind_matmul_coop_split_k(self.ctx, self.reg, desc, a, x.into(), None, dw, scratch)?;
-            return self.push(op);
+            self.push(op)?;
+        } else {
+            let (ctx, layout) = (self.ctx, self.layout);
+            if let Some(db) = db {
+                let split =
+                    layout.bind_split_k_row_sums(ctx, self.reg, desc, dy, x, dw, db, scratch)?;
+                if let Some(op) = split {
+                    return self.push(op);
+                }
+            }
+            let op = layout.bind_split_k(ctx, self.reg, desc, dy, x, None, dw, scratch)?;
+            self.push(op)?;
         }
-        let op = self
-            .layout
-            .bind_split_k(self.ctx, self.reg, desc, dy, x, None, dw, scratch)?;
-        self.push(op)
+        let Some(db) = db else { return Ok(()) };
+        let desc = BiasGradDesc {
+            rows: self.n(),
+            cols: rows,
+            accumulate: true,
+            layout: self.layout,
+        };
+        let k = bind_bias_grad(self.ctx, self.reg, desc, dy, db)?;
+        self.push(k)
     }
 
     /// For `y = x·Wᵀ + b` with `W (d_out, d_in)`: `dx = dy·W`, `dW += dyᵀ·x`,
@@ -402,15 +423,8 @@ impl<'a, 'r> Builder<'a, 'r> {
         };
         let (wv, scale) = (self.params.at(w, l), self.grad_scale());
         self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?;
-        self.weight_grad(dy, x, (u(d_out), u(d_in)), self.grad(w, l))?;
-        let desc = BiasGradDesc {
-            rows: self.n(),
-            cols: u(d_out),
-            accumulate: true,
-            layout: self.layout,
-        };
-        let k = bind_bias_grad(self.ctx, self.reg, desc, dy, self.grad(b, l))?;
-        self.push(k)
+        let grads = (self.grad(w, l), Some(self.grad(b, l)));
+        self.weight_grad(dy, x, (u(d_out), u(d_in)), grads)
     }
 
     /// LayerNorm backward from `dout`: `dx` overwritten (`accumulate` false)

@@ -398,7 +398,7 @@ pub fn bind_matmul_coop_split_k<'a>(
     };
     let parts = (b, None, View::from(scratch));
     let mut kernels = bind_staged(ctx, registry, partial, (a, opts), parts, slices)?;
-    let reduce = bind_reduce(ctx, registry, desc, slices, scratch, bias, c);
+    let reduce = bind_reduce(ctx, registry, desc, slices, scratch, bias, c, None);
     kernels.push(reduce);
     Ok(BoundOp {
         kernels,

@@ -155,6 +155,8 @@ pub const MATMUL_REDUCE: KernelSource = KernelSource {
 pub(super) const KT: u32 = 16;
 /// K per step of the small-output kernel's loop (8 per group of threads).
 pub(super) const KT_SMALL: u32 = 32;
+/// The f32 split's flag (`matmul_common.wgsl`): the row sums of op(A) too.
+pub(super) const ROW_SUMS: u32 = 128;
 /// Threads per workgroup of `reduce_slices`.
 pub(super) const REDUCE_THREADS: u32 = 256;
 /// Output tile edge of the large-output kernel.

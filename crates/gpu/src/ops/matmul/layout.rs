@@ -1,7 +1,7 @@
 //! The f32 matmul in each kernel [`Layout`].
 
 use super::desc::{MatmulDesc, TileKernel};
-use super::split_k::bind_matmul_split_k;
+use super::split_k::{bind_matmul_split_k, bind_matmul_split_k_row_sums};
 use super::tiled::{bind_matmul, bind_matmul_tiled};
 use crate::kernel::{BoundKernel, Layout};
 use crate::ops::{BoundOp, View};
@@ -48,6 +48,28 @@ impl Layout {
         match self {
             Self::Gpu => bind_matmul_split_k(ctx, registry, desc, a, b, bias, c, scratch),
             Self::Cpu => Ok(self.bind(ctx, registry, desc, a, b, bias, c)?.into()),
+        }
+    }
+
+    /// [`bind_matmul_split_k_row_sums`] in this layout: `None` (nothing
+    /// bound) on a CPU implementation, which never splits.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind_split_k_row_sums<'a>(
+        self,
+        ctx: &GpuContext,
+        registry: &mut PipelineRegistry,
+        desc: MatmulDesc,
+        a: impl Into<View<'a>>,
+        b: impl Into<View<'a>>,
+        c: impl Into<View<'a>>,
+        row_sums: View<'a>,
+        scratch: Option<&wgpu::Buffer>,
+    ) -> Result<Option<BoundOp>, GpuError> {
+        match self {
+            Self::Gpu => {
+                bind_matmul_split_k_row_sums(ctx, registry, desc, a, b, c, row_sums, scratch)
+            }
+            Self::Cpu => Ok(None),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The K-split matmul: partial products of K slices into a scratch, then
-//! their ordered sum.
+//! their ordered sum — for a weight gradient with its bias gradient (the
+//! row sums of op(A)) in the same two dispatches.
 
 use super::desc::{check_operands, MatmulDesc, TileKernel};
-use super::kernels::{KT, KT_SMALL, MATMUL_REDUCE, REDUCE_THREADS};
+use super::kernels::{KT, KT_SMALL, MATMUL_REDUCE, REDUCE_THREADS, ROW_SUMS};
 use super::tiled::bind_matmul;
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_dim, grid, shape_error};
@@ -29,12 +30,71 @@ pub fn bind_matmul_split_k<'a>(
     scratch: Option<&wgpu::Buffer>,
 ) -> Result<BoundOp, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
-    let slab = desc.m as u64 * desc.n as u64;
+    match bind_split(ctx, registry, desc, [a, b, c], bias, scratch, None)? {
+        Some(op) => Ok(op),
+        None => Ok(bind_matmul(ctx, registry, desc, a, b, bias, c)?.into()),
+    }
+}
+
+/// [`bind_matmul_split_k`] that also adds the row sums of op(A),
+/// `row_sums[row] (+)= Σ_k op(A)[row, k]` (accumulating as C does), in the
+/// same two dispatches (`ROW_SUMS` in `matmul_common.wgsl`): a weight
+/// gradient `dW = dyᵀ·x` with its bias gradient `Σ_rows dy`. `row_sums`
+/// (M floats) lies in C's buffer, apart from C. `None`, binding nothing,
+/// where the shape is not split: the caller sums the rows apart.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_matmul_split_k_row_sums<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    a: impl Into<View<'a>>,
+    b: impl Into<View<'a>>,
+    c: impl Into<View<'a>>,
+    row_sums: View<'a>,
+    scratch: Option<&wgpu::Buffer>,
+) -> Result<Option<BoundOp>, GpuError> {
+    let (a, b, c) = (a.into(), b.into(), c.into());
+    row_sums.need("matmul", "row sums", desc.m as u64)?;
+    let (c_end, sums_end) = (
+        c.offset as u64 + desc.m as u64 * desc.n as u64,
+        row_sums.offset as u64 + desc.m as u64,
+    );
+    let apart = sums_end <= c.offset as u64 || c_end <= row_sums.offset as u64;
+    if row_sums.buffer != c.buffer || !apart {
+        return Err(shape_error(
+            "matmul",
+            "the row sums must lie in C's buffer, apart from C".into(),
+        ));
+    }
+    bind_split(
+        ctx,
+        registry,
+        desc,
+        [a, b, c],
+        None,
+        scratch,
+        Some(row_sums),
+    )
+}
+
+/// The split of [`bind_matmul_split_k`], with the row sums when given;
+/// `None` where it does not split.
+fn bind_split<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    [a, b, c]: [View<'a>; 3],
+    bias: Option<View<'a>>,
+    scratch: Option<&wgpu::Buffer>,
+    row_sums: Option<View<'a>>,
+) -> Result<Option<BoundOp>, GpuError> {
+    let sums = row_sums.map_or(0, |_| desc.m as u64);
+    let slab = desc.m as u64 * desc.n as u64 + sums;
     let fit = scratch.map_or(0, |s| s.size() / 4 / slab.max(1));
     let split = desc.split_k();
     let wanted = split.slices.min(fit.min(u32::MAX as u64) as u32);
     let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
-        return Ok(bind_matmul(ctx, registry, desc, a, b, bias, c)?.into());
+        return Ok(None);
     };
     check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
     check_scratch("matmul", scratch, [a, b, c], bias)?;
@@ -53,9 +113,10 @@ pub fn bind_matmul_split_k<'a>(
         accumulate: false,
         ..desc
     };
+    let flags = row_sums.map_or(0, |_| ROW_SUMS);
     let offsets = [a.offset, b.offset, a.offset, 0];
     let uniform = partial
-        .params(offsets, [k_chunk, slices], 0)
+        .params(offsets, [k_chunk, slices], flags)
         .upload(ctx, "matmul_split_k_params");
     let buffers = [(1, a.buffer), (2, b.buffer), (3, a.buffer), (4, scratch)];
     let stage1 = bind_kernel(
@@ -66,11 +127,11 @@ pub fn bind_matmul_split_k<'a>(
         &buffers,
         [x, y, slices],
     );
-    let stage2 = bind_reduce(ctx, registry, desc, slices, scratch, bias, c);
-    Ok(BoundOp {
+    let stage2 = bind_reduce(ctx, registry, desc, slices, scratch, bias, c, row_sums);
+    Ok(Some(BoundOp {
         kernels: vec![stage1, stage2],
         scratch: vec![scratch.clone()],
-    })
+    }))
 }
 
 /// Refuses a split-K `scratch` that is also one of the operands.
@@ -91,7 +152,9 @@ pub(super) fn check_scratch(
 }
 
 /// The ordered sum of the `slices` `(M, N)` slices in `scratch` into C,
-/// with the bias and, when `desc` accumulates, C's contents.
+/// with the bias and, when `desc` accumulates, C's contents; and with
+/// `row_sums` (in C's buffer) the slices' row sums into it.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn bind_reduce(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
@@ -100,15 +163,17 @@ pub(super) fn bind_reduce(
     scratch: &wgpu::Buffer,
     bias: Option<View<'_>>,
     c: View<'_>,
+    row_sums: Option<View<'_>>,
 ) -> BoundKernel {
     // An unused bias binding still needs a buffer: the scratch is read-only here.
     let bias = bias.unwrap_or(View::from(scratch));
     let offsets = [0, 0, bias.offset, c.offset];
-    let uniform = desc
-        .params(offsets, [0, slices], 0)
-        .upload(ctx, "matmul_reduce_params");
+    let flags = row_sums.map_or(0, |_| ROW_SUMS);
+    let mut params = desc.params(offsets, [0, slices], flags);
+    params.aux[0] = row_sums.map_or(0, |v| v.offset);
+    let uniform = params.upload(ctx, "matmul_reduce_params");
     let buffers = [(1, scratch), (3, bias.buffer), (4, c.buffer)];
-    let slab = desc.m * desc.n;
+    let slab = desc.m * desc.n + row_sums.map_or(0, |_| desc.m);
     let groups = grid(ctx, slab.div_ceil(REDUCE_THREADS));
     bind_kernel(ctx, registry, &MATMUL_REDUCE, &uniform, &buffers, groups)
 }
