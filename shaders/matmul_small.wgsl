@@ -112,7 +112,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var acc1 = vec4<f32>(0.0);
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
-    // ROW_SUMS: Σ_k op(A)[row + (0..4), k] over this group's K, as acc.
+    // SUMS_ROWS: the op(A) values this thread stages, added up.
     let sums = sums_rows(wg);
     var rs = vec4<f32>(0.0);
     let k_begin = wg.z * p.k_chunk;
@@ -122,6 +122,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var k0 = k_begin; k0 < k_end; k0 += KT) {
         shm[sa] = next_a;
         shm[sb] = next_b;
+        if (sums) {
+            rs += next_a;
+        }
         workgroupBarrier();
         // The next step's loads are in flight while this one computes.
         if (k0 + KT < k_end) {
@@ -136,9 +139,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             acc1 = fma(vec4<f32>(av.y), bv, acc1);
             acc2 = fma(vec4<f32>(av.z), bv, acc2);
             acc3 = fma(vec4<f32>(av.w), bv, acc3);
-            if (sums) {
-                rs += av;
-            }
         }
         workgroupBarrier();
     }
@@ -157,18 +157,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let c_base = p.c_off + wg.z * p.m * p.n;
     store_row(c_base, row0 + lid.y * 4u + g, col0 + lid.x * 4u, sum);
     if (sums) {
-        // The four groups' row sums, added in the same order.
+        // Each thread's sums at (kk, i4), added over kk by a fixed tree.
         workgroupBarrier();
-        if (lid.x == 0u) {
-            shm[g * 8u + lid.y] = rs;
-        }
+        let kk = a_kk(v);
+        let i4 = a_i4(v);
+        shm[kk * 8u + i4] = rs;
         workgroupBarrier();
-        if (lid.x == 0u && g == 0u) {
-            var s = shm[lid.y];
-            for (var h = 1u; h < 4u; h++) {
-                s += shm[h * 8u + lid.y];
+        for (var s = KT / 2u; s > 0u; s >>= 1u) {
+            if (kk < s) {
+                shm[kk * 8u + i4] += shm[(kk + s) * 8u + i4];
             }
-            store_row_sums(wg.z, row0 + lid.y * 4u, s);
+            workgroupBarrier();
+        }
+        if (kk == 0u) {
+            store_row_sums(wg.z, row0 + 4u * i4, shm[i4]);
         }
     }
 }

@@ -12,7 +12,7 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::{
     bind_matmul_split_k, bind_matmul_split_k_row_sums, matmul_reference, MatmulDesc, TileKernel,
-    MATMUL_REDUCE, SPLIT_MIN_K,
+    MATMUL_F32_ROW_SUMS, MATMUL_F32_SMALL_ROW_SUMS, MATMUL_REDUCE, SPLIT_MIN_K,
 };
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::random;
@@ -211,38 +211,33 @@ fn a_scratch_that_is_also_an_operand_is_refused() {
 }
 
 /// A weight gradient with its bias gradient: `dW (+)= op(A)·B` and the row
-/// sums of op(A) added into a view beside it, in the same two dispatches.
-/// The sums equal bit for bit the last column of the product with a column
-/// of ones appended to B (the same products in the same order), and the
-/// reference within f32's reordering; on the small-output and the 64×64
-/// kernel.
+/// sums of op(A) added into a view beside it, in the same two dispatches
+/// (the tile kernel's row-summing pipeline, then the reduce). C is bit for
+/// bit the plain split's; the sums match the reference within f32's
+/// reordering and are the same bits when run again; on the small-output
+/// and the 64×64 kernel, with K not a multiple of the slices.
 #[test]
 fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
     let gpu = gpu_or_skip!();
     let ctx = &gpu.ctx;
     let mut rng = Rng::new(90);
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
-    // N and N + 1 take the same tiles, hence the same slices.
-    for (m, k, n) in [(70, 1000, 33), (130, 8200, 260)] {
+    // Weight gradients (op(A) = dyᵀ), and one A stored (M, K).
+    for (m, k, n, trans_a) in [
+        (70, 1000, 33, true),
+        (130, 8200, 260, true),
+        (40, 900, 24, false),
+    ] {
         let d = MatmulDesc {
             m,
             k,
             n,
-            trans_a: true,
+            trans_a,
             accumulate: true,
             ..Default::default()
         };
-        let ones = MatmulDesc { n: n + 1, ..d };
-        assert_eq!(
-            (d.split_k().slices, d.split_k().small_tiles),
-            (ones.split_k().slices, ones.split_k().small_tiles)
-        );
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
         let (a, b) = (random(&mut rng, ku * mu), random(&mut rng, ku * nu));
-        let b1: Vec<f32> = b
-            .chunks(nu)
-            .flat_map(|row| row.iter().copied().chain([1.0]))
-            .collect();
         // C, a gap of three floats, then the row sums: all one buffer.
         let (c0, sums0) = (random(&mut rng, mu * nu), random(&mut rng, mu));
         let out: Vec<f32> = c0
@@ -253,16 +248,12 @@ fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
             .collect();
         let at = (mu * nu + 3) as u32;
         let slices = d.split_k().slices as usize;
-        let (a_buf, b_buf, b1_buf) = (
-            ctx.upload("a", &a).unwrap(),
-            ctx.upload("b", &b).unwrap(),
-            ctx.upload("b1", &b1).unwrap(),
+        let (a_buf, b_buf) = (ctx.upload("a", &a).unwrap(), ctx.upload("b", &b).unwrap());
+        let (out_buf, plain_buf) = (
+            ctx.upload("out", &out).unwrap(),
+            ctx.upload("plain", &c0).unwrap(),
         );
-        let out_buf = ctx.upload("out", &out).unwrap();
-        let c1_buf = ctx.zeros("c1", mu * (nu + 1)).unwrap();
         let scratch = ctx.zeros("scratch", slices * mu * (nu + 1)).unwrap();
-        let scratch1 = ctx.zeros("scratch1", slices * mu * (nu + 1)).unwrap();
-        let sums_view = View::at(&out_buf, at);
         let op = bind_matmul_split_k_row_sums(
             ctx,
             &mut reg,
@@ -270,37 +261,42 @@ fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
             &a_buf,
             &b_buf,
             &out_buf,
-            sums_view,
+            View::at(&out_buf, at),
             Some(&scratch),
         )
         .unwrap()
         .expect("the shape splits");
         let keys: Vec<_> = op.kernels.iter().map(|k| k.key).collect();
         let kernel = if d.split_k().small_tiles {
-            TileKernel::Small
+            &MATMUL_F32_SMALL_ROW_SUMS
         } else {
-            TileKernel::General
+            &MATMUL_F32_ROW_SUMS
         };
         assert_eq!(
             keys,
-            [kernel.source().key, MATMUL_REDUCE.key],
+            [kernel.key, MATMUL_REDUCE.key],
             "the same two dispatches"
         );
-        let with_ones = bind_matmul_split_k(
+        let plain = bind_matmul_split_k(
             ctx,
             &mut reg,
-            ones,
+            d,
             &a_buf,
-            &b1_buf,
+            &b_buf,
             None,
-            &c1_buf,
-            Some(&scratch1),
+            &plain_buf,
+            Some(&scratch),
         )
         .unwrap();
-        let kernels: Vec<&BoundKernel> = op.kernels.iter().chain(&with_ones.kernels).collect();
+        let kernels: Vec<&BoundKernel> = op.kernels.iter().chain(&plain.kernels).collect();
         submit(ctx, "split_k_row_sums", &kernels);
         let got = pollster::block_on(ctx.read_f32(&out_buf, out.len())).unwrap();
-        let c1 = pollster::block_on(ctx.read_f32(&c1_buf, mu * (nu + 1))).unwrap();
+        let plain_c = pollster::block_on(ctx.read_f32(&plain_buf, mu * nu)).unwrap();
+        assert_eq!(
+            &got[..mu * nu],
+            &plain_c[..],
+            "C of {d:?} is the plain split's"
+        );
         let mut want = matmul_reference(d, &a, &b, None);
         want.iter_mut().zip(&c0).for_each(|(x, c)| *x += c);
         assert_close(
@@ -316,14 +312,17 @@ fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
             "the gap is untouched"
         );
         let sums = &got[at as usize..];
-        let as_ones: Vec<f32> = (0..mu).map(|r| sums0[r] + c1[r * (nu + 1) + nu]).collect();
-        assert_eq!(
-            sums,
-            &as_ones[..],
-            "row sums of {d:?} as a column of ones gives them"
-        );
         let reference: Vec<f32> = (0..mu)
-            .map(|r| sums0[r] + (0..ku).map(|kk| a[kk * mu + r] as f64).sum::<f64>() as f32)
+            .map(|r| {
+                let at = |kk: usize| {
+                    if trans_a {
+                        a[kk * mu + r]
+                    } else {
+                        a[r * ku + kk]
+                    }
+                };
+                sums0[r] + (0..ku).map(|kk| at(kk) as f64).sum::<f64>() as f32
+            })
             .collect();
         assert_close(
             &format!("row sums of {d:?}"),
@@ -331,6 +330,19 @@ fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
             &reference,
             atol(d),
             1e-5,
+        );
+        ctx.queue
+            .write_buffer(&out_buf, 0, bytemuck::cast_slice(&out));
+        submit(
+            ctx,
+            "split_k_row_sums_again",
+            &op.kernels.iter().collect::<Vec<_>>(),
+        );
+        let again = pollster::block_on(ctx.read_f32(&out_buf, out.len())).unwrap();
+        assert_eq!(
+            &again[at as usize..],
+            sums,
+            "the same row sums when run again"
         );
     }
 }

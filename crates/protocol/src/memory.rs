@@ -236,7 +236,11 @@ mod tests {
             assert_eq!(dw(out, inp), want, "{out} × {inp}");
         }
         let floats = split_k_scratch_floats(&cfg, rows);
-        assert_eq!(floats, 6 * 3 * 128 * (128 + 1), "QKV's slices and their row sums");
+        assert_eq!(
+            floats,
+            6 * 3 * 128 * (128 + 1),
+            "QKV's slices and their row sums"
+        );
         let plan = training_memory(&cfg, tiny.batch_size, tiny.block_size);
         let without = training_memory(&cfg, 0, 0).activation_bytes;
         assert!(plan.activation_bytes > without + 4 * floats);

@@ -44,6 +44,22 @@ pub const MATMUL_F32_SMALL: KernelSource = KernelSource {
     constants: &[],
 };
 
+/// [`MATMUL_F32`] that also sums op(A)'s rows (split K's `SUMS_ROWS`).
+pub const MATMUL_F32_ROW_SUMS: KernelSource = KernelSource {
+    key: "matmul_f32_64x64_k16_row_sums",
+    wgsl: MATMUL_WGSL,
+    entry: "main",
+    constants: &[("SUMS_ROWS", 1.0)],
+};
+
+/// [`MATMUL_F32_SMALL`] that also sums op(A)'s rows.
+pub const MATMUL_F32_SMALL_ROW_SUMS: KernelSource = KernelSource {
+    key: "matmul_f32_32x32_k4x8_row_sums",
+    wgsl: MATMUL_SMALL_WGSL,
+    entry: "main",
+    constants: &[("SUMS_ROWS", 1.0)],
+};
+
 /// The cell layout of matmul_small.wgsl ([`TileKernel::Cells`]).
 pub const MATMUL_F32_CELLS: KernelSource = KernelSource {
     key: "matmul_f32_cells",
@@ -155,7 +171,8 @@ pub const MATMUL_REDUCE: KernelSource = KernelSource {
 pub(super) const KT: u32 = 16;
 /// K per step of the small-output kernel's loop (8 per group of threads).
 pub(super) const KT_SMALL: u32 = 32;
-/// The f32 split's flag (`matmul_common.wgsl`): the row sums of op(A) too.
+/// The split reduce's flag (`matmul_common.wgsl`): the slices' row sums of
+/// op(A) too.
 pub(super) const ROW_SUMS: u32 = 128;
 /// Threads per workgroup of `reduce_slices`.
 pub(super) const REDUCE_THREADS: u32 = 256;

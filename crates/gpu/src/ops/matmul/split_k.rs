@@ -3,7 +3,10 @@
 //! row sums of op(A)) in the same two dispatches.
 
 use super::desc::{check_operands, MatmulDesc, TileKernel};
-use super::kernels::{KT, KT_SMALL, MATMUL_REDUCE, REDUCE_THREADS, ROW_SUMS};
+use super::kernels::{
+    KT, KT_SMALL, MATMUL_F32_ROW_SUMS, MATMUL_F32_SMALL_ROW_SUMS, MATMUL_REDUCE, REDUCE_THREADS,
+    ROW_SUMS,
+};
 use super::tiled::bind_matmul;
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_dim, grid, shape_error};
@@ -38,7 +41,8 @@ pub fn bind_matmul_split_k<'a>(
 
 /// [`bind_matmul_split_k`] that also adds the row sums of op(A),
 /// `row_sums[row] (+)= Σ_k op(A)[row, k]` (accumulating as C does), in the
-/// same two dispatches (`ROW_SUMS` in `matmul_common.wgsl`): a weight
+/// same two dispatches (the tile kernel's `SUMS_ROWS` pipeline, then the
+/// reduce with `ROW_SUMS`: `matmul_common.wgsl`): a weight
 /// gradient `dW = dyᵀ·x` with its bias gradient `Σ_rows dy`. `row_sums`
 /// (M floats) lies in C's buffer, apart from C. `None`, binding nothing,
 /// where the shape is not split: the caller sums the rows apart.
@@ -113,20 +117,17 @@ fn bind_split<'a>(
         accumulate: false,
         ..desc
     };
-    let flags = row_sums.map_or(0, |_| ROW_SUMS);
     let offsets = [a.offset, b.offset, a.offset, 0];
     let uniform = partial
-        .params(offsets, [k_chunk, slices], flags)
+        .params(offsets, [k_chunk, slices], 0)
         .upload(ctx, "matmul_split_k_params");
     let buffers = [(1, a.buffer), (2, b.buffer), (3, a.buffer), (4, scratch)];
-    let stage1 = bind_kernel(
-        ctx,
-        registry,
-        kernel.source(),
-        &uniform,
-        &buffers,
-        [x, y, slices],
-    );
+    let source = match (row_sums, kernel) {
+        (None, _) => kernel.source(),
+        (Some(_), TileKernel::Small) => &MATMUL_F32_SMALL_ROW_SUMS,
+        (Some(_), _) => &MATMUL_F32_ROW_SUMS,
+    };
+    let stage1 = bind_kernel(ctx, registry, source, &uniform, &buffers, [x, y, slices]);
     let stage2 = bind_reduce(ctx, registry, desc, slices, scratch, bias, c, row_sums);
     Ok(Some(BoundOp {
         kernels: vec![stage1, stage2],
