@@ -137,7 +137,8 @@ fn dropout_masks_and_gradients_match_the_reference() {
 }
 
 /// 512 rows: every weight gradient sums over K = 512 and runs K-split
-/// through the backward's shared scratch.
+/// through the backward's shared scratch, each bias gradient as its split's
+/// row sums (on the GPU layout).
 #[test]
 fn every_gradient_matches_with_k_split_weight_gradients() {
     let cfg = ModelConfig {
@@ -159,6 +160,8 @@ fn every_gradient_matches_with_k_split_weight_gradients() {
         ..Default::default()
     };
     assert_eq!(qkv_grad.split_k_slices(), 4);
+    // On the small-output kernel: the biases' gradients are the splits' row sums.
+    assert!(qkv_grad.split_k().small_tiles);
     let gpu = gpu_or_skip!();
     check_step(gpu, cfg, tc, 8, 0);
 }
