@@ -120,14 +120,17 @@ fn sampled() -> SampleParams {
 /// Sampling with the KV cache, as `tinygpt sample` runs it (picks on the
 /// GPU, chunks of tokens per submission), greedy or with [`sampled`]'s
 /// setting, `samples` continuations decoded together: `n` tokens each
-/// after a one-token prompt, within one context window, timed after one
-/// untimed run. Tokens/s counts every sample's tokens.
+/// after a one-token prompt, within one context window, timed `timed`
+/// times after one untimed run. Tokens/s counts every sample's tokens: the
+/// median run's as `sample_tokens_per_s`, every run's in the list beside
+/// it (a run of `tiny` is 63 tokens, a few milliseconds: one alone is
+/// noise).
 fn bench_sample(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     name: &str,
     shape: (usize, usize, usize, usize, usize),
-    (n, samples): (usize, usize),
+    (n, samples, timed): (usize, usize, usize),
     (fast, params): (Option<FastPaths>, SampleParams),
 ) -> Result<Value> {
     let (l, h, c, t, _) = shape;
@@ -155,9 +158,14 @@ fn bench_sample(
         }))
     };
     run(dec)?;
-    let t0 = Instant::now();
-    run(dec)?;
-    let dt = t0.elapsed().as_secs_f64();
+    let mut rates = Vec::with_capacity(timed);
+    for _ in 0..timed.max(1) {
+        let t0 = Instant::now();
+        run(dec)?;
+        rates.push((n * samples) as f64 / t0.elapsed().as_secs_f64());
+    }
+    rates.sort_by(f64::total_cmp);
+    let median = rates[rates.len() / 2];
     let path = if fast.is_some() { "f16-storage" } else { "f32" };
     let mode = match params.is_greedy() {
         true => "greedy".to_string(),
@@ -173,7 +181,7 @@ fn bench_sample(
         "path": path,
         "mode": mode,
         "samples": samples,
-        "tokens": n * samples, "sample_tokens_per_s": (n * samples) as f64 / dt }))
+        "tokens": n * samples, "sample_tokens_per_s": median, "sample_tokens_per_s_runs": rates }))
 }
 
 /// One matmul shape, timed over `iters` back-to-back dispatches.
@@ -305,7 +313,7 @@ fn bench_models(
     (quick, only): (bool, Option<&str>),
     (f16, trains): (Option<FastPaths>, &[Option<FastPaths>]),
 ) -> Result<(Vec<Value>, Vec<Value>)> {
-    let (warmup, steps, tokens) = if quick { (1, 2, 8) } else { (5, 20, 200) };
+    let (warmup, steps, tokens, timed) = if quick { (1, 2, 8, 1) } else { (5, 20, 200, 7) };
     let (mut train, mut sample) = (Vec::new(), Vec::new());
     for (name, l, h, c, t, b) in SHAPES {
         if !wanted(name, quick, only) {
@@ -325,7 +333,7 @@ fn bench_models(
             (sampled(), MAX_SAMPLES),
         ];
         for (params, samples) in runs {
-            let n = (tokens, samples);
+            let n = (tokens, samples, timed);
             sample.push(bench_sample(ctx, reg, name, shape, n, (None, params))?);
             if f16.is_some() {
                 sample.push(bench_sample(ctx, reg, name, shape, n, (f16, params))?);
