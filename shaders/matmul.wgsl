@@ -27,26 +27,6 @@ const TS: u32 = 17u;
 var<workgroup> a_tile: array<vec4<f32>, 272>;
 var<workgroup> b_tile: array<vec4<f32>, 272>;
 
-// SUMS_ROWS: each thread's sums `rs` of the vec4 (kk, i4) of the A tile
-// it fills (the main loop's layout), added over kk by a fixed tree in
-// a_tile; the kk = 0 threads write rows row0 + 4·i4 + (0..4) of slice z.
-fn row_sums_tree(tid: u32, rs: vec4<f32>, row0: u32, z: u32) {
-    let trans = (p.flags & TRANS_A) != 0u;
-    let kk = select(tid % KT, tid / 16u, trans);
-    let i4 = select(tid / KT, tid % 16u, trans);
-    a_tile[kk * TS + i4] = rs;
-    workgroupBarrier();
-    for (var s = KT / 2u; s > 0u; s >>= 1u) {
-        if (kk < s) {
-            a_tile[kk * TS + i4] += a_tile[(kk + s) * TS + i4];
-        }
-        workgroupBarrier();
-    }
-    if (kk == 0u) {
-        store_row_sums(z, row0 + 4u * i4, a_tile[i4]);
-    }
-}
-
 // op(A)[row + (0..4), kk] and op(B)[kk, col + (0..4)], zero outside.
 fn a4(row: u32, kk: u32) -> vec4<f32> {
     return vec4<f32>(op_a(row, kk), op_a(row + 1u, kk), op_a(row + 2u, kk), op_a(row + 3u, kk));
@@ -65,9 +45,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var acc1 = vec4<f32>(0.0);
     var acc2 = vec4<f32>(0.0);
     var acc3 = vec4<f32>(0.0);
-    // SUMS_ROWS: the op(A) values this thread stages, added up.
-    let sums = sums_rows(wg);
-    var rs = vec4<f32>(0.0);
     let k_begin = wg.z * p.k_chunk;
     let k_end = min(p.k, k_begin + p.k_chunk);
     for (var k0 = k_begin; k0 < k_end; k0 += KT) {
@@ -77,19 +54,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         if ((p.flags & TRANS_A) != 0u) {
             let i4 = tid % 16u;
             let kk = tid / 16u;
-            let av = a4(row0 + 4u * i4, k0 + kk);
-            a_tile[kk * TS + i4] = av;
-            if (sums) {
-                rs += av;
-            }
+            a_tile[kk * TS + i4] = a4(row0 + 4u * i4, k0 + kk);
         } else {
             let kk = tid % KT;
             let i4 = tid / KT;
-            let av = a4(row0 + 4u * i4, k0 + kk);
-            a_tile[kk * TS + i4] = av;
-            if (sums) {
-                rs += av;
-            }
+            a_tile[kk * TS + i4] = a4(row0 + 4u * i4, k0 + kk);
         }
         if ((p.flags & TRANS_B) != 0u) {
             let kk = tid % KT;
@@ -110,9 +79,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             acc3 = fma(vec4<f32>(av.w), bv, acc3);
         }
         workgroupBarrier();
-    }
-    if (sums) {
-        row_sums_tree(tid, rs, row0, wg.z);
     }
     let row = row0 + lid.y * 4u;
     let col = col0 + lid.x * 4u;

@@ -37,16 +37,11 @@ const TRANS_A: u32 = 1u;
 const TRANS_B: u32 = 2u;
 const HAS_BIAS: u32 = 4u;
 const ACCUMULATE: u32 = 8u;
-// Split K's first stage (matmul.wgsl, matmul_small.wgsl) in its SUMS_ROWS
-// pipeline also sums each row of op(A) over its workgroup's K range (the
-// workgroups of the first column of tiles: each invocation adds up the
-// op(A) values it stages, step after step, then a fixed tree adds the
-// invocations) into the scratch after the slices, (slices, M); with the
-// ROW_SUMS flag reduce_slices adds them in order z = 0, 1, … into c at
-// aux_off (with ACCUMULATE, onto it). A weight gradient dW = dyᵀ·x so
-// finishes its bias gradient Σ_rows dy in the dispatches it already takes,
-// and the pipelines without the constant keep their code as it was.
-override SUMS_ROWS: bool = false;
+// The split reduce (matmul.wgsl's reduce_slices) also adds the row sums of
+// op(A) that the small-output kernel's SUMS_ROWS pipeline wrote after the
+// slices, (slices, M), in order z = 0, 1, …, into c at aux_off (with
+// ACCUMULATE, onto it): a weight gradient dW = dyᵀ·x so finishes its bias
+// gradient Σ_rows dy in the dispatches it already takes.
 const ROW_SUMS: u32 = 128u;
 
 // op(A)[row, kk] and op(B)[kk, col] in the layout the flags say, zero
@@ -91,22 +86,5 @@ fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {
             v += c[o];
         }
         c[o] = v;
-    }
-}
-
-// Whether this workgroup sums op(A)'s rows (SUMS_ROWS): the same for all
-// of its invocations.
-fn sums_rows(wg: vec3<u32>) -> bool {
-    return SUMS_ROWS && wg.x == 0u;
-}
-
-// Writes rows row + (0..4) of K slice z's row sums (SUMS_ROWS), after the
-// slices in the scratch bound as C.
-fn store_row_sums(z: u32, row: u32, s: vec4<f32>) {
-    let base = p.c_off + p.slices * p.m * p.n + z * p.m;
-    for (var i = 0u; i < 4u; i++) {
-        if (row + i < p.m) {
-            c[base + row + i] = s[i];
-        }
     }
 }

@@ -22,6 +22,31 @@ const KT: u32 = 32u;
 // K per group and step.
 const KG: u32 = 8u;
 
+// SUMS_ROWS (a pipeline of its own, for split K: matmul_common.wgsl's
+// ROW_SUMS): the workgroups of the first column of tiles also sum each row
+// of op(A) over their K range — each invocation adds up the op(A) vec4 it
+// stages, step after step, then a fixed tree adds the invocations — into
+// the scratch after the slices, (slices, M). The pipelines without the
+// constant compute as before.
+override SUMS_ROWS: bool = false;
+
+// Whether this workgroup sums op(A)'s rows: the same for all of its
+// invocations.
+fn sums_rows(wg: vec3<u32>) -> bool {
+    return SUMS_ROWS && wg.x == 0u;
+}
+
+// Writes rows row + (0..4) of K slice z's row sums after the slices in the
+// scratch bound as C.
+fn store_row_sums(z: u32, row: u32, s: vec4<f32>) {
+    let base = p.c_off + p.slices * p.m * p.n + z * p.m;
+    for (var i = 0u; i < 4u; i++) {
+        if (row + i < p.m) {
+            c[base + row + i] = s[i];
+        }
+    }
+}
+
 // The A tile at [0, 256), the B tile at [256, 512): row kk of a tile holds
 // the 8 vec4 op(A)[row0 + 4·i4 + (0..4), k0 + kk] (or op(B)[k0 + kk, col0 +
 // 4·j4 + (0..4)]) at slot(kk, i4), XOR-swizzled so that the 8 threads

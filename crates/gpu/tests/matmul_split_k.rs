@@ -12,7 +12,7 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::{
     bind_matmul_split_k, bind_matmul_split_k_row_sums, matmul_reference, MatmulDesc, TileKernel,
-    MATMUL_F32_ROW_SUMS, MATMUL_F32_SMALL_ROW_SUMS, MATMUL_REDUCE, SPLIT_MIN_K,
+    MATMUL_F32_SMALL_ROW_SUMS, MATMUL_REDUCE, SPLIT_MIN_K,
 };
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::random;
@@ -212,10 +212,10 @@ fn a_scratch_that_is_also_an_operand_is_refused() {
 
 /// A weight gradient with its bias gradient: `dW (+)= op(A)·B` and the row
 /// sums of op(A) added into a view beside it, in the same two dispatches
-/// (the tile kernel's row-summing pipeline, then the reduce). C is bit for
-/// bit the plain split's; the sums match the reference within f32's
-/// reordering and are the same bits when run again; on the small-output
-/// and the 64×64 kernel, with K not a multiple of the slices.
+/// (the small-output kernel's row-summing pipeline, then the reduce). C is
+/// bit for bit the plain split's; the sums match the reference within
+/// f32's reordering and are the same bits when run again; K not a multiple
+/// of the slices.
 #[test]
 fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
     let gpu = gpu_or_skip!();
@@ -225,7 +225,7 @@ fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
     // Weight gradients (op(A) = dyᵀ), and one A stored (M, K).
     for (m, k, n, trans_a) in [
         (70, 1000, 33, true),
-        (130, 8200, 260, true),
+        (65, 4100, 128, true),
         (40, 900, 24, false),
     ] {
         let d = MatmulDesc {
@@ -267,14 +267,9 @@ fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
         .unwrap()
         .expect("the shape splits");
         let keys: Vec<_> = op.kernels.iter().map(|k| k.key).collect();
-        let kernel = if d.split_k().small_tiles {
-            &MATMUL_F32_SMALL_ROW_SUMS
-        } else {
-            &MATMUL_F32_ROW_SUMS
-        };
         assert_eq!(
             keys,
-            [kernel.key, MATMUL_REDUCE.key],
+            [MATMUL_F32_SMALL_ROW_SUMS.key, MATMUL_REDUCE.key],
             "the same two dispatches"
         );
         let plain = bind_matmul_split_k(
@@ -348,7 +343,8 @@ fn a_weight_gradient_sums_its_rows_in_the_same_two_dispatches() {
 }
 
 /// Row sums outside C's buffer, or over C, are refused, naming why; a shape
-/// that does not split binds nothing, so that the caller sums the rows apart.
+/// that does not split, or splits on the 64×64 kernel, binds nothing, so
+/// that the caller sums the rows apart.
 #[test]
 fn row_sums_are_refused_over_c_and_absent_when_nothing_splits() {
     let gpu = gpu_or_skip!();
@@ -389,4 +385,22 @@ fn row_sums_are_refused_over_c_and_absent_when_nothing_splits() {
         bind_matmul_split_k_row_sums(ctx, &mut reg, short, &a, &b, &c, beside, Some(&scratch))
             .unwrap();
     assert!(none.is_none(), "K under two slices binds nothing");
+    let wide = MatmulDesc {
+        m: 1000,
+        k: 300,
+        n: 520,
+        ..d
+    };
+    assert!(wide.split_k_slices() >= 2 && !wide.split_k().small_tiles);
+    let (a, b) = (
+        ctx.zeros("a", 1000 * 300).unwrap(),
+        ctx.zeros("b", 300 * 520).unwrap(),
+    );
+    let c = ctx.zeros("c", 1000 * 520 + 1000).unwrap();
+    let scratch = ctx.zeros("scratch", 8 * 1000 * 521).unwrap();
+    let beside = View::at(&c, 1000 * 520);
+    let none =
+        bind_matmul_split_k_row_sums(ctx, &mut reg, wide, &a, &b, &c, beside, Some(&scratch))
+            .unwrap();
+    assert!(none.is_none(), "a 64×64 split binds nothing");
 }

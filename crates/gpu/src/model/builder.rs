@@ -366,8 +366,7 @@ impl<'a, 'r> Builder<'a, 'r> {
     /// over the N rows: K-split through the shared scratch when its few
     /// output tiles would idle a GPU — with `db` as the split's row sums
     /// where it splits on the f32 small-output kernel, else `db` by the
-    /// column sum (measured on the H200, BENCHMARKS.md: the row sums save
-    /// `tiny` 1.6 % a step, and cost `small`'s 64×64 splits 1 %).
+    /// column sum.
     fn weight_grad(&mut self, dy: &Buf, x: &Buf, dims: (u32, u32), (dw, db): Grads<'a>) -> R {
         let (rows, cols) = dims;
         let desc = MatmulDesc {
@@ -386,7 +385,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             self.push(op)?;
         } else {
             let (ctx, layout) = (self.ctx, self.layout);
-            if let Some(db) = db.filter(|_| desc.split_k().small_tiles) {
+            if let Some(db) = db {
                 let split =
                     layout.bind_split_k_row_sums(ctx, self.reg, desc, dy, x, dw, db, scratch)?;
                 if let Some(op) = split {

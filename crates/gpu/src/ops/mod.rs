@@ -68,7 +68,6 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &residual::RESIDUAL_ACCUMULATE,
         &MATMUL_F32,
         &MATMUL_F32_SMALL,
-        &MATMUL_F32_ROW_SUMS,
         &MATMUL_F32_SMALL_ROW_SUMS,
         &MATMUL_F32_CELLS,
         &MATMUL_F32_128,

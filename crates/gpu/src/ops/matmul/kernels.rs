@@ -44,15 +44,8 @@ pub const MATMUL_F32_SMALL: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// [`MATMUL_F32`] that also sums op(A)'s rows (split K's `SUMS_ROWS`).
-pub const MATMUL_F32_ROW_SUMS: KernelSource = KernelSource {
-    key: "matmul_f32_64x64_k16_row_sums",
-    wgsl: MATMUL_WGSL,
-    entry: "main",
-    constants: &[("SUMS_ROWS", 1.0)],
-};
-
-/// [`MATMUL_F32_SMALL`] that also sums op(A)'s rows.
+/// [`MATMUL_F32_SMALL`] that also sums op(A)'s rows (split K's
+/// `SUMS_ROWS`).
 pub const MATMUL_F32_SMALL_ROW_SUMS: KernelSource = KernelSource {
     key: "matmul_f32_32x32_k4x8_row_sums",
     wgsl: MATMUL_SMALL_WGSL,

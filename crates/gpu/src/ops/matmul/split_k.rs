@@ -4,8 +4,7 @@
 
 use super::desc::{check_operands, MatmulDesc, TileKernel};
 use super::kernels::{
-    KT, KT_SMALL, MATMUL_F32_ROW_SUMS, MATMUL_F32_SMALL_ROW_SUMS, MATMUL_REDUCE, REDUCE_THREADS,
-    ROW_SUMS,
+    KT, KT_SMALL, MATMUL_F32_SMALL_ROW_SUMS, MATMUL_REDUCE, REDUCE_THREADS, ROW_SUMS,
 };
 use super::tiled::bind_matmul;
 use crate::kernel::BoundKernel;
@@ -41,11 +40,12 @@ pub fn bind_matmul_split_k<'a>(
 
 /// [`bind_matmul_split_k`] that also adds the row sums of op(A),
 /// `row_sums[row] (+)= Σ_k op(A)[row, k]` (accumulating as C does), in the
-/// same two dispatches (the tile kernel's `SUMS_ROWS` pipeline, then the
-/// reduce with `ROW_SUMS`: `matmul_common.wgsl`): a weight
-/// gradient `dW = dyᵀ·x` with its bias gradient `Σ_rows dy`. `row_sums`
-/// (M floats) lies in C's buffer, apart from C. `None`, binding nothing,
-/// where the shape is not split: the caller sums the rows apart.
+/// same two dispatches (the small-output kernel's `SUMS_ROWS` pipeline,
+/// then the reduce with `ROW_SUMS`): a weight gradient `dW = dyᵀ·x` with
+/// its bias gradient `Σ_rows dy`. `row_sums` (M floats) lies in C's
+/// buffer, apart from C. `None`, binding nothing, where the shape is not
+/// split or splits on the 64×64 kernel (row sums there measured slower on
+/// the H200: BENCHMARKS.md): the caller sums the rows apart.
 #[allow(clippy::too_many_arguments)]
 pub fn bind_matmul_split_k_row_sums<'a>(
     ctx: &GpuContext,
@@ -97,7 +97,10 @@ fn bind_split<'a>(
     let fit = scratch.map_or(0, |s| s.size() / 4 / slab.max(1));
     let split = desc.split_k();
     let wanted = split.slices.min(fit.min(u32::MAX as u64) as u32);
-    let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
+    // Row sums only on the small-output kernel (its SUMS_ROWS pipeline).
+    let Some(scratch) =
+        scratch.filter(|_| wanted >= 2 && (split.small_tiles || row_sums.is_none()))
+    else {
         return Ok(None);
     };
     check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
@@ -122,10 +125,9 @@ fn bind_split<'a>(
         .params(offsets, [k_chunk, slices], 0)
         .upload(ctx, "matmul_split_k_params");
     let buffers = [(1, a.buffer), (2, b.buffer), (3, a.buffer), (4, scratch)];
-    let source = match (row_sums, kernel) {
-        (None, _) => kernel.source(),
-        (Some(_), TileKernel::Small) => &MATMUL_F32_SMALL_ROW_SUMS,
-        (Some(_), _) => &MATMUL_F32_ROW_SUMS,
+    let source = match row_sums {
+        None => kernel.source(),
+        Some(_) => &MATMUL_F32_SMALL_ROW_SUMS,
     };
     let stage1 = bind_kernel(ctx, registry, source, &uniform, &buffers, [x, y, slices]);
     let stage2 = bind_reduce(ctx, registry, desc, slices, scratch, bias, c, row_sums);
