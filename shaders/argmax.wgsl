@@ -14,6 +14,10 @@
 // Samples decoded together (B rows of logits, each V long) run as B
 // workgroups: workgroup b picks from row b into token[b], records at
 // picks[P·B + b].
+//
+// Workgroup 0 also writes P + 1 as the next step's position (next_pos, the
+// other of the decoder's two position buffers): steps chain inside one pass
+// with no copy between them.
 
 struct Params {
     v: u32,
@@ -30,6 +34,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> token: array<u32>;
 // picks[P] = (token, index of the first non-finite logit or NONE, its bits, 0).
 @group(0) @binding(4) var<storage, read_write> picks: array<vec4<u32>>;
+// The next step's position (x = P + 1), read as `pos` by that step.
+@group(0) @binding(5) var<storage, read_write> next_pos: array<u32>;
 
 const WG: u32 = 256u;
 
@@ -108,5 +114,8 @@ fn main(
             bits = bitcast<u32>(logits[logits_row + g.z]);
         }
         picks[pos.x * nwg.x + wg.x] = vec4<u32>(g.y, g.z, bits, 0u);
+        if (wg.x == 0u) {
+            next_pos[0] = pos.x + 1u;
+        }
     }
 }

@@ -40,6 +40,9 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> picks: array<vec4<u32>>;
 // draws[P]: the uniform in [0, 1) that picks position P's successor.
 @group(0) @binding(5) var<storage, read> draws: array<f32>;
+// The next step's position (x = P + 1), read as `pos` by that step
+// (written by workgroup 0, as argmax.wgsl does).
+@group(0) @binding(6) var<storage, read_write> next_pos: array<u32>;
 
 const WG: u32 = 256u;
 // tinygpt_protocol::config::MAX_VOCAB.
@@ -165,5 +168,8 @@ fn main(
             bits = bitcast<u32>(logits[row + first_bad]);
         }
         picks[at_p] = vec4<u32>(next, first_bad, bits, 0u);
+        if (wg.x == 0u) {
+            next_pos[0] = pos.x + 1u;
+        }
     }
 }

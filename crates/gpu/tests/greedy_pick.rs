@@ -22,6 +22,7 @@ fn pick(gpu: &TestGpu, logits: &[f32], p: u32) -> (u32, Pick) {
     let buf = ctx.upload("logits", &padded).unwrap();
     let position = decode_position_buffer(ctx);
     ctx.queue.write_buffer(&position, 0, &p.to_le_bytes());
+    let next = decode_position_buffer(ctx);
     let token = ctx.zeros("token", 1).unwrap();
     let picks = ctx.zeros("picks", 4 * (p as usize + 2)).unwrap();
     let v = logits.len() as u32;
@@ -30,12 +31,18 @@ fn pick(gpu: &TestGpu, logits: &[f32], p: u32) -> (u32, Pick) {
         &mut reg,
         (v, 1),
         View::at(&buf, 5),
-        &position,
+        (&position, &next),
         &token,
         &picks,
     )
     .unwrap();
     submit(ctx, "greedy_pick", &[&k]);
+    let after = pollster::block_on(ctx.read_bytes(&next, 4)).unwrap();
+    assert_eq!(
+        u32::from_le_bytes(after.try_into().unwrap()),
+        p + 1,
+        "the next step's position"
+    );
     let t = pollster::block_on(ctx.read_bytes(&token, 4)).unwrap();
     let all = pollster::block_on(ctx.read_bytes(&picks, picks.size())).unwrap();
     let at = (PICK_BYTES * p as u64) as usize;
@@ -106,4 +113,31 @@ fn the_first_non_finite_logit_is_reported_as_the_cpu_sampler_reports_it() {
         other => panic!("the CPU sampler returned {other:?}"),
     }
     assert_eq!(index, 200);
+}
+
+#[test]
+fn a_pick_refuses_buffers_it_would_share() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+    let logits = ctx.upload("logits", &[0.0; 8]).unwrap();
+    let (position, next) = (decode_position_buffer(ctx), decode_position_buffer(ctx));
+    let (token, picks) = (
+        ctx.zeros("token", 1).unwrap(),
+        ctx.zeros("picks", 4).unwrap(),
+    );
+    let mut bind = |pos: (&wgpu::Buffer, &wgpu::Buffer), token: &wgpu::Buffer| {
+        bind_greedy_pick(ctx, &mut reg, (8, 1), &logits, pos, token, &picks)
+            .err()
+            .map(|e| e.to_string())
+    };
+    assert_eq!(bind((&position, &next), &token), None);
+    for err in [
+        bind((&position, &position), &token),
+        bind((&position, &next), &next),
+        bind((&position, &next), &picks),
+    ] {
+        let err = err.expect("shared buffers are refused");
+        assert!(err.contains("must be five buffers"), "{err}");
+    }
 }

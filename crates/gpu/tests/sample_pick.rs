@@ -27,6 +27,7 @@ fn gpu_pick(gpu: &TestGpu, logits: &[f32], params: &SampleParams, p: u32, u: f32
     let uniform = ctx.uniform("params", bytemuck::cast_slice(&words));
     let position = decode_position_buffer(ctx);
     ctx.queue.write_buffer(&position, 0, &p.to_le_bytes());
+    let next = decode_position_buffer(ctx);
     let token = ctx.zeros("token", 1).unwrap();
     let picks = ctx.zeros("picks", 4 * (p as usize + 1)).unwrap();
     let mut draws = vec![0.5f32; p as usize + 1];
@@ -38,13 +39,19 @@ fn gpu_pick(gpu: &TestGpu, logits: &[f32], params: &SampleParams, p: u32, u: f32
         (v, 1),
         View::at(&buf, 3),
         &uniform,
-        &position,
+        (&position, &next),
         &token,
         &picks,
         &draws,
     )
     .unwrap();
     submit(ctx, "sample_pick", &[&k]);
+    let after = pollster::block_on(ctx.read_bytes(&next, 4)).unwrap();
+    assert_eq!(
+        u32::from_le_bytes(after.try_into().unwrap()),
+        p + 1,
+        "the next step's position"
+    );
     let t = pollster::block_on(ctx.read_bytes(&token, 4)).unwrap();
     let all = pollster::block_on(ctx.read_bytes(&picks, picks.size())).unwrap();
     let at = (PICK_BYTES * p as u64) as usize;

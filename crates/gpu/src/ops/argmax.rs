@@ -51,17 +51,18 @@ impl Pick {
 }
 
 /// Binds the pick from `logits (V)`: the argmax goes to element 0 of `token`
-/// and to record `P` of `picks`, `P` being the `x` of the 16-byte `position`
-/// uniform (`ops::attention::decode_position_buffer`). With `rows` > 1 (the
-/// samples decoded together) row `b` of `logits (rows, V)` goes to element
-/// `b` of `token` and record `P·rows + b`.
+/// and to record `P` of `picks`, `P` being the `x` of the 16-byte position
+/// uniform (`ops::attention::decode_position_buffer`), the first of
+/// `(position, next)`; `P + 1` goes to the second, the next step's
+/// position. With `rows` > 1 (the samples decoded together) row `b` of
+/// `logits (rows, V)` goes to element `b` of `token` and record `P·rows + b`.
 #[allow(clippy::too_many_arguments)]
 pub fn bind_greedy_pick<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     (v, rows): (u32, u32),
     logits: impl Into<View<'a>>,
-    position: &wgpu::Buffer,
+    (position, next): (&wgpu::Buffer, &wgpu::Buffer),
     token: &wgpu::Buffer,
     picks: &wgpu::Buffer,
 ) -> Result<BoundKernel, GpuError> {
@@ -70,19 +71,18 @@ pub fn bind_greedy_pick<'a>(
         return Err(shape_error("greedy_pick", "no logits to pick from".into()));
     }
     logits.need("greedy_pick", "logits", v as u64 * rows as u64)?;
-    if [token, picks, position].contains(&logits.buffer) || token == picks {
-        return Err(shape_error(
-            "greedy_pick",
-            "the logits, token, picks and position must be four buffers".into(),
-        ));
-    }
+    check_distinct(
+        "greedy_pick",
+        &[logits.buffer, position, next, token, picks],
+    )?;
     if token.size() < 4 * rows as u64
         || picks.size() < PICK_BYTES * rows as u64
         || position.size() < 16
+        || next.size() < 16
     {
         return Err(shape_error(
             "greedy_pick",
-            "token needs 4 bytes a row, picks 16 a row per position, position 16".into(),
+            "token needs 4 bytes a row, picks 16 a row per position, each position 16".into(),
         ));
     }
     let params = uniform(ctx, "greedy_pick_params", &[v, logits.offset]);
@@ -91,9 +91,30 @@ pub fn bind_greedy_pick<'a>(
         registry,
         &GREEDY_PICK,
         &params,
-        &[(1, position), (2, logits.buffer), (3, token), (4, picks)],
+        &[
+            (1, position),
+            (2, logits.buffer),
+            (3, token),
+            (4, picks),
+            (5, next),
+        ],
         [rows, 1, 1],
     ))
+}
+
+/// Refuses a pick whose buffers are not all different (the logits, the
+/// two positions, the token and the picks).
+fn check_distinct(op: &'static str, buffers: &[&wgpu::Buffer]) -> Result<(), GpuError> {
+    for (i, b) in buffers.iter().enumerate() {
+        if buffers[..i].contains(b) {
+            return Err(shape_error(
+                op,
+                "the logits, the two positions, the token and the picks must be five buffers"
+                    .into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub const SAMPLE_PICK: KernelSource = KernelSource {
@@ -118,7 +139,8 @@ pub fn sample_params_words(v: u32, logits_off: u32, params: &SampleParams) -> [u
     ]
 }
 
-/// Binds the seeded pick from `logits`: like [`bind_greedy_pick`], with the
+/// Binds the seeded pick from `logits`: like [`bind_greedy_pick`] (the
+/// positions, the token and the records), with the
 /// rule's uniform `params` (32 bytes, [`sample_params_words`], rewritten
 /// by the caller per generation) and `draws`, one f32 per position and row
 /// (row `b` of position `P` at `P·rows + b`).
@@ -129,7 +151,7 @@ pub fn bind_sample_pick<'a>(
     (v, rows): (u32, u32),
     logits: impl Into<View<'a>>,
     params: &wgpu::Buffer,
-    position: &wgpu::Buffer,
+    (position, next): (&wgpu::Buffer, &wgpu::Buffer),
     token: &wgpu::Buffer,
     picks: &wgpu::Buffer,
     draws: &wgpu::Buffer,
@@ -145,11 +167,16 @@ pub fn bind_sample_pick<'a>(
         ));
     }
     logits.need("sample_pick", "logits", v as u64 * rows as u64)?;
+    check_distinct(
+        "sample_pick",
+        &[logits.buffer, position, next, token, picks],
+    )?;
     // One draw for every position a pick may be recorded at.
     if params.size() < 32
         || token.size() < 4 * rows as u64
         || picks.size() < PICK_BYTES * rows as u64
         || 4 * draws.size() < picks.size()
+        || next.size() < 16
     {
         return Err(shape_error(
             "sample_pick",
@@ -167,6 +194,7 @@ pub fn bind_sample_pick<'a>(
             (3, token),
             (4, picks),
             (5, draws),
+            (6, next),
         ],
         [rows, 1, 1],
     ))

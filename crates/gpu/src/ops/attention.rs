@@ -464,9 +464,17 @@ impl KvCache {
 
 /// The decode position: a 16-byte uniform (`vec4<u32>`, position in `x`)
 /// that every layer's append and decode kernels share. Set it with
-/// [`set_decode_position`] before each token: one 4-byte write, no rebinding.
+/// [`set_decode_position`] before each token: one 4-byte write, no
+/// rebinding. It is also a storage buffer, so that a step's pick can write
+/// the next step's position (`ops::argmax`).
 pub fn decode_position_buffer(ctx: &GpuContext) -> wgpu::Buffer {
-    ctx.uniform("attention_decode_position", &[0; POSITION_BYTES as usize])
+    use wgpu::BufferUsages as U;
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("attention_decode_position"),
+        size: POSITION_BYTES,
+        usage: U::UNIFORM | U::STORAGE | U::COPY_DST | U::COPY_SRC,
+        mapped_at_creation: false,
+    })
 }
 
 /// Queues the write of position `p` (the index of the token being decoded).

@@ -13,11 +13,15 @@
 //! and the GEMVs and the attention without barriers, instead
 //! ([`DecoderKernels`]): seven per layer and four more.
 //!
-//! Steps chain inside one submission: before each, a copy from a table
-//! sets the position uniform, and the input token is either copied from
-//! the host's list (a prompt) or left by the previous step's pick. Decoding
-//! therefore submits many tokens at once and reads back only their ids,
-//! greedy or sampled alike.
+//! Steps chain inside one submission. A prompt's steps each start with two
+//! copies: the position from a table, the input token from the host's
+//! list. After them, a step's input token is the one the previous step's
+//! pick left, and so is its position: the decoder keeps two position
+//! uniforms and binds every step's kernels twice, once reading each, and a
+//! step's pick writes the position after its own into the other — so the
+//! picked steps run back to back in one compute pass with no copy between
+//! them. Decoding therefore submits many tokens at once and reads back
+//! only their ids, greedy or sampled alike.
 //!
 //! A decoder decodes `batch` samples together (several continuations of
 //! one prompt): every row buffer holds a row per sample, every kernel runs
@@ -59,6 +63,19 @@ enum Out {
     Sample,
 }
 
+/// The dispatches of a token step reading one of the two position
+/// uniforms.
+struct Step {
+    /// The embedding and the blocks.
+    body: Vec<BoundKernel>,
+    /// The final LayerNorm and the tied head: one GEMV, or the LayerNorm
+    /// and the GEMV.
+    head: Vec<BoundKernel>,
+    pick: BoundKernel,
+    /// The seeded pick.
+    sample: BoundKernel,
+}
+
 /// The row buffers (a row per sample), caches and bound kernels of
 /// decoding.
 pub struct Decoder {
@@ -70,7 +87,8 @@ pub struct Decoder {
     /// Tokens the host gives one submission (`batch` a step), copied into
     /// `token` step by step.
     host_tokens: wgpu::Buffer,
-    /// Row `p` holds position `p`, copied into `position` before each step.
+    /// Row `p` holds position `p`, copied into `position[0]` before a
+    /// submission's first step and each prompt step.
     positions: wgpu::Buffer,
     position: wgpu::Buffer,
     logits: wgpu::Buffer,
@@ -78,14 +96,9 @@ pub struct Decoder {
     /// each, position-major).
     picks: wgpu::Buffer,
     vocab: usize,
-    /// The embedding and the blocks.
-    body: Vec<BoundKernel>,
-    /// The final LayerNorm and the tied head: one GEMV, or the LayerNorm
-    /// and the GEMV.
-    head: Vec<BoundKernel>,
-    pick: BoundKernel,
-    /// The seeded pick, its rule's uniform and one draw per position.
-    sample: BoundKernel,
+    /// The step reading `position[0]` and the step reading `position[1]`.
+    steps: [Step; 2],
+    /// The seeded pick's rule and one draw per position.
     sample_params: wgpu::Buffer,
     draws: wgpu::Buffer,
     _buffers: Vec<wgpu::Buffer>,
@@ -105,10 +118,9 @@ impl PendingPicks {
 }
 
 impl Decoder {
-    /// Binds a token step of `batch` samples in the `layout` (one line per
-    /// op, as `graph.rs` binds training), reading the `f16` weights when
+    /// Binds a token step of `batch` samples in the `layout`, twice (one
+    /// reading each position uniform), reading the `f16` weights when
     /// given.
-    #[rustfmt::skip] // one line per op
     pub fn new(
         ctx: &GpuContext,
         reg: &mut PipelineRegistry,
@@ -119,38 +131,73 @@ impl Decoder {
     ) -> Result<Self, GpuError> {
         let (c, v, t_max) = (cfg.d_model as u32, cfg.vocab_size as u32, cfg.block_size);
         let rows_of = |n: usize| n * batch as usize;
-        let desc = DecodeDesc { c, nh: cfg.n_head as u32, t_max: t_max as u32, batch };
+        let desc = DecodeDesc {
+            c,
+            nh: cfg.n_head as u32,
+            t_max: t_max as u32,
+            batch,
+        };
         let table: Vec<u32> = (0..desc.t_max).flat_map(|p| [p, 0, 0, 0]).collect();
         let positions = ctx.upload_bytes("decode_positions", bytemuck::cast_slice(&table))?;
         let host_tokens = ctx.zeros("decode_host_tokens", rows_of(t_max))?;
-        let picks = ctx.zeros("decode_picks", rows_of(t_max) * (PICK_BYTES as usize / 4))?;
-        let caches: Vec<KvCache> = (0..cfg.n_layer).map(|_| KvCache::new(ctx, desc)).collect::<Result<_, _>>()?;
+        let records = Records {
+            picks: ctx.zeros("decode_picks", rows_of(t_max) * (PICK_BYTES as usize / 4))?,
+            sample_params: ctx.uniform(
+                "decode_sample_params",
+                bytemuck::cast_slice(&sample_params_words(v, 0, &SampleParams::default())),
+            ),
+            draws: ctx.zeros("decode_draws", rows_of(t_max))?,
+        };
+        let caches: Vec<KvCache> = (0..cfg.n_layer)
+            .map(|_| KvCache::new(ctx, desc))
+            .collect::<Result<_, _>>()?;
         let rows = Rows::new(ctx, c as usize, v as usize, batch as usize)?;
-        let r = &rows;
-        let mut g = RowBuilder { ctx, reg, params, f16, layout, desc, v, rows: r, kernels: Vec::new() };
-        g.encoder()?; // x (C)
-        for (l, cache) in caches.iter().enumerate() {
-            let ln1 = g.layernorm((Ln1W, Ln1B, l))?; // folded into the next GEMV, or xn (C)
-            g.linear(ln1, (QkvW, QkvB, l), (c, 3 * c), false, &r.qkv)?; // qkv (3C)
-            g.attention(cache)?; // atty (C); K, V appended to the cache
-            g.linear(g.row(&r.atty), (AttnProjW, AttnProjB, l), (c, c), true, &r.x)?; // x += (C)
-            let ln2 = g.layernorm((Ln2W, Ln2B, l))?;
-            g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
-            g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), true, &r.x)?; // x += (C)
-        }
-        let body = g.take();
-        let lnf = g.layernorm((LnfW, LnfB, 0))?;
-        g.head(lnf)?; // logits (V)
-        let head = g.take();
-        let pick = bind_greedy_pick(ctx, g.reg, (v, batch), &r.logits, &r.position, &r.token, &picks)?;
-        let sample_params = ctx.uniform("decode_sample_params", bytemuck::cast_slice(&sample_params_words(v, 0, &SampleParams::default())));
-        let draws = ctx.zeros("decode_draws", rows_of(t_max))?;
-        let sample = bind_sample_pick(ctx, g.reg, (v, batch), &r.logits, &sample_params, &r.position, &r.token, &picks, &draws)?;
-        let Rows { token, position, logits, x, qkv, atty, fch, xn, mean, rstd } = rows;
+        let mut g = RowBuilder {
+            ctx,
+            reg,
+            params,
+            f16,
+            layout,
+            desc,
+            v,
+            rows: &rows,
+            parity: 0,
+            kernels: Vec::new(),
+        };
+        let first = bind_step(&mut g, &caches, &records)?;
+        g.parity = 1;
+        let second = bind_step(&mut g, &caches, &records)?;
+        let Rows {
+            token,
+            position: [position, other],
+            logits,
+            x,
+            qkv,
+            atty,
+            fch,
+            xn,
+            mean,
+            rstd,
+        } = rows;
+        let Records {
+            picks,
+            sample_params,
+            draws,
+        } = records;
         Ok(Self {
-            desc, batch: batch as usize, token, host_tokens, positions, position, logits, picks,
-            vocab: v as usize, body, head, pick, sample, sample_params, draws,
-            _buffers: vec![x, qkv, atty, fch, xn, mean, rstd],
+            desc,
+            batch: batch as usize,
+            token,
+            host_tokens,
+            positions,
+            position,
+            logits,
+            picks,
+            vocab: v as usize,
+            steps: [first, second],
+            sample_params,
+            draws,
+            _buffers: vec![other, x, qkv, atty, fch, xn, mean, rstd],
             _caches: caches,
             len: 0,
         })
@@ -264,7 +311,7 @@ impl Decoder {
             .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(&host));
         let mut enc = encoder(ctx);
         self.start_step(&mut enc, 0, 1);
-        let timed = TimedDispatches::record(ctx, &mut enc, &self.kernels(Out::Pick))?;
+        let timed = TimedDispatches::record(ctx, &mut enc, &self.kernels(0, Out::Pick))?;
         ctx.queue.submit([enc.finish()]);
         self.len += 1;
         timed.read(ctx).await
@@ -273,7 +320,8 @@ impl Decoder {
     /// Submits `steps` steps at the next positions: the `host` tokens
     /// (`batch` a step), then (greedy) the tokens the picks leave. Every
     /// step records the blocks; those from the last host step on also
-    /// record `out`.
+    /// record `out`. The steps after the first and the prompt's read the
+    /// position the previous step's pick wrote: one pass, no copies.
     fn submit(
         &mut self,
         ctx: &GpuContext,
@@ -287,13 +335,22 @@ impl Decoder {
             ctx.queue
                 .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(host));
         }
-        let inner = self.kernels(Out::None);
-        let last = self.kernels(out);
+        // Steps that start with copies: each reads `position[0]`.
+        let copied = match out {
+            Out::Pick | Out::Sample => host_steps.max(1).min(steps),
+            Out::None | Out::Logits => steps,
+        };
         let mut enc = encoder(ctx);
-        for i in 0..steps {
+        for i in 0..copied {
             self.start_step(&mut enc, i, host_steps);
-            let kernels = if i + 1 < host_steps { &inner } else { &last };
-            record_pass(&mut enc, "decode", kernels);
+            let kernels = self.kernels(0, if i + 1 < host_steps { Out::None } else { out });
+            record_pass(&mut enc, "decode", &kernels);
+        }
+        let chained: Vec<&BoundKernel> = (copied..steps)
+            .flat_map(|i| self.kernels((i + 1 - copied) % 2, out))
+            .collect();
+        if !chained.is_empty() {
+            record_pass(&mut enc, "decode", &chained);
         }
         ctx.queue.submit([enc.finish()]);
         self.len += steps;
@@ -301,7 +358,8 @@ impl Decoder {
     }
 
     /// Records the copies that start step `i` of a submission: its position
-    /// (`len + i`), and host step `i`'s tokens when there is one.
+    /// (`len + i`, into `position[0]`), and host step `i`'s tokens when
+    /// there is one.
     fn start_step(&self, enc: &mut wgpu::CommandEncoder, i: usize, host_steps: usize) {
         let row = 4 * self.batch as u64;
         if i < host_steps {
@@ -311,15 +369,16 @@ impl Decoder {
         enc.copy_buffer_to_buffer(&self.positions, at, &self.position, 0, POSITION_BYTES);
     }
 
-    /// The dispatches of one step.
-    fn kernels(&self, out: Out) -> Vec<&BoundKernel> {
-        let mut k: Vec<&BoundKernel> = self.body.iter().collect();
+    /// The dispatches of one step reading position uniform `parity`.
+    fn kernels(&self, parity: usize, out: Out) -> Vec<&BoundKernel> {
+        let step = &self.steps[parity];
+        let mut k: Vec<&BoundKernel> = step.body.iter().collect();
         if out != Out::None {
-            k.extend(&self.head);
+            k.extend(&step.head);
         }
         match out {
-            Out::Pick => k.push(&self.pick),
-            Out::Sample => k.push(&self.sample),
+            Out::Pick => k.push(&step.pick),
+            Out::Sample => k.push(&step.sample),
             Out::None | Out::Logits => {}
         }
         k
@@ -349,4 +408,35 @@ fn encoder(ctx: &GpuContext) -> wgpu::CommandEncoder {
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("decode"),
         })
+}
+
+/// Where the picks go: their records, and the seeded pick's rule and draws.
+struct Records {
+    picks: wgpu::Buffer,
+    sample_params: wgpu::Buffer,
+    draws: wgpu::Buffer,
+}
+
+/// Binds the dispatches of a step reading `g`'s position uniform, one
+/// line per op (as `graph.rs` binds training).
+#[rustfmt::skip] // one line per op
+fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Result<Step, GpuError> {
+    let (c, v, batch, r) = (g.desc.c, g.v, g.desc.batch, g.rows);
+    g.encoder()?; // x (C)
+    for (l, cache) in caches.iter().enumerate() {
+        let ln1 = g.layernorm((Ln1W, Ln1B, l))?; // folded into the next GEMV, or xn (C)
+        g.linear(ln1, (QkvW, QkvB, l), (c, 3 * c), false, &r.qkv)?; // qkv (3C)
+        g.attention(cache)?; // atty (C); K, V appended to the cache
+        g.linear(g.row(&r.atty), (AttnProjW, AttnProjB, l), (c, c), true, &r.x)?; // x += (C)
+        let ln2 = g.layernorm((Ln2W, Ln2B, l))?;
+        g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
+        g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), true, &r.x)?; // x += (C)
+    }
+    let body = g.take();
+    let lnf = g.layernorm((LnfW, LnfB, 0))?;
+    g.head(lnf)?; // logits (V)
+    let head = g.take();
+    let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks)?;
+    let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws)?;
+    Ok(Step { body, head, pick, sample })
 }

@@ -17,9 +17,10 @@ use tinygpt_core::ParamKind::{PosEmb, TokEmb};
 /// The activations of a token step (`C` channels, `V` vocab), a row per
 /// sample decoded together.
 pub(super) struct Rows {
-    /// The embedding's input tokens and the step's position uniform.
+    /// The embedding's input tokens, and the two position uniforms: steps
+    /// alternate between them, each step's pick writing the other.
     pub token: wgpu::Buffer,
-    pub position: wgpu::Buffer,
+    pub position: [wgpu::Buffer; 2],
     /// The residual row `x (C)`, `qkv (3C)`, `atty (C)`, `fch (4C)`, `logits (V)`.
     pub x: wgpu::Buffer,
     pub qkv: wgpu::Buffer,
@@ -37,7 +38,7 @@ impl Rows {
         let row = |label: &str, len: usize| ctx.zeros(label, len * batch);
         Ok(Self {
             token: row("decode_token", 1)?,
-            position: crate::ops::attention::decode_position_buffer(ctx),
+            position: [0; 2].map(|_| crate::ops::attention::decode_position_buffer(ctx)),
             x: row("decode_x", c)?,
             qkv: row("decode_qkv", 3 * c)?,
             atty: row("decode_atty", c)?,
@@ -85,6 +86,8 @@ pub(super) struct RowBuilder<'a> {
     /// The vocabulary.
     pub v: u32,
     pub rows: &'a Rows,
+    /// Which of the two position buffers the step reads.
+    pub parity: usize,
     pub kernels: Vec<BoundKernel>,
 }
 
@@ -92,6 +95,12 @@ impl<'a> RowBuilder<'a> {
     /// The kernels bound so far, leaving none.
     pub fn take(&mut self) -> Vec<BoundKernel> {
         std::mem::take(&mut self.kernels)
+    }
+
+    /// The position this step reads, and the one its pick writes.
+    pub fn positions(&self) -> (&'a wgpu::Buffer, &'a wgpu::Buffer) {
+        let p = &self.rows.position;
+        (&p[self.parity], &p[1 - self.parity])
     }
 
     /// What every GEMV runs with: the column layout, or nothing.
@@ -129,7 +138,7 @@ impl<'a> RowBuilder<'a> {
             tok,
             pos,
             &r.x,
-            Some(&r.position),
+            Some(self.positions().0),
         )?;
         self.kernels.push(k);
         Ok(())
@@ -206,7 +215,7 @@ impl<'a> RowBuilder<'a> {
             self.reg,
             serial,
             self.desc,
-            &r.position,
+            self.positions().0,
             &r.qkv,
             cache,
             &r.atty,
