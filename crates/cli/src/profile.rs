@@ -7,9 +7,10 @@
 use crate::bench::{config, wanted, SHAPES, VOCAB};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
+use std::time::Instant;
 use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::{init_params, Rng, TrainConfig};
-use tinygpt_gpu::model::{FastPaths, GpuModel};
+use tinygpt_gpu::model::{Decoder, FastPaths, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::profile::{check_timestamps, totals_by_key, DispatchTime};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -89,8 +90,30 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool)
             json!({"position": position}),
             &times,
         ));
+        runs.push(decode_chain(ctx, name, dec, tokens[0])?);
     }
     Ok(json!({ "adapter": ctx.adapter_desc(), "profile": runs }))
+}
+
+/// A whole context window of greedy tokens as `tinygpt sample` decodes
+/// them (one submission, the picked steps in one pass), the pass timed:
+/// what a token costs back to back on the GPU, against the wall clock of
+/// the submission and its wait. The second of two runs counts.
+fn decode_chain(ctx: &GpuContext, name: &str, dec: &mut Decoder, token: u32) -> Result<Value> {
+    let chained = dec.capacity() - 2;
+    let mut run = || -> Result<(f64, f64)> {
+        dec.reset();
+        let t0 = Instant::now();
+        let gpu_us = pollster::block_on(dec.profile_chain(ctx, token, chained))?;
+        Ok((gpu_us, t0.elapsed().as_secs_f64() * 1e6))
+    };
+    run()?;
+    let (gpu_us, wall_us) = run()?;
+    Ok(json!({
+        "config": name, "what": "decode_chain", "chained_tokens": chained,
+        "gpu_us": gpu_us, "gpu_us_per_token": gpu_us / chained as f64,
+        "wall_us": wall_us, "dispatches_per_token": dec.dispatches_per_token(),
+    }))
 }
 
 /// One profiled training step on the tensor-core path (after warm-up

@@ -6,6 +6,8 @@
 //! each in a compute pass of its own whose beginning and end write a
 //! timestamp (`TIMESTAMP_QUERY`; no timestamps inside passes are needed).
 //! A dispatch's time is the difference of its two timestamps.
+//! [`TimedPass`] times a whole pass of many dispatches instead: what they
+//! cost back to back, barriers included.
 
 use crate::kernel::BoundKernel;
 use crate::{GpuContext, GpuError};
@@ -118,6 +120,57 @@ impl TimedDispatches {
                 micros: t[1].saturating_sub(t[0]) as f64 * ns_per_tick / 1e3,
             })
             .collect())
+    }
+}
+
+/// One compute pass of many dispatches with a timestamp at its beginning
+/// and end: their GPU time back to back, as the normal path runs them.
+pub struct TimedPass {
+    set: wgpu::QuerySet,
+    resolved: wgpu::Buffer,
+}
+
+impl TimedPass {
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        check_timestamps(ctx)?;
+        Ok(Self {
+            set: ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("profile_pass"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            }),
+            resolved: ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("profile_pass_timestamps"),
+                size: 16,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }),
+        })
+    }
+
+    /// Records `kernels` into one timestamped pass of `enc`, and the resolve.
+    pub fn record(&self, enc: &mut wgpu::CommandEncoder, label: &str, kernels: &[&BoundKernel]) {
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(label),
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: &self.set,
+                    beginning_of_pass_write_index: Some(0),
+                    end_of_pass_write_index: Some(1),
+                }),
+            });
+            for k in kernels {
+                k.record(&mut pass);
+            }
+        }
+        enc.resolve_query_set(&self.set, 0..2, &self.resolved, 0);
+    }
+
+    /// The pass's GPU time in microseconds (after its submission).
+    pub async fn read(&self, ctx: &GpuContext) -> Result<f64, GpuError> {
+        let bytes = ctx.read_bytes(&self.resolved, 16).await?;
+        let t: &[u64] = bytemuck::cast_slice(&bytes);
+        Ok(t[1].saturating_sub(t[0]) as f64 * ctx.queue.get_timestamp_period() as f64 / 1e3)
     }
 }
 

@@ -328,6 +328,34 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
     }
 }
 
+/// `Decoder::profile_chain` (what `tinygpt bench --profile` times) runs the
+/// steps as greedy decoding runs them: the pick after its chain is the one
+/// greedy decoding makes there, on every layout.
+#[test]
+fn a_timed_chain_decodes_what_greedy_decoding_decodes() {
+    let gpu = gpu_or_skip!();
+    if !gpu.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        eprintln!("DID NOT RUN: no timestamp queries on this adapter");
+        return;
+    }
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let cfg = config();
+    let p = params(&cfg);
+    let chained = cfg.block_size - 3;
+    for ln in KERNELS {
+        let mut m = model_with(gpu, &mut reg, &p, FastPaths::default(), ln);
+        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+        let want = greedy(gpu, dec, &[1], chained + 2).unwrap();
+        dec.reset();
+        let us = pollster::block_on(dec.profile_chain(&gpu.ctx, 1, chained)).unwrap();
+        assert!(us.is_finite() && us > 0.0, "{ln:?}: {us} µs");
+        assert_eq!(dec.len, 1 + chained);
+        let next = dec.submit_greedy(&gpu.ctx, &[], 1).unwrap();
+        let next = pollster::block_on(next.finish(&gpu.ctx)).unwrap();
+        assert_eq!(next[0].token, want[chained + 1], "{ln:?}");
+    }
+}
+
 /// Seeded sampling that keeps every token in play (V = 11): three samples
 /// write three different texts.
 fn sampling(seed: u64) -> SampleParams {

@@ -44,7 +44,7 @@ use crate::ops::argmax::{
     bind_greedy_pick, bind_sample_pick, sample_params_words, Pick, PICK_BYTES,
 };
 use crate::ops::attention::{DecodeDesc, KvCache, POSITION_BYTES};
-use crate::profile::{check_timestamps, DispatchTime, TimedDispatches};
+use crate::profile::{check_timestamps, DispatchTime, TimedDispatches, TimedPass};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use rows::{RowBuilder, Rows};
 use tinygpt_core::sample::SampleParams;
@@ -213,6 +213,11 @@ impl Decoder {
         self.batch
     }
 
+    /// Dispatches of a greedy token step.
+    pub fn dispatches_per_token(&self) -> usize {
+        self.kernels(0, Out::Pick).len()
+    }
+
     /// Forgets the cached context.
     pub fn reset(&mut self) {
         self.len = 0;
@@ -335,26 +340,64 @@ impl Decoder {
             ctx.queue
                 .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(host));
         }
+        let mut enc = encoder(ctx);
+        self.record_steps(&mut enc, (host_steps, steps), out, None);
+        ctx.queue.submit([enc.finish()]);
+        self.len += steps;
+        Ok(())
+    }
+
+    /// Greedy decoding of `1 + chained` tokens after `token` in one
+    /// submission, the chained steps' pass timed; waits and returns that
+    /// pass's GPU time: what `chained` tokens cost back to back, as
+    /// [`Self::submit_greedy`] runs them. Needs `TIMESTAMP_QUERY`.
+    pub async fn profile_chain(
+        &mut self,
+        ctx: &GpuContext,
+        token: u32,
+        chained: usize,
+    ) -> Result<f64, GpuError> {
+        let timer = TimedPass::new(ctx)?;
+        let steps = 1 + chained;
+        self.check_room(steps)?;
+        let host = vec![token; self.batch];
+        ctx.queue
+            .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(&host));
+        let mut enc = encoder(ctx);
+        self.record_steps(&mut enc, (1, steps), Out::Pick, Some(&timer));
+        ctx.queue.submit([enc.finish()]);
+        self.len += steps;
+        timer.read(ctx).await
+    }
+
+    /// Records `steps` steps, the first `host_steps` from the host's
+    /// tokens: each step that starts with copies in a pass of its own,
+    /// then the chained ones in one pass (timed by `timer` when given).
+    fn record_steps(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        (host_steps, steps): (usize, usize),
+        out: Out,
+        timer: Option<&TimedPass>,
+    ) {
         // Steps that start with copies: each reads `position[0]`.
         let copied = match out {
             Out::Pick | Out::Sample => host_steps.max(1).min(steps),
             Out::None | Out::Logits => steps,
         };
-        let mut enc = encoder(ctx);
         for i in 0..copied {
-            self.start_step(&mut enc, i, host_steps);
+            self.start_step(enc, i, host_steps);
             let kernels = self.kernels(0, if i + 1 < host_steps { Out::None } else { out });
-            record_pass(&mut enc, "decode", &kernels);
+            record_pass(enc, "decode", &kernels);
         }
         let chained: Vec<&BoundKernel> = (copied..steps)
             .flat_map(|i| self.kernels((i + 1 - copied) % 2, out))
             .collect();
-        if !chained.is_empty() {
-            record_pass(&mut enc, "decode", &chained);
+        match timer {
+            Some(timer) => timer.record(enc, "decode", &chained),
+            None if !chained.is_empty() => record_pass(enc, "decode", &chained),
+            None => {}
         }
-        ctx.queue.submit([enc.finish()]);
-        self.len += steps;
-        Ok(())
     }
 
     /// Records the copies that start step `i` of a submission: its position
