@@ -53,15 +53,25 @@ impl Gpu {
 
 /// Tokens one greedy submission decodes at most: they cost one read-back
 /// of their ids, and the stream shows them together.
-pub const GREEDY_CHUNK: usize = 32;
+pub const GREEDY_CHUNK: usize = 8;
+
+/// Submissions queued at most while the host waits for the oldest one's
+/// picks. Recording a token's dispatches costs the host most of what the
+/// GPU spends on them at small shapes (H200, `tiny`: 76 of 93 µs, `bench
+/// --profile`'s decode chain), so the host must always be recording the
+/// chunk after next: with two chunks queued and each twice the last, the
+/// GPU waited while the host recorded the larger one (BENCHMARKS.md,
+/// "The decoder's host side").
+pub const CHUNKS_IN_FLIGHT: usize = 4;
 
 /// Greedy generation of up to `n` tokens after `prompt` with the picks made
 /// on the GPU: the same tokens as sampling greedily from each token's
 /// logits on the CPU, with one submission and one read-back per chunk of
 /// tokens instead of per token. The first chunk is one token (the first
 /// token comes as soon as before), each next one twice the last up to
-/// [`GREEDY_CHUNK`], and the next chunk is always queued behind the one
-/// being read, so the GPU does not wait for the host. Chunks end where the
+/// [`GREEDY_CHUNK`], and up to [`CHUNKS_IN_FLIGHT`] chunks are queued
+/// behind the one being read, so the GPU does not wait for the host
+/// while it records the next. Chunks end where the
 /// cache is full; the cache then restarts from the last half window.
 /// `on_token` sees each token as its chunk arrives and stops generation by
 /// returning `Break`; logits that are not finite are refused as the CPU
@@ -123,7 +133,7 @@ pub async fn generate_rows(
     let mut in_flight = VecDeque::new();
     let (mut submitted, mut chunk) = (0, 1);
     while out[0].len() < n {
-        while in_flight.len() < 2 && submitted < n {
+        while in_flight.len() < CHUNKS_IN_FLIGHT && submitted < n {
             // Host tokens only start a cache, so this never underflows.
             let room = cap - dec.len - (host.len() / rows).saturating_sub(1);
             if room == 0 {
