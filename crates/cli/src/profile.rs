@@ -95,10 +95,15 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool)
     Ok(json!({ "adapter": ctx.adapter_desc(), "profile": runs }))
 }
 
+/// Times the host's recording of a decode chain this many times.
+const RECORDS: usize = 5;
+
 /// A whole context window of greedy tokens as `tinygpt sample` decodes
 /// them (one submission, the picked steps in one pass), the pass timed:
 /// what a token costs back to back on the GPU, against the wall clock of
-/// the submission and its wait. The second of two runs counts.
+/// the submission and its wait (the second of two runs), and what
+/// recording the steps alone costs the host (recorded and finished, not
+/// submitted: the mean of five).
 fn decode_chain(ctx: &GpuContext, name: &str, dec: &mut Decoder, token: u32) -> Result<Value> {
     let chained = dec.capacity() - 2;
     let mut run = || -> Result<(f64, f64)> {
@@ -109,10 +114,17 @@ fn decode_chain(ctx: &GpuContext, name: &str, dec: &mut Decoder, token: u32) -> 
     };
     run()?;
     let (gpu_us, wall_us) = run()?;
+    // The host alone: the same steps recorded and finished, not submitted.
+    let t0 = Instant::now();
+    for _ in 0..RECORDS {
+        dec.record_only(ctx, chained);
+    }
+    let record_us = t0.elapsed().as_secs_f64() * 1e6 / RECORDS as f64;
     Ok(json!({
         "config": name, "what": "decode_chain", "chained_tokens": chained,
         "gpu_us": gpu_us, "gpu_us_per_token": gpu_us / chained as f64,
         "wall_us": wall_us, "dispatches_per_token": dec.dispatches_per_token(),
+        "record_us": record_us, "record_us_per_token": record_us / (1 + chained) as f64,
     }))
 }
 

@@ -370,6 +370,14 @@ impl Decoder {
         timer.read(ctx).await
     }
 
+    /// Records what [`Self::profile_chain`] submits, and drops it: the
+    /// host's side of `1 + chained` tokens, for timing.
+    pub fn record_only(&self, ctx: &GpuContext, chained: usize) {
+        let mut enc = encoder(ctx);
+        self.record_steps(&mut enc, (1, 1 + chained), Out::Pick, None);
+        drop(enc.finish());
+    }
+
     /// Records `steps` steps, the first `host_steps` from the host's
     /// tokens: each step that starts with copies in a pass of its own,
     /// then the chained ones in one pass (timed by `timer` when given).
