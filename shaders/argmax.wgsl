@@ -16,8 +16,10 @@
 // picks[P·B + b].
 //
 // Workgroup 0 also writes P + 1 as the next step's position (next_pos, the
-// other of the decoder's two position buffers): steps chain inside one pass
-// with no copy between them.
+// other of the decoder's two position buffers), and every workgroup its
+// pick's embedding at P + 1 as the next step's input row
+// (pick_next_input.wgsl): steps chain inside one pass with no copy and no
+// embedding dispatch between them.
 
 struct Params {
     v: u32,
@@ -106,8 +108,10 @@ fn main(
         bad_i[WG + t] = g.z;
     }
     workgroupBarrier();
+    var picked = 0u;
     if (t == 0u) {
         let g = combine(WG);
+        picked = g.y;
         token[wg.x] = g.y;
         var bits = 0u;
         if (g.z != NONE) {
@@ -118,4 +122,5 @@ fn main(
             next_pos[0] = pos.x + 1u;
         }
     }
+    write_next_input(t, wg.x, picked, pos.x + 1u);
 }

@@ -41,7 +41,8 @@ struct Params {
 // draws[P]: the uniform in [0, 1) that picks position P's successor.
 @group(0) @binding(5) var<storage, read> draws: array<f32>;
 // The next step's position (x = P + 1), read as `pos` by that step
-// (written by workgroup 0, as argmax.wgsl does).
+// (written by workgroup 0, as argmax.wgsl does; and the next step's input
+// row by every workgroup, pick_next_input.wgsl).
 @group(0) @binding(6) var<storage, read_write> next_pos: array<u32>;
 
 const WG: u32 = 256u;
@@ -172,4 +173,5 @@ fn main(
             next_pos[0] = pos.x + 1u;
         }
     }
+    write_next_input(t, wg.x, chosen, pos.x + 1u);
 }

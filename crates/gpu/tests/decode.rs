@@ -6,7 +6,8 @@
 //! folded into the GEMVs (GPUs) and as dispatches of their own (CPU
 //! implementations), which give the same logits bit for bit; Stop
 //! mid-chunk; non-finite logits refused as the CPU sampler refuses them;
-//! and the dispatches of one decoded token.
+//! and the dispatches of one decoded token (one fewer when it is chained
+//! after another: the pick writes the next input row).
 
 use std::ops::ControlFlow;
 use tinygpt_core::numerics::assert_close;
@@ -295,6 +296,9 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
         // fc_proj (+ residual); head (final LayerNorm folded); the pick.
         assert_eq!(keys.len(), 5 * cfg.n_layer + 3, "{keys:?}");
         assert_eq!(keys.last(), Some(&"greedy_pick"));
+        // A step chained after another: no embedding (the pick before it
+        // wrote its input row).
+        assert_eq!(dec.dispatches_per_token(), 5 * cfg.n_layer + 2);
         // With the LayerNorms on their own: two more per layer, one more
         // before the head.
         for kernels in [DecoderKernels::Separate, DecoderKernels::Columns] {
@@ -304,6 +308,7 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
             let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
             let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
             assert_eq!(keys.len(), 7 * cfg.n_layer + 4, "{keys:?}");
+            assert_eq!(dec.dispatches_per_token(), 7 * cfg.n_layer + 3);
             let ln = keys.iter().filter(|k| k.starts_with("layernorm")).count();
             assert_eq!(ln, 2 * cfg.n_layer + 1, "{keys:?}");
             // Four GEMVs per layer and the head, in the layout asked for.

@@ -13,6 +13,9 @@ use tinygpt_gpu::ops::attention::decode_position_buffer;
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::TestGpu;
 
+mod pick_common;
+use pick_common::{embedded, next_input, next_input_tables, C};
+
 /// Runs the pick on `logits` (at element offset 5 of their buffer) at
 /// position `p`; returns the token buffer and record `p`.
 fn pick(gpu: &TestGpu, logits: &[f32], p: u32) -> (u32, Pick) {
@@ -23,6 +26,7 @@ fn pick(gpu: &TestGpu, logits: &[f32], p: u32) -> (u32, Pick) {
     let position = decode_position_buffer(ctx);
     ctx.queue.write_buffer(&position, 0, &p.to_le_bytes());
     let next = decode_position_buffer(ctx);
+    let (emb, x, t_max) = next_input_tables(gpu, logits.len(), p + 2);
     let token = ctx.zeros("token", 1).unwrap();
     let picks = ctx.zeros("picks", 4 * (p as usize + 2)).unwrap();
     let v = logits.len() as u32;
@@ -34,6 +38,7 @@ fn pick(gpu: &TestGpu, logits: &[f32], p: u32) -> (u32, Pick) {
         (&position, &next),
         &token,
         &picks,
+        next_input(&emb, &x, logits.len(), t_max),
     )
     .unwrap();
     submit(ctx, "greedy_pick", &[&k]);
@@ -44,6 +49,13 @@ fn pick(gpu: &TestGpu, logits: &[f32], p: u32) -> (u32, Pick) {
         "the next step's position"
     );
     let t = pollster::block_on(ctx.read_bytes(&token, 4)).unwrap();
+    let picked = u32::from_le_bytes(t.clone().try_into().unwrap());
+    let row = pollster::block_on(ctx.read_f32(&x, C as usize)).unwrap();
+    assert_eq!(
+        row,
+        embedded(logits.len(), picked, p + 1),
+        "the next input row"
+    );
     let all = pollster::block_on(ctx.read_bytes(&picks, picks.size())).unwrap();
     let at = (PICK_BYTES * p as u64) as usize;
     let record = Pick::parse(&all[at..at + PICK_BYTES as usize]);
@@ -126,18 +138,58 @@ fn a_pick_refuses_buffers_it_would_share() {
         ctx.zeros("token", 1).unwrap(),
         ctx.zeros("picks", 4).unwrap(),
     );
-    let mut bind = |pos: (&wgpu::Buffer, &wgpu::Buffer), token: &wgpu::Buffer| {
-        bind_greedy_pick(ctx, &mut reg, (8, 1), &logits, pos, token, &picks)
+    let (emb, x, t_max) = next_input_tables(gpu, 8, 4);
+    let mut bind = |pos: (&wgpu::Buffer, &wgpu::Buffer), token: &wgpu::Buffer, x: &wgpu::Buffer| {
+        let next = next_input(&emb, x, 8, t_max);
+        bind_greedy_pick(ctx, &mut reg, (8, 1), &logits, pos, token, &picks, next)
             .err()
             .map(|e| e.to_string())
     };
-    assert_eq!(bind((&position, &next), &token), None);
+    assert_eq!(bind((&position, &next), &token, &x), None);
     for err in [
-        bind((&position, &position), &token),
-        bind((&position, &next), &next),
-        bind((&position, &next), &picks),
+        bind((&position, &position), &token, &x),
+        bind((&position, &next), &next, &x),
+        bind((&position, &next), &picks, &x),
+        bind((&position, &next), &token, &logits),
+        bind((&position, &next), &token, &emb),
     ] {
         let err = err.expect("shared buffers are refused");
-        assert!(err.contains("must be five buffers"), "{err}");
+        assert!(
+            err.contains("six buffers") || err.contains("apart from the tables"),
+            "{err}"
+        );
     }
+}
+
+#[test]
+fn no_next_input_is_written_past_the_context() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+    let logits = ctx.upload("logits", &[0.0, 2.0, 1.0]).unwrap();
+    let (position, next) = (decode_position_buffer(ctx), decode_position_buffer(ctx));
+    ctx.queue.write_buffer(&position, 0, &3u32.to_le_bytes());
+    let (token, picks) = (
+        ctx.zeros("token", 1).unwrap(),
+        ctx.zeros("picks", 16).unwrap(),
+    );
+    // P = 3 is the last position of a context of 4: no step follows.
+    let (emb, x, t_max) = next_input_tables(gpu, 3, 4);
+    let next_in = next_input(&emb, &x, 3, t_max);
+    let k = bind_greedy_pick(
+        ctx,
+        &mut reg,
+        (3, 1),
+        &logits,
+        (&position, &next),
+        &token,
+        &picks,
+        next_in,
+    )
+    .unwrap();
+    submit(ctx, "greedy_pick", &[&k]);
+    let t = pollster::block_on(ctx.read_bytes(&token, 4)).unwrap();
+    assert_eq!(u32::from_le_bytes(t.try_into().unwrap()), 1);
+    let row = pollster::block_on(ctx.read_f32(&x, C as usize)).unwrap();
+    assert_eq!(row, vec![0.0; C as usize]);
 }

@@ -16,6 +16,9 @@ use tinygpt_gpu::ops::attention::decode_position_buffer;
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::TestGpu;
 
+mod pick_common;
+use pick_common::{embedded, next_input, next_input_tables, C};
+
 /// Runs the seeded pick on `logits` at position `p` with draw `u`.
 fn gpu_pick(gpu: &TestGpu, logits: &[f32], params: &SampleParams, p: u32, u: f32) -> (u32, Pick) {
     let ctx = &gpu.ctx;
@@ -28,6 +31,7 @@ fn gpu_pick(gpu: &TestGpu, logits: &[f32], params: &SampleParams, p: u32, u: f32
     let position = decode_position_buffer(ctx);
     ctx.queue.write_buffer(&position, 0, &p.to_le_bytes());
     let next = decode_position_buffer(ctx);
+    let (emb, x, t_max) = next_input_tables(gpu, logits.len(), p + 2);
     let token = ctx.zeros("token", 1).unwrap();
     let picks = ctx.zeros("picks", 4 * (p as usize + 1)).unwrap();
     let mut draws = vec![0.5f32; p as usize + 1];
@@ -43,6 +47,7 @@ fn gpu_pick(gpu: &TestGpu, logits: &[f32], params: &SampleParams, p: u32, u: f32
         &token,
         &picks,
         &draws,
+        next_input(&emb, &x, logits.len(), t_max),
     )
     .unwrap();
     submit(ctx, "sample_pick", &[&k]);
@@ -53,6 +58,13 @@ fn gpu_pick(gpu: &TestGpu, logits: &[f32], params: &SampleParams, p: u32, u: f32
         "the next step's position"
     );
     let t = pollster::block_on(ctx.read_bytes(&token, 4)).unwrap();
+    let picked = u32::from_le_bytes(t.clone().try_into().unwrap());
+    let row = pollster::block_on(ctx.read_f32(&x, C as usize)).unwrap();
+    assert_eq!(
+        row,
+        embedded(logits.len(), picked, p + 1),
+        "the next input row"
+    );
     let all = pollster::block_on(ctx.read_bytes(&picks, picks.size())).unwrap();
     let at = (PICK_BYTES * p as u64) as usize;
     let record = Pick::parse(&all[at..at + PICK_BYTES as usize]);

@@ -5,7 +5,8 @@
 //! `tinygpt_core::sample::Sampler` picks greedily) and seeded sampling
 //! (`shaders/sample_pick.wgsl`: temperature, top-k and top-p by the CPU
 //! reference's rule, `tinygpt_core::sample::pick`, with the host's draw for
-//! each position).
+//! each position). Both also write the next step's position and input row
+//! ([`NextInput`]), so that chained steps need no copy and no embedding.
 
 use super::common::{bind_kernel, shape_error, uniform, View};
 use crate::kernel::BoundKernel;
@@ -15,7 +16,10 @@ use tinygpt_core::sample::{inverse_temperature, SampleParams};
 
 pub const GREEDY_PICK: KernelSource = KernelSource {
     key: "greedy_pick",
-    wgsl: include_str!("../../../../shaders/argmax.wgsl"),
+    wgsl: concat!(
+        include_str!("../../../../shaders/argmax.wgsl"),
+        include_str!("../../../../shaders/pick_next_input.wgsl")
+    ),
     entry: "main",
     constants: &[],
 };
@@ -50,6 +54,50 @@ impl Pick {
     }
 }
 
+/// Where a pick writes the next step's input (`shaders/pick_next_input.wgsl`):
+/// row `b` of `x` becomes `tok_emb[pick_b] + pos_emb[P + 1]` (C channels),
+/// as the decode embedding would write it; nothing when `P + 1 ≥ t_max`.
+#[derive(Clone, Copy)]
+pub struct NextInput<'a> {
+    /// `tok_emb (V, C)` and `pos_emb (t_max, C)`, views into one buffer.
+    pub tok_emb: View<'a>,
+    pub pos_emb: View<'a>,
+    /// The residual rows (C per row, from element 0).
+    pub x: &'a wgpu::Buffer,
+    pub c: u32,
+    pub t_max: u32,
+}
+
+impl NextInput<'_> {
+    /// Checks the tables and rows, and returns the uniform, the tables'
+    /// buffer and the rows to bind (8, 9, 10).
+    fn bind(
+        &self,
+        ctx: &GpuContext,
+        op: &'static str,
+        (v, rows): (u32, u32),
+    ) -> Result<(wgpu::Buffer, wgpu::Buffer, wgpu::Buffer), GpuError> {
+        let (c, t_max) = (self.c as u64, self.t_max as u64);
+        self.tok_emb.need(op, "tok_emb", v as u64 * c)?;
+        self.pos_emb.need(op, "pos_emb", t_max * c)?;
+        if c == 0 || self.tok_emb.buffer != self.pos_emb.buffer {
+            return Err(shape_error(
+                op,
+                "the next input needs C ≥ 1 and both tables in one buffer".into(),
+            ));
+        }
+        if self.x.size() < 4 * rows as u64 * c || self.x == self.tok_emb.buffer {
+            return Err(shape_error(
+                op,
+                format!("the next input's x needs {rows} rows of {c}, apart from the tables"),
+            ));
+        }
+        let words = [self.c, self.tok_emb.offset, self.pos_emb.offset, self.t_max];
+        let u = uniform(ctx, "next_input_params", &words);
+        Ok((u, self.tok_emb.buffer.clone(), self.x.clone()))
+    }
+}
+
 /// Binds the pick from `logits (V)`: the argmax goes to element 0 of `token`
 /// and to record `P` of `picks`, `P` being the `x` of the 16-byte position
 /// uniform (`ops::attention::decode_position_buffer`), the first of
@@ -65,6 +113,7 @@ pub fn bind_greedy_pick<'a>(
     (position, next): (&wgpu::Buffer, &wgpu::Buffer),
     token: &wgpu::Buffer,
     picks: &wgpu::Buffer,
+    next_input: NextInput<'_>,
 ) -> Result<BoundKernel, GpuError> {
     let logits = logits.into();
     if v == 0 || rows == 0 {
@@ -73,8 +122,9 @@ pub fn bind_greedy_pick<'a>(
     logits.need("greedy_pick", "logits", v as u64 * rows as u64)?;
     check_distinct(
         "greedy_pick",
-        &[logits.buffer, position, next, token, picks],
+        &[logits.buffer, position, next, token, picks, next_input.x],
     )?;
+    let (next_in, emb, x) = next_input.bind(ctx, "greedy_pick", (v, rows))?;
     if token.size() < 4 * rows as u64
         || picks.size() < PICK_BYTES * rows as u64
         || position.size() < 16
@@ -97,19 +147,22 @@ pub fn bind_greedy_pick<'a>(
             (3, token),
             (4, picks),
             (5, next),
+            (8, &next_in),
+            (9, &emb),
+            (10, &x),
         ],
         [rows, 1, 1],
     ))
 }
 
 /// Refuses a pick whose buffers are not all different (the logits, the
-/// two positions, the token and the picks).
+/// two positions, the token, the picks and the next input's rows).
 fn check_distinct(op: &'static str, buffers: &[&wgpu::Buffer]) -> Result<(), GpuError> {
     for (i, b) in buffers.iter().enumerate() {
         if buffers[..i].contains(b) {
             return Err(shape_error(
                 op,
-                "the logits, the two positions, the token and the picks must be five buffers"
+                "the logits, the two positions, the token, the picks and x must be six buffers"
                     .into(),
             ));
         }
@@ -119,7 +172,10 @@ fn check_distinct(op: &'static str, buffers: &[&wgpu::Buffer]) -> Result<(), Gpu
 
 pub const SAMPLE_PICK: KernelSource = KernelSource {
     key: "sample_pick",
-    wgsl: include_str!("../../../../shaders/sample_pick.wgsl"),
+    wgsl: concat!(
+        include_str!("../../../../shaders/sample_pick.wgsl"),
+        include_str!("../../../../shaders/pick_next_input.wgsl")
+    ),
     entry: "main",
     constants: &[],
 };
@@ -155,6 +211,7 @@ pub fn bind_sample_pick<'a>(
     token: &wgpu::Buffer,
     picks: &wgpu::Buffer,
     draws: &wgpu::Buffer,
+    next_input: NextInput<'_>,
 ) -> Result<BoundKernel, GpuError> {
     let logits = logits.into();
     if rows == 0 || v == 0 || v as usize > tinygpt_protocol::config::MAX_VOCAB {
@@ -169,8 +226,9 @@ pub fn bind_sample_pick<'a>(
     logits.need("sample_pick", "logits", v as u64 * rows as u64)?;
     check_distinct(
         "sample_pick",
-        &[logits.buffer, position, next, token, picks],
+        &[logits.buffer, position, next, token, picks, next_input.x],
     )?;
+    let (next_in, emb, x) = next_input.bind(ctx, "sample_pick", (v, rows))?;
     // One draw for every position a pick may be recorded at.
     if params.size() < 32
         || token.size() < 4 * rows as u64
@@ -195,6 +253,9 @@ pub fn bind_sample_pick<'a>(
             (4, picks),
             (5, draws),
             (6, next),
+            (8, &next_in),
+            (9, &emb),
+            (10, &x),
         ],
         [rows, 1, 1],
     ))

@@ -8,10 +8,12 @@
 //! LayerNorm before and GELU after, and the fc_proj GEMV adding into the
 //! residual row; plus the embedding, the head (final LayerNorm folded in)
 //! and the pick of the next token on the GPU (greedy, or seeded sampling
-//! with the host's draw for the position). On a
+//! with the host's draw for the position), which also writes the next
+//! step's input row (the embedding of its pick at the next position), so a
+//! step chained after another skips the embedding. On a
 //! CPU implementation the three LayerNorms run as dispatches of their own,
 //! and the GEMVs and the attention without barriers, instead
-//! ([`DecoderKernels`]): seven per layer and four more.
+//! ([`DecoderKernels`]): seven per layer and four more (three chained).
 //!
 //! Steps chain inside one submission. A prompt's steps each start with two
 //! copies: the position from a table, the input token from the host's
@@ -32,6 +34,7 @@
 //! batch: each row is computed in the order a batch of one computes it.
 
 mod layout;
+mod profile;
 mod rows;
 
 pub use layout::DecoderKernels;
@@ -44,7 +47,7 @@ use crate::ops::argmax::{
     bind_greedy_pick, bind_sample_pick, sample_params_words, Pick, PICK_BYTES,
 };
 use crate::ops::attention::{DecodeDesc, KvCache, POSITION_BYTES};
-use crate::profile::{check_timestamps, DispatchTime, TimedDispatches, TimedPass};
+use crate::profile::TimedPass;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use rows::{RowBuilder, Rows};
 use tinygpt_core::sample::SampleParams;
@@ -66,8 +69,10 @@ enum Out {
 /// The dispatches of a token step reading one of the two position
 /// uniforms.
 struct Step {
-    /// The embedding and the blocks.
-    body: Vec<BoundKernel>,
+    /// The embedding: only where a step starts from the host's token (a
+    /// pick writes the next step's input row itself).
+    embedding: BoundKernel,
+    blocks: Vec<BoundKernel>,
     /// The final LayerNorm and the tied head: one GEMV, or the LayerNorm
     /// and the GEMV.
     head: Vec<BoundKernel>,
@@ -213,9 +218,10 @@ impl Decoder {
         self.batch
     }
 
-    /// Dispatches of a greedy token step.
+    /// Dispatches of a greedy token step chained after another (no
+    /// embedding: the previous pick wrote the input row).
     pub fn dispatches_per_token(&self) -> usize {
-        self.kernels(0, Out::Pick).len()
+        self.kernels(0, Out::Pick, false).len()
     }
 
     /// Forgets the cached context.
@@ -301,27 +307,6 @@ impl Decoder {
         Ok(PendingPicks(ctx.start_read(&[(&self.picks, at, len)])))
     }
 
-    /// Decodes one greedy step after `token`, each dispatch in its own
-    /// timestamped pass; waits and returns the GPU time of every dispatch
-    /// in order. Needs `TIMESTAMP_QUERY`.
-    pub async fn profile_step(
-        &mut self,
-        ctx: &GpuContext,
-        token: u32,
-    ) -> Result<Vec<DispatchTime>, GpuError> {
-        check_timestamps(ctx)?;
-        self.check_room(1)?;
-        let host = vec![token; self.batch];
-        ctx.queue
-            .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(&host));
-        let mut enc = encoder(ctx);
-        self.start_step(&mut enc, 0, 1);
-        let timed = TimedDispatches::record(ctx, &mut enc, &self.kernels(0, Out::Pick))?;
-        ctx.queue.submit([enc.finish()]);
-        self.len += 1;
-        timed.read(ctx).await
-    }
-
     /// Submits `steps` steps at the next positions: the `host` tokens
     /// (`batch` a step), then (greedy) the tokens the picks leave. Every
     /// step records the blocks; those from the last host step on also
@@ -347,37 +332,6 @@ impl Decoder {
         Ok(())
     }
 
-    /// Greedy decoding of `1 + chained` tokens after `token` in one
-    /// submission, the chained steps' pass timed; waits and returns that
-    /// pass's GPU time: what `chained` tokens cost back to back, as
-    /// [`Self::submit_greedy`] runs them. Needs `TIMESTAMP_QUERY`.
-    pub async fn profile_chain(
-        &mut self,
-        ctx: &GpuContext,
-        token: u32,
-        chained: usize,
-    ) -> Result<f64, GpuError> {
-        let timer = TimedPass::new(ctx)?;
-        let steps = 1 + chained;
-        self.check_room(steps)?;
-        let host = vec![token; self.batch];
-        ctx.queue
-            .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(&host));
-        let mut enc = encoder(ctx);
-        self.record_steps(&mut enc, (1, steps), Out::Pick, Some(&timer));
-        ctx.queue.submit([enc.finish()]);
-        self.len += steps;
-        timer.read(ctx).await
-    }
-
-    /// Records what [`Self::profile_chain`] submits, and drops it: the
-    /// host's side of `1 + chained` tokens, for timing.
-    pub fn record_only(&self, ctx: &GpuContext, chained: usize) {
-        let mut enc = encoder(ctx);
-        self.record_steps(&mut enc, (1, 1 + chained), Out::Pick, None);
-        drop(enc.finish());
-    }
-
     /// Records `steps` steps, the first `host_steps` from the host's
     /// tokens: each step that starts with copies in a pass of its own,
     /// then the chained ones in one pass (timed by `timer` when given).
@@ -395,11 +349,11 @@ impl Decoder {
         };
         for i in 0..copied {
             self.start_step(enc, i, host_steps);
-            let kernels = self.kernels(0, if i + 1 < host_steps { Out::None } else { out });
+            let kernels = self.kernels(0, if i + 1 < host_steps { Out::None } else { out }, true);
             record_pass(enc, "decode", &kernels);
         }
         let chained: Vec<&BoundKernel> = (copied..steps)
-            .flat_map(|i| self.kernels((i + 1 - copied) % 2, out))
+            .flat_map(|i| self.kernels((i + 1 - copied) % 2, out, false))
             .collect();
         match timer {
             Some(timer) => timer.record(enc, "decode", &chained),
@@ -420,10 +374,13 @@ impl Decoder {
         enc.copy_buffer_to_buffer(&self.positions, at, &self.position, 0, POSITION_BYTES);
     }
 
-    /// The dispatches of one step reading position uniform `parity`.
-    fn kernels(&self, parity: usize, out: Out) -> Vec<&BoundKernel> {
+    /// The dispatches of one step reading position uniform `parity`, from
+    /// the embedding of the host's token or (`embed` false) from the input
+    /// row the previous step's pick wrote.
+    fn kernels(&self, parity: usize, out: Out, embed: bool) -> Vec<&BoundKernel> {
         let step = &self.steps[parity];
-        let mut k: Vec<&BoundKernel> = step.body.iter().collect();
+        let embedding = embed.then_some(&step.embedding);
+        let mut k: Vec<&BoundKernel> = embedding.into_iter().chain(&step.blocks).collect();
         if out != Out::None {
             k.extend(&step.head);
         }
@@ -474,6 +431,7 @@ struct Records {
 fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Result<Step, GpuError> {
     let (c, v, batch, r) = (g.desc.c, g.v, g.desc.batch, g.rows);
     g.encoder()?; // x (C)
+    let embedding = g.take().remove(0);
     for (l, cache) in caches.iter().enumerate() {
         let ln1 = g.layernorm((Ln1W, Ln1B, l))?; // folded into the next GEMV, or xn (C)
         g.linear(ln1, (QkvW, QkvB, l), (c, 3 * c), false, &r.qkv)?; // qkv (3C)
@@ -483,11 +441,11 @@ fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Resul
         g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
         g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), true, &r.x)?; // x += (C)
     }
-    let body = g.take();
+    let blocks = g.take();
     let lnf = g.layernorm((LnfW, LnfB, 0))?;
     g.head(lnf)?; // logits (V)
     let head = g.take();
-    let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks)?;
-    let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws)?;
-    Ok(Step { body, head, pick, sample })
+    let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
+    let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;
+    Ok(Step { embedding, blocks, head, pick, sample })
 }

@@ -6,6 +6,7 @@ use super::layout::DecoderKernels;
 use crate::kernel::{BoundKernel, Layout};
 use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;
+use crate::ops::argmax::NextInput;
 use crate::ops::attention::{bind_attention_decode, DecodeDesc, KvCache};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
@@ -116,6 +117,18 @@ impl<'a> RowBuilder<'a> {
         Input {
             row,
             fusion: self.plain(),
+        }
+    }
+
+    /// Where the step's pick writes the next step's input row: `x`, from
+    /// the embedding tables.
+    pub fn next_input(&self) -> NextInput<'a> {
+        NextInput {
+            tok_emb: self.params.at(TokEmb, 0),
+            pos_emb: self.params.at(PosEmb, 0),
+            x: &self.rows.x,
+            c: self.desc.c,
+            t_max: self.desc.t_max,
         }
     }
 
