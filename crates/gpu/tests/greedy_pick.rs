@@ -14,7 +14,7 @@ use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::TestGpu;
 
 mod pick_common;
-use pick_common::{embedded, next_input, next_input_tables, C};
+use pick_common::{check_next, next_input, next_input_tables, C};
 
 /// Runs the pick on `logits` (at element offset 5 of their buffer) at
 /// position `p`; returns the token buffer and record `p`.
@@ -42,20 +42,9 @@ fn pick(gpu: &TestGpu, logits: &[f32], p: u32) -> (u32, Pick) {
     )
     .unwrap();
     submit(ctx, "greedy_pick", &[&k]);
-    let after = pollster::block_on(ctx.read_bytes(&next, 4)).unwrap();
-    assert_eq!(
-        u32::from_le_bytes(after.try_into().unwrap()),
-        p + 1,
-        "the next step's position"
-    );
     let t = pollster::block_on(ctx.read_bytes(&token, 4)).unwrap();
     let picked = u32::from_le_bytes(t.clone().try_into().unwrap());
-    let row = pollster::block_on(ctx.read_f32(&x, C as usize)).unwrap();
-    assert_eq!(
-        row,
-        embedded(logits.len(), picked, p + 1),
-        "the next input row"
-    );
+    check_next(gpu, (&next, &x), (logits.len(), picked, p));
     let all = pollster::block_on(ctx.read_bytes(&picks, picks.size())).unwrap();
     let at = (PICK_BYTES * p as u64) as usize;
     let record = Pick::parse(&all[at..at + PICK_BYTES as usize]);

@@ -17,7 +17,7 @@ use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::TestGpu;
 
 mod pick_common;
-use pick_common::{embedded, next_input, next_input_tables, C};
+use pick_common::{check_next, next_input, next_input_tables};
 
 /// Runs the seeded pick on `logits` at position `p` with draw `u`.
 fn gpu_pick(gpu: &TestGpu, logits: &[f32], params: &SampleParams, p: u32, u: f32) -> (u32, Pick) {
@@ -51,20 +51,9 @@ fn gpu_pick(gpu: &TestGpu, logits: &[f32], params: &SampleParams, p: u32, u: f32
     )
     .unwrap();
     submit(ctx, "sample_pick", &[&k]);
-    let after = pollster::block_on(ctx.read_bytes(&next, 4)).unwrap();
-    assert_eq!(
-        u32::from_le_bytes(after.try_into().unwrap()),
-        p + 1,
-        "the next step's position"
-    );
     let t = pollster::block_on(ctx.read_bytes(&token, 4)).unwrap();
     let picked = u32::from_le_bytes(t.clone().try_into().unwrap());
-    let row = pollster::block_on(ctx.read_f32(&x, C as usize)).unwrap();
-    assert_eq!(
-        row,
-        embedded(logits.len(), picked, p + 1),
-        "the next input row"
-    );
+    check_next(gpu, (&next, &x), (logits.len(), picked, p));
     let all = pollster::block_on(ctx.read_bytes(&picks, picks.size())).unwrap();
     let at = (PICK_BYTES * p as u64) as usize;
     let record = Pick::parse(&all[at..at + PICK_BYTES as usize]);

@@ -43,3 +43,18 @@ pub fn embedded(v: usize, token: u32, p: u32) -> Vec<f32> {
         .map(|ch| at(2 + token * C + ch) + at(2 + (v as u32 + p) * C + ch))
         .collect()
 }
+
+/// Checks what a pick of `picked` at position `p` (over `v` logits) left
+/// for the next step: position `p + 1` in `next`, and its input row in `x`.
+pub fn check_next(
+    gpu: &TestGpu,
+    (next, x): (&wgpu::Buffer, &wgpu::Buffer),
+    (v, picked, p): (usize, u32, u32),
+) {
+    let ctx = &gpu.ctx;
+    let after = pollster::block_on(ctx.read_bytes(next, 4)).unwrap();
+    let after = u32::from_le_bytes(after.try_into().unwrap());
+    assert_eq!(after, p + 1, "the next step's position");
+    let row = pollster::block_on(ctx.read_f32(x, C as usize)).unwrap();
+    assert_eq!(row, embedded(v, picked, p + 1), "the next input row");
+}
