@@ -145,14 +145,7 @@ impl Decoder {
         let table: Vec<u32> = (0..desc.t_max).flat_map(|p| [p, 0, 0, 0]).collect();
         let positions = ctx.upload_bytes("decode_positions", bytemuck::cast_slice(&table))?;
         let host_tokens = ctx.zeros("decode_host_tokens", rows_of(t_max))?;
-        let records = Records {
-            picks: ctx.zeros("decode_picks", rows_of(t_max) * (PICK_BYTES as usize / 4))?,
-            sample_params: ctx.uniform(
-                "decode_sample_params",
-                bytemuck::cast_slice(&sample_params_words(v, 0, &SampleParams::default())),
-            ),
-            draws: ctx.zeros("decode_draws", rows_of(t_max))?,
-        };
+        let records = Records::new(ctx, v, rows_of(t_max))?;
         let caches: Vec<KvCache> = (0..cfg.n_layer)
             .map(|_| KvCache::new(ctx, desc))
             .collect::<Result<_, _>>()?;
@@ -423,6 +416,18 @@ struct Records {
     picks: wgpu::Buffer,
     sample_params: wgpu::Buffer,
     draws: wgpu::Buffer,
+}
+
+impl Records {
+    /// Room for `rows` picks (a row per position and sample) over `v` logits.
+    fn new(ctx: &GpuContext, v: u32, rows: usize) -> Result<Self, GpuError> {
+        let words = sample_params_words(v, 0, &SampleParams::default());
+        Ok(Self {
+            picks: ctx.zeros("decode_picks", rows * (PICK_BYTES as usize / 4))?,
+            sample_params: ctx.uniform("decode_sample_params", bytemuck::cast_slice(&words)),
+            draws: ctx.zeros("decode_draws", rows)?,
+        })
+    }
 }
 
 /// Binds the dispatches of a step reading `g`'s position uniform, one
