@@ -279,7 +279,9 @@ fn non_finite_logits_are_refused_as_the_cpu_sampler_refuses_them() {
 fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
     let gpu = gpu_or_skip!();
     if !gpu.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
-        eprintln!("skipping: no timestamp queries on this adapter");
+        eprintln!(
+            "DID NOT RUN: no timestamp queries on this adapter (the profiled step needs them)"
+        );
         return;
     }
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
