@@ -2,7 +2,9 @@
 //! step per benchmark shape and of one greedy decoding step (the token's
 //! blocks, the head and the pick on the GPU), summed per kernel key
 //! (timestamp queries; see `tinygpt_gpu::profile`); where the device has
-//! cooperative matrices, one training step on tensor cores too.
+//! cooperative matrices, one training step on tensor cores too; and a
+//! window of greedy tokens decoded back to back, split into the GPU's time,
+//! the host's recording and the wall clock (`decode_chain`).
 
 use crate::bench::{config, wanted, SHAPES, VOCAB};
 use anyhow::{Context, Result};
