@@ -57,8 +57,8 @@ pub const GREEDY_CHUNK: usize = 8;
 
 /// Submissions queued at most while the host waits for the oldest one's
 /// picks. Recording a token's dispatches costs the host most of what the
-/// GPU spends on them at small shapes (H200, `tiny`: 76 of 93 µs, `bench
-/// --profile`'s decode chain), so the host must always be recording the
+/// GPU spends on them at small shapes (H200, `tiny`: 68 of 89 µs, `bench
+/// --profile`'s decode chain, run 37), so the host must always be recording the
 /// chunk after next: with two chunks queued and each twice the last, the
 /// GPU waited while the host recorded the larger one (BENCHMARKS.md,
 /// "The decoder's host side").
