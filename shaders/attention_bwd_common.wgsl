@@ -1,5 +1,5 @@
 // What the two attention backward kernels share (attention_bwd_dq.wgsl,
-// attention_bwd_dkv.wgsl; appended to both by ops/attention.rs): the
+// attention_bwd_dkv.wgsl; appended to both by ops/attention/mod.rs): the
 // guarded loads of the output gradient and the guarded store into dqkv.
 
 fn dout_at(i: u32, ok: bool) -> f32 {

@@ -10,11 +10,14 @@
 // a fixed order: deterministic, no atomics.
 //
 // The forward's tiling with the roles of queries and keys swapped: one
-// workgroup = one (b, h) and 16 key rows, 8 threads per key; the queries
-// t ≥ (first key of the workgroup) come 32 at a time with their lse and D;
-// head dims in chunks of 32. Thread (r, kq) scores key r against queries
-// 4kq..4kq+3, then owns dims 4kq..4kq+3 of each chunk of dk_r and dv_r in
-// vec4 registers.
+// workgroup = one (b, h) and 32 key rows; the queries t ≥ (first key of the
+// workgroup) come 32 at a time with their lse and D; head dims in chunks of
+// 32. Thread (r, kq) = (tid / 8, tid % 8) scores key rows r and r + 16
+// against queries 4kq..4kq+3, then owns dims 4kq..4kq+3 of each chunk of
+// both rows' dk and dv in registers, and loads dims 4kq.. of rows r and
+// r + 16 of each tile. (Two key rows a thread and four queries read 12 tile
+// vectors for 16 products where one key and eight queries read 18, and 16
+// key rows a workgroup, one a thread, 10 for 8: BENCHMARKS.md, issue #15.)
 
 struct Params {
     t: u32,
@@ -49,18 +52,16 @@ struct Params {
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(6) var<storage, read> state: array<u32>;
 
-const BK: u32 = 16u;
+const BK: u32 = 32u;
 const BQ: u32 = 32u;
 
-// Key-row tiles (r * 8 + d4) of k (pre-scaled) and v while scoring; then
+// Key-row tiles (pw(r, d4)) of k (pre-scaled) and v while scoring; then
 // the same memory holds p (in k_sh) and ds (in v_sh) at pw(r, j4).
-var<workgroup> k_sh: array<vec4<f32>, 128>;
-var<workgroup> v_sh: array<vec4<f32>, 128>;
+var<workgroup> k_sh: array<vec4<f32>, 256>;
+var<workgroup> v_sh: array<vec4<f32>, 256>;
 // Query-row tiles (swizzled, see sw) of q and dout.
 var<workgroup> q_sh: array<vec4<f32>, 256>;
 var<workgroup> dy_sh: array<vec4<f32>, 256>;
-var<workgroup> lse_sh: array<f32, 32>;
-var<workgroup> d_sh: array<f32, 32>;
 
 // Appended to this source: attention_common.wgsl (qkv4), dropout_mask.wgsl
 // and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
@@ -74,98 +75,147 @@ fn pw(r: u32, j4: u32) -> u32 {
     return r * 8u + (j4 ^ (r & 7u));
 }
 
-// Loads dims [32c, 32c + 32) of query rows t0 + j (j < 32) of q and dout.
-fn load_queries(seq: u32, head: u32, t0: u32, c: u32, r: u32, kq: u32) {
-    let stride = 3u * p.c;
+// Where a workgroup's key rows and head start.
+struct Tile {
+    k0: u32,
+    seq: u32,
+    head: u32,
+}
+
+// qkv index of row t's Q columns (its K columns C later, its V 2C later).
+fn qkv_row(x: Tile, t: u32) -> u32 {
+    return (x.seq + t) * 3u * p.c + x.head;
+}
+
+// Dims 4·d4.. of chunk c of key rows k0 + lr and k0 + lr + 16: k
+// (pre-scaled) and v.
+fn load_keys(x: Tile, lr: u32, d4: u32, c: u32) {
+    let d = c * 32u + d4 * 4u;
     for (var i = 0u; i < 2u; i++) {
-        let j = r + 16u * i;
-        let t = t0 + j;
-        let d = c * 32u + kq * 4u;
-        q_sh[sw(j, kq)] = qkv4((seq + t) * stride + head, d, t < p.t);
-        dy_sh[sw(j, kq)] = dout4((seq + t) * p.c + head, d, t < p.t);
+        let j = lr + 16u * i;
+        let s = x.k0 + j;
+        let k_base = qkv_row(x, s) + p.c;
+        k_sh[pw(j, d4)] = qkv4(k_base, d, s < p.t) * p.scale;
+        v_sh[pw(j, d4)] = qkv4(k_base + p.c, d, s < p.t);
     }
+}
+
+// The same of query rows t0 + lr and t0 + lr + 16: q and dout.
+fn load_queries(x: Tile, lr: u32, d4: u32, c: u32, t0: u32) {
+    let d = c * 32u + d4 * 4u;
+    for (var i = 0u; i < 2u; i++) {
+        let j = lr + 16u * i;
+        let t = t0 + j;
+        q_sh[sw(j, d4)] = qkv4(qkv_row(x, t), d, t < p.t);
+        dy_sh[sw(j, d4)] = dout4((x.seq + t) * p.c + x.head, d, t < p.t);
+    }
+}
+
+// lse and D of query rows qs of this (b, h), whose rows start at `rows`;
+// zero past T.
+struct RowTerms {
+    lse: vec4<f32>,
+    d: vec4<f32>,
+}
+
+fn row_term(rows: u32, t: u32) -> vec2<f32> {
+    if (t < p.t) {
+        return vec2<f32>(lse[rows + t], delta[rows + t]);
+    }
+    return vec2<f32>(0.0);
+}
+
+fn row_terms(rows: u32, qs: vec4<u32>) -> RowTerms {
+    let x = row_term(rows, qs.x);
+    let y = row_term(rows, qs.y);
+    let z = row_term(rows, qs.z);
+    let w = row_term(rows, qs.w);
+    return RowTerms(vec4<f32>(x.x, y.x, z.x, w.x), vec4<f32>(x.y, y.y, z.y, w.y));
+}
+
+// The dropout factors of weights (queries qs, key s): all 1 without dropout.
+fn drop_col(b: u32, h: u32, qs: vec4<u32>, s: u32) -> vec4<f32> {
+    if (p.threshold == 0u) {
+        return vec4<f32>(1.0);
+    }
+    let key = drop_key();
+    return vec4<f32>(
+        drop1(key, b, h, qs.x, s),
+        drop1(key, b, h, qs.y, s),
+        drop1(key, b, h, qs.z, s),
+        drop1(key, b, h, qs.w, s),
+    );
+}
+
+// A key row's scores against the thread's queries (transposed) and
+// dout_t · v_s.
+struct Scores {
+    s: vec4<f32>,
+    dp: vec4<f32>,
+}
+
+// p and ds of (queries qs, key s) into row r of k_sh and v_sh.
+fn weights(r: u32, kq: u32, qs: vec4<u32>, s: u32, sc: Scores, tm: RowTerms, bh: vec2<u32>) {
+    let visible = (qs >= vec4<u32>(s)) & (qs < vec4<u32>(p.t));
+    let pr = select(vec4<f32>(0.0), exp(sc.s - tm.lse), visible);
+    // One dropout factor per query row.
+    let z = drop_col(bh.x, bh.y, qs, s);
+    k_sh[pw(r, kq)] = pr * z;
+    v_sh[pw(r, kq)] = pr * (sc.dp * z - tm.d);
+}
+
+// Queries (or their output gradients) 4·j4..4·j4+3 of the tile, dims
+// 4·d4.. of a chunk: a column each.
+fn queries4(j4: u32, d4: u32) -> mat4x4<f32> {
+    let j = 4u * j4;
+    return mat4x4<f32>(q_sh[sw(j, d4)], q_sh[sw(j + 1u, d4)], q_sh[sw(j + 2u, d4)], q_sh[sw(j + 3u, d4)]);
+}
+
+fn douts4(j4: u32, d4: u32) -> mat4x4<f32> {
+    let j = 4u * j4;
+    return mat4x4<f32>(dy_sh[sw(j, d4)], dy_sh[sw(j + 1u, d4)], dy_sh[sw(j + 2u, d4)], dy_sh[sw(j + 3u, d4)]);
 }
 
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let b = wg.z;
     let h = wg.y;
-    let k0 = wg.x * BK;
-    let stride = 3u * p.c;
-    let head = h * p.hs;
-    let seq = b * p.t;
+    let x = Tile(wg.x * BK, b * p.t, h * p.hs);
     let rows = (b * p.nh + h) * p.t;
     let r = tid / 8u;
     let kq = tid % 8u;
-    let s = k0 + r;
-    let live = s < p.t;
-    let k_base = (seq + s) * stride + p.c + head;
+    let sa = x.k0 + r;
+    let sb = sa + 16u;
+    let bh = vec2<u32>(b, h);
 
-    var dk0 = vec4<f32>(0.0);
-    var dk1 = vec4<f32>(0.0);
-    var dk2 = vec4<f32>(0.0);
-    var dk3 = vec4<f32>(0.0);
-    var dv0 = vec4<f32>(0.0);
-    var dv1 = vec4<f32>(0.0);
-    var dv2 = vec4<f32>(0.0);
-    var dv3 = vec4<f32>(0.0);
+    var dka = mat4x4<f32>();
+    var dkb = mat4x4<f32>();
+    var dva = mat4x4<f32>();
+    var dvb = mat4x4<f32>();
 
     // The first key of this workgroup is seen by queries [k0, T).
-    for (var t0 = k0; t0 < p.t; t0 += BQ) {
-        if (tid < BQ) {
-            var row_lse = 0.0;
-            var row_d = 0.0;
-            if (t0 + tid < p.t) {
-                row_lse = lse[rows + t0 + tid];
-                row_d = delta[rows + t0 + tid];
-            }
-            lse_sh[tid] = row_lse;
-            d_sh[tid] = row_d;
-        }
-        // Scores (transposed: key r, queries 4kq + i) and dout_t · v_s.
-        var sc = vec4<f32>(0.0);
-        var dp = vec4<f32>(0.0);
+    for (var t0 = x.k0; t0 < p.t; t0 += BQ) {
+        let qs = vec4<u32>(t0 + 4u * kq) + vec4<u32>(0u, 1u, 2u, 3u);
+        // Scores (transposed: key, queries 4kq + i) and dout_t · v_s.
+        var ska = Scores(vec4<f32>(0.0), vec4<f32>(0.0));
+        var skb = ska;
         for (var c = 0u; c < p.nch; c++) {
-            let d = c * 32u + kq * 4u;
-            k_sh[r * 8u + kq] = qkv4(k_base, d, live) * p.scale;
-            v_sh[r * 8u + kq] = qkv4(k_base + p.c, d, live);
-            load_queries(seq, head, t0, c, r, kq);
+            load_keys(x, r, kq, c);
+            load_queries(x, r, kq, c, t0);
             workgroupBarrier();
             for (var d4 = 0u; d4 < 8u; d4++) {
-                let kv = k_sh[r * 8u + d4];
-                let vv = v_sh[r * 8u + d4];
-                let j = 4u * kq;
-                sc.x += dot(kv, q_sh[sw(j, d4)]);
-                sc.y += dot(kv, q_sh[sw(j + 1u, d4)]);
-                sc.z += dot(kv, q_sh[sw(j + 2u, d4)]);
-                sc.w += dot(kv, q_sh[sw(j + 3u, d4)]);
-                dp.x += dot(vv, dy_sh[sw(j, d4)]);
-                dp.y += dot(vv, dy_sh[sw(j + 1u, d4)]);
-                dp.z += dot(vv, dy_sh[sw(j + 2u, d4)]);
-                dp.w += dot(vv, dy_sh[sw(j + 3u, d4)]);
+                let q = queries4(kq, d4);
+                let y = douts4(kq, d4);
+                ska = Scores(ska.s + k_sh[pw(r, d4)] * q, ska.dp + v_sh[pw(r, d4)] * y);
+                skb = Scores(skb.s + k_sh[pw(r + 16u, d4)] * q, skb.dp + v_sh[pw(r + 16u, d4)] * y);
             }
+            // Every tile is read before the next chunk refills it or the
+            // weights take k_sh and v_sh.
             workgroupBarrier();
         }
-        let j = 4u * kq;
-        let queries = vec4<u32>(t0 + j) + vec4<u32>(0u, 1u, 2u, 3u);
-        let visible = (queries >= vec4<u32>(s)) & (queries < vec4<u32>(p.t));
-        let row_lse = vec4<f32>(lse_sh[j], lse_sh[j + 1u], lse_sh[j + 2u], lse_sh[j + 3u]);
-        let row_d = vec4<f32>(d_sh[j], d_sh[j + 1u], d_sh[j + 2u], d_sh[j + 3u]);
-        let pr = select(vec4<f32>(0.0), exp(sc - row_lse), visible);
-        // k_sh and v_sh were last read before the barrier above.
-        // Weights of (query 4kq + i, key s): one factor per query row.
-        var z = vec4<f32>(1.0);
-        if (p.threshold != 0u) {
-            let key = drop_key();
-            z = vec4<f32>(
-                drop1(key, b, h, queries.x, s),
-                drop1(key, b, h, queries.y, s),
-                drop1(key, b, h, queries.z, s),
-                drop1(key, b, h, queries.w, s),
-            );
-        }
-        k_sh[pw(r, kq)] = pr * z;
-        v_sh[pw(r, kq)] = pr * (dp * z - row_d);
+        let tm = row_terms(rows, qs);
+        weights(r, kq, qs, sa, ska, tm, bh);
+        weights(r + 16u, kq, qs, sb, skb, tm, bh);
         workgroupBarrier();
 
         // dv += p · dout, dk += ds · q, chunk by chunk from the last (still
@@ -173,45 +223,53 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         for (var cc = 0u; cc < p.nch; cc++) {
             let c = p.nch - 1u - cc;
             if (cc > 0u) {
-                load_queries(seq, head, t0, c, r, kq);
+                load_queries(x, r, kq, c, t0);
                 workgroupBarrier();
             }
-            var acc_v = vec4<f32>(0.0);
-            var acc_k = vec4<f32>(0.0);
+            var va = vec4<f32>(0.0);
+            var vb = vec4<f32>(0.0);
+            var ka = vec4<f32>(0.0);
+            var kb = vec4<f32>(0.0);
             for (var j4 = 0u; j4 < 8u; j4++) {
-                let w = k_sh[pw(r, j4)];
-                let g = v_sh[pw(r, j4)];
-                let q = 4u * j4;
-                acc_v = fma(vec4<f32>(w.x), dy_sh[sw(q, kq)], acc_v);
-                acc_v = fma(vec4<f32>(w.y), dy_sh[sw(q + 1u, kq)], acc_v);
-                acc_v = fma(vec4<f32>(w.z), dy_sh[sw(q + 2u, kq)], acc_v);
-                acc_v = fma(vec4<f32>(w.w), dy_sh[sw(q + 3u, kq)], acc_v);
-                acc_k = fma(vec4<f32>(g.x), q_sh[sw(q, kq)], acc_k);
-                acc_k = fma(vec4<f32>(g.y), q_sh[sw(q + 1u, kq)], acc_k);
-                acc_k = fma(vec4<f32>(g.z), q_sh[sw(q + 2u, kq)], acc_k);
-                acc_k = fma(vec4<f32>(g.w), q_sh[sw(q + 3u, kq)], acc_k);
+                let y = douts4(j4, kq);
+                let q = queries4(j4, kq);
+                va += y * k_sh[pw(r, j4)];
+                ka += q * v_sh[pw(r, j4)];
+                vb += y * k_sh[pw(r + 16u, j4)];
+                kb += q * v_sh[pw(r + 16u, j4)];
             }
+            // Constant indices: dynamically indexed private memory gets
+            // spilled by some drivers.
             switch c {
-                case 0u: { dv0 += acc_v; dk0 += acc_k; }
-                case 1u: { dv1 += acc_v; dk1 += acc_k; }
-                case 2u: { dv2 += acc_v; dk2 += acc_k; }
-                default: { dv3 += acc_v; dk3 += acc_k; }
+                case 0u: { dva[0] += va; dvb[0] += vb; dka[0] += ka; dkb[0] += kb; }
+                case 1u: { dva[1] += va; dvb[1] += vb; dka[1] += ka; dkb[1] += kb; }
+                case 2u: { dva[2] += va; dvb[2] += vb; dka[2] += ka; dkb[2] += kb; }
+                default: { dva[3] += va; dvb[3] += vb; dka[3] += ka; dkb[3] += kb; }
             }
             workgroupBarrier();
         }
     }
 
-    if (live) {
-        let v_base = k_base + p.c;
-        store4(k_base, kq * 4u, dk0 * p.scale);
-        store4(k_base, 32u + kq * 4u, dk1 * p.scale);
-        store4(k_base, 64u + kq * 4u, dk2 * p.scale);
-        store4(k_base, 96u + kq * 4u, dk3 * p.scale);
-        store4(v_base, kq * 4u, dv0);
-        store4(v_base, 32u + kq * 4u, dv1);
-        store4(v_base, 64u + kq * 4u, dv2);
-        store4(v_base, 96u + kq * 4u, dv3);
+    let d = 4u * kq;
+    if (sa < p.t) {
+        let k_base = qkv_row(x, sa) + p.c;
+        store_chunks(k_base, d, dka * p.scale);
+        store_chunks(k_base + p.c, d, dva);
     }
+    if (sb < p.t) {
+        let k_base = qkv_row(x, sb) + p.c;
+        store_chunks(k_base, d, dkb * p.scale);
+        store_chunks(k_base + p.c, d, dvb);
+    }
+}
+
+// Dims d.., 32 + d.., 64 + d.. and 96 + d.. of dqkv from `base`: the
+// columns of m, those inside the head only.
+fn store_chunks(base: u32, d: u32, m: mat4x4<f32>) {
+    store4(base, d, m[0]);
+    store4(base, 32u + d, m[1]);
+    store4(base, 64u + d, m[2]);
+    store4(base, 96u + d, m[3]);
 }
 
 // The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation

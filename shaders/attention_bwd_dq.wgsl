@@ -11,9 +11,10 @@
 // order, so the result is deterministic.
 //
 // The tiling is the forward's (attention_fwd.wgsl): one workgroup = one
-// (b, h) and 16 query rows, 8 threads per row; keys 32 at a time; head dims
-// in chunks of 32. Thread (r, kq) scores row r against keys 4kq..4kq+3, then
-// owns dims 4kq..4kq+3 of each chunk of dq_r in vec4 registers.
+// (b, h) and 32 query rows; keys 32 at a time; head dims in chunks of 32.
+// Thread (r, kq) = (tid / 8, tid % 8) scores rows r and r + 16 against keys
+// 4kq..4kq+3, then owns dims 4kq..4kq+3 of each chunk of both rows' dq in
+// vec4 registers, and loads dims 4kq.. of rows r and r + 16 of each tile.
 
 struct Params {
     t: u32,
@@ -49,19 +50,17 @@ struct Params {
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(7) var<storage, read> state: array<u32>;
 
-const BR: u32 = 16u;
+const BR: u32 = 32u;
 const BC: u32 = 32u;
 
-// Query-row tiles (r * 8 + d4) of q (pre-scaled) and dout.
-var<workgroup> q_sh: array<vec4<f32>, 128>;
-var<workgroup> dy_sh: array<vec4<f32>, 128>;
-// Key-row tiles (swizzled, see sw) of K and V.
+// Query-row tiles (pw(r, d4)) of q (pre-scaled) and dout; before the first
+// tile q_sh holds each thread's part of its row's D (in x, at tid).
+var<workgroup> q_sh: array<vec4<f32>, 256>;
+var<workgroup> dy_sh: array<vec4<f32>, 256>;
+// Key-row tiles (swizzled, see sw) of K and V; once scored, v_sh holds the
+// tile's ds at pw(r, j4) (keys 4·j4.. of query row r).
 var<workgroup> k_sh: array<vec4<f32>, 256>;
 var<workgroup> v_sh: array<vec4<f32>, 256>;
-// ds_sh[pw(r, j4)]: ds of keys 4·j4.. of query row r.
-var<workgroup> ds_sh: array<vec4<f32>, 128>;
-// The 8 partial dot products of each row's D.
-var<workgroup> red: array<f32, 128>;
 
 // Appended to this source: attention_common.wgsl (qkv4), dropout_mask.wgsl
 // and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
@@ -91,119 +90,194 @@ fn out4(base: u32, d: u32, live: bool) -> vec4<f32> {
     );
 }
 
+// Where a workgroup's rows and head start.
+struct Tile {
+    q0: u32,
+    seq: u32,
+    head: u32,
+}
+
+// qkv index of row t's Q columns (its K columns C later, its V 2C later).
+fn qkv_row(x: Tile, t: u32) -> u32 {
+    return (x.seq + t) * 3u * p.c + x.head;
+}
+
+// Dims 4·d4.. of chunk c of rows lr and lr + 16: q (pre-scaled) and dout of
+// the query tile, K and V of the key tile from s0.
+fn load_tiles(x: Tile, lr: u32, d4: u32, c: u32, s0: u32) {
+    let d = c * 32u + d4 * 4u;
+    for (var i = 0u; i < 2u; i++) {
+        let j = lr + 16u * i;
+        let t = x.q0 + j;
+        q_sh[pw(j, d4)] = qkv4(qkv_row(x, t), d, t < p.t) * p.scale;
+        dy_sh[pw(j, d4)] = dout4((x.seq + t) * p.c + x.head, d, t < p.t);
+        let s = s0 + j;
+        let k_base = qkv_row(x, s) + p.c;
+        k_sh[sw(j, d4)] = qkv4(k_base, d, s < p.t);
+        v_sh[sw(j, d4)] = qkv4(k_base + p.c, d, s < p.t);
+    }
+}
+
+// Dims 4·d4.. of chunk c of K of keys s0 + lr and s0 + lr + 16.
+fn load_keys(x: Tile, lr: u32, d4: u32, c: u32, s0: u32) {
+    for (var i = 0u; i < 2u; i++) {
+        let j = lr + 16u * i;
+        let s = s0 + j;
+        k_sh[sw(j, d4)] = qkv4(qkv_row(x, s) + p.c, c * 32u + d4 * 4u, s < p.t);
+    }
+}
+
+// D_t = dout_t · out_t of row r: each of the row's 8 threads sums dims
+// 4kq.. of every chunk, then the 8 parts are added in order.
+fn row_term(x: Tile, r: u32, kq: u32) -> f32 {
+    let t = x.q0 + r;
+    let y_base = (x.seq + t) * p.c + x.head;
+    var part = 0.0;
+    for (var c = 0u; c < p.nch; c++) {
+        let d = c * 32u + kq * 4u;
+        part += dot(dout4(y_base, d, t < p.t), out4(y_base, d, t < p.t));
+    }
+    return part;
+}
+
+// Both rows' D, their 8 parts added through q_sh (x), which the first tile
+// refills.
+fn row_terms(x: Tile, r: u32, kq: u32) -> vec2<f32> {
+    q_sh[r * 8u + kq].x = row_term(x, r, kq);
+    q_sh[(r + 16u) * 8u + kq].x = row_term(x, r + 16u, kq);
+    workgroupBarrier();
+    var d = vec2<f32>(0.0);
+    for (var i = 0u; i < 8u; i++) {
+        d += vec2<f32>(q_sh[r * 8u + i].x, q_sh[(r + 16u) * 8u + i].x);
+    }
+    workgroupBarrier();
+    return d;
+}
+
+// Keys 4kq..4kq+3 of the tile, dims 4·d4.. of a chunk: a column each.
+fn keys4(kq: u32, d4: u32) -> mat4x4<f32> {
+    let j = 4u * kq;
+    return mat4x4<f32>(k_sh[sw(j, d4)], k_sh[sw(j + 1u, d4)], k_sh[sw(j + 2u, d4)], k_sh[sw(j + 3u, d4)]);
+}
+
+fn values4(kq: u32, d4: u32) -> mat4x4<f32> {
+    let j = 4u * kq;
+    return mat4x4<f32>(v_sh[sw(j, d4)], v_sh[sw(j + 1u, d4)], v_sh[sw(j + 2u, d4)], v_sh[sw(j + 3u, d4)]);
+}
+
+// A row's scores s and dout_t · v (dp) against the thread's 4 keys.
+struct Scores {
+    s: vec4<f32>,
+    dp: vec4<f32>,
+}
+
+// ds of query row r (at t, with lse and D in tm) against keys `keys` into
+// v_sh.
+fn ds_row(r: u32, kq: u32, t: u32, keys: vec4<u32>, sc: Scores, tm: vec2<f32>, bh: vec2<u32>) {
+    let visible = (keys <= vec4<u32>(t)) & (keys < vec4<u32>(p.t));
+    let pr = select(vec4<f32>(0.0), exp(sc.s - vec4<f32>(tm.x)), visible);
+    v_sh[pw(r, kq)] = pr * (sc.dp * drop4(bh.x, bh.y, t, keys) - vec4<f32>(tm.y));
+}
+
+// lse of row t of this (b, h), zero past T.
+fn lse_of(b: u32, h: u32, t: u32) -> f32 {
+    if (t < p.t) {
+        return lse[(b * p.nh + h) * p.t + t];
+    }
+    return 0.0;
+}
+
+// Dims d.., 32 + d.., 64 + d.. and 96 + d.. of dqkv from `base`: the
+// columns of m, those inside the head only.
+fn store_chunks(base: u32, d: u32, m: mat4x4<f32>) {
+    store4(base, d, m[0]);
+    store4(base, 32u + d, m[1]);
+    store4(base, 64u + d, m[2]);
+    store4(base, 96u + d, m[3]);
+}
+
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let b = wg.z;
     let h = wg.y;
-    let q0 = wg.x * BR;
-    let stride = 3u * p.c;
-    let head = h * p.hs;
-    let seq = b * p.t;
+    let x = Tile(wg.x * BR, b * p.t, h * p.hs);
     let r = tid / 8u;
     let kq = tid % 8u;
-    let t = q0 + r;
-    let live = t < p.t;
-    let q_base = (seq + t) * stride + head;
-    let y_base = (seq + t) * p.c + head;
+    let ta = x.q0 + r;
+    let tb = ta + 16u;
+    let bh = vec2<u32>(b, h);
 
-    // D_t: each of the row's 8 threads sums dims 4kq.. of every chunk, then
-    // the 8 partials are added in order.
-    var part = 0.0;
-    for (var c = 0u; c < p.nch; c++) {
-        let d = c * 32u + kq * 4u;
-        part += dot(dout4(y_base, d, live), out4(y_base, d, live));
-    }
-    red[tid] = part;
-    workgroupBarrier();
-    var big_d = 0.0;
-    for (var i = 0u; i < 8u; i++) {
-        big_d += red[r * 8u + i];
-    }
-    var row_lse = 0.0;
-    if (live) {
-        let row = (b * p.nh + h) * p.t + t;
-        row_lse = lse[row];
-        if (kq == 0u) {
-            delta[row] = big_d;
+    let big_d = row_terms(x, r, kq);
+    let tma = vec2<f32>(lse_of(b, h, ta), big_d.x);
+    let tmb = vec2<f32>(lse_of(b, h, tb), big_d.y);
+    if (kq == 0u) {
+        let row = (b * p.nh + h) * p.t;
+        if (ta < p.t) {
+            delta[row + ta] = big_d.x;
+        }
+        if (tb < p.t) {
+            delta[row + tb] = big_d.y;
         }
     }
 
-    var dq0 = vec4<f32>(0.0);
-    var dq1 = vec4<f32>(0.0);
-    var dq2 = vec4<f32>(0.0);
-    var dq3 = vec4<f32>(0.0);
-    let s_end = min(p.t, q0 + BR);
+    var dqa = mat4x4<f32>();
+    var dqb = mat4x4<f32>();
+    let s_end = min(p.t, x.q0 + BR);
     for (var s0 = 0u; s0 < s_end; s0 += BC) {
-        var sc = vec4<f32>(0.0);
-        var dp = vec4<f32>(0.0);
+        var sa = Scores(vec4<f32>(0.0), vec4<f32>(0.0));
+        var sb = sa;
         for (var c = 0u; c < p.nch; c++) {
-            let d = c * 32u + kq * 4u;
-            q_sh[r * 8u + kq] = qkv4(q_base, d, live) * p.scale;
-            dy_sh[r * 8u + kq] = dout4(y_base, d, live);
-            for (var i = 0u; i < 2u; i++) {
-                let j = r + 16u * i;
-                let s = s0 + j;
-                let k_base = (seq + s) * stride + p.c + head;
-                k_sh[sw(j, kq)] = qkv4(k_base, d, s < p.t);
-                v_sh[sw(j, kq)] = qkv4(k_base + p.c, d, s < p.t);
-            }
+            load_tiles(x, r, kq, c, s0);
             workgroupBarrier();
             for (var d4 = 0u; d4 < 8u; d4++) {
-                let qv = q_sh[r * 8u + d4];
-                let yv = dy_sh[r * 8u + d4];
-                let j = 4u * kq;
-                sc.x += dot(qv, k_sh[sw(j, d4)]);
-                sc.y += dot(qv, k_sh[sw(j + 1u, d4)]);
-                sc.z += dot(qv, k_sh[sw(j + 2u, d4)]);
-                sc.w += dot(qv, k_sh[sw(j + 3u, d4)]);
-                dp.x += dot(yv, v_sh[sw(j, d4)]);
-                dp.y += dot(yv, v_sh[sw(j + 1u, d4)]);
-                dp.z += dot(yv, v_sh[sw(j + 2u, d4)]);
-                dp.w += dot(yv, v_sh[sw(j + 3u, d4)]);
+                let k = keys4(kq, d4);
+                let v = values4(kq, d4);
+                sa.s += q_sh[pw(r, d4)] * k;
+                sa.dp += dy_sh[pw(r, d4)] * v;
+                sb.s += q_sh[pw(r + 16u, d4)] * k;
+                sb.dp += dy_sh[pw(r + 16u, d4)] * v;
             }
+            // Every tile is read before the next chunk refills it or v_sh
+            // takes the ds.
             workgroupBarrier();
         }
         let keys = vec4<u32>(s0 + 4u * kq) + vec4<u32>(0u, 1u, 2u, 3u);
-        let visible = (keys <= vec4<u32>(t)) & (keys < vec4<u32>(p.t));
-        let pr = select(vec4<f32>(0.0), exp(sc - vec4<f32>(row_lse)), visible);
-        ds_sh[pw(r, kq)] = pr * (dp * drop4(b, h, t, keys) - vec4<f32>(big_d));
+        ds_row(r, kq, ta, keys, sa, tma, bh);
+        ds_row(r + 16u, kq, tb, keys, sb, tmb, bh);
         workgroupBarrier();
 
         // dq += ds · K, chunk by chunk from the last (still in k_sh).
         for (var cc = 0u; cc < p.nch; cc++) {
             let c = p.nch - 1u - cc;
             if (cc > 0u) {
-                for (var i = 0u; i < 2u; i++) {
-                    let j = r + 16u * i;
-                    let s = s0 + j;
-                    let k_base = (seq + s) * stride + p.c + head;
-                    k_sh[sw(j, kq)] = qkv4(k_base, c * 32u + kq * 4u, s < p.t);
-                }
+                load_keys(x, r, kq, c, s0);
                 workgroupBarrier();
             }
-            var acc = vec4<f32>(0.0);
+            var acc_a = vec4<f32>(0.0);
+            var acc_b = vec4<f32>(0.0);
             for (var j4 = 0u; j4 < 8u; j4++) {
-                let w = ds_sh[pw(r, j4)];
-                acc = fma(vec4<f32>(w.x), k_sh[sw(4u * j4, kq)], acc);
-                acc = fma(vec4<f32>(w.y), k_sh[sw(4u * j4 + 1u, kq)], acc);
-                acc = fma(vec4<f32>(w.z), k_sh[sw(4u * j4 + 2u, kq)], acc);
-                acc = fma(vec4<f32>(w.w), k_sh[sw(4u * j4 + 3u, kq)], acc);
+                let k = keys4(j4, kq);
+                acc_a += k * v_sh[pw(r, j4)];
+                acc_b += k * v_sh[pw(r + 16u, j4)];
             }
+            // Constant indices: dynamically indexed private memory gets
+            // spilled by some drivers.
             switch c {
-                case 0u: { dq0 += acc; }
-                case 1u: { dq1 += acc; }
-                case 2u: { dq2 += acc; }
-                default: { dq3 += acc; }
+                case 0u: { dqa[0] += acc_a; dqb[0] += acc_b; }
+                case 1u: { dqa[1] += acc_a; dqb[1] += acc_b; }
+                case 2u: { dqa[2] += acc_a; dqb[2] += acc_b; }
+                default: { dqa[3] += acc_a; dqb[3] += acc_b; }
             }
             workgroupBarrier();
         }
     }
 
-    if (live) {
-        store4(q_base, kq * 4u, dq0 * p.scale);
-        store4(q_base, 32u + kq * 4u, dq1 * p.scale);
-        store4(q_base, 64u + kq * 4u, dq2 * p.scale);
-        store4(q_base, 96u + kq * 4u, dq3 * p.scale);
+    let d = 4u * kq;
+    if (ta < p.t) {
+        store_chunks(qkv_row(x, ta), d, dqa * p.scale);
+    }
+    if (tb < p.t) {
+        store_chunks(qkv_row(x, tb), d, dqb * p.scale);
     }
 }
 

@@ -1,6 +1,6 @@
 // What the three attention training kernels share (attention_fwd.wgsl,
 // attention_bwd_dq.wgsl, attention_bwd_dkv.wgsl; appended to each by
-// ops/attention.rs): the guarded loads of a head's columns from `qkv`.
+// ops/attention/mod.rs): the guarded loads of a head's columns from `qkv`.
 
 fn qkv_at(i: u32, ok: bool) -> f32 {
     if (ok) {

@@ -8,13 +8,16 @@
 // output rescaled by exp(m_old − m_new). Everything accumulates in f32.
 // z_ts is the dropout factor of the weight (see Params), 1 when not training.
 //
-// One workgroup = one (b, h) and BR = 16 query rows, 128 threads: 8 per row.
-// Keys come BC = 32 at a time, and the head dims in chunks of 32 (up to 4
-// chunks: HS ≤ 128; dims past HS read as zero), through workgroup memory.
-// Thread (r, kq) scores query row r against keys 4kq..4kq+3 of the tile,
-// then owns dims 4kq..4kq+3 of every chunk of row r's output, in vec4
-// registers o0..o3 indexed only by constants (dynamically indexed private
-// arrays get spilled to memory by some drivers).
+// One workgroup = one (b, h) and BR = 32 query rows, 128 threads. Keys come
+// BC = 32 at a time, and the head dims in chunks of 32 (up to 4 chunks:
+// HS ≤ 128; dims past HS read as zero), through workgroup memory. Thread
+// (r, kq) = (tid / 8, tid % 8) scores query rows r and r + 16 against keys
+// 4kq..4kq+3 of the tile, then owns dims 4kq..4kq+3 of every chunk of both
+// rows' outputs, in registers indexed only by constants (dynamically
+// indexed private memory gets spilled by some drivers); it also loads dims
+// 4kq.. of rows r and r + 16 of each tile. Two rows a thread and four keys
+// read 6 tile vectors for 8 products where one row and eight keys read 9
+// (BENCHMARKS.md, issue #15).
 
 struct Params {
     t: u32,
@@ -48,35 +51,35 @@ struct Params {
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(4) var<storage, read> state: array<u32>;
 
-const BR: u32 = 16u;
+const BR: u32 = 32u;
 const BC: u32 = 32u;
 // Below any real score; exp(NEG − finite) is exactly 0, and NEG + finite
 // cannot overflow the way −inf arithmetic would produce NaN.
 const NEG: f32 = -1e30;
 
-// q_sh[r * 8 + d4]: dims 4·d4.. of the chunk of query row q0 + r, pre-scaled.
-var<workgroup> q_sh: array<vec4<f32>, 128>;
-// k_sh[sw(j, d4)]: the same of key s0 + j; v_sh likewise for V.
+// q_sh[pw(r, d4)]: dims 4·d4.. of the chunk of query row q0 + r, pre-scaled.
+var<workgroup> q_sh: array<vec4<f32>, 256>;
+// k_sh[sw(j, d4)]: the same of key s0 + j while scoring; then the weights
+// of the tile, k_sh[pw(r, j4)] for keys 4·j4.. of query row r (K is not
+// read again before the next tile refills it). v_sh[sw(j, d4)]: V.
 var<workgroup> k_sh: array<vec4<f32>, 256>;
 var<workgroup> v_sh: array<vec4<f32>, 256>;
-// p_sh[pw(r, j4)]: the weights of keys 4·j4.. of query row r.
-var<workgroup> p_sh: array<vec4<f32>, 128>;
 // The 8 partial maxima, then sums, of each row: red_*[r * 8 + kq].
-var<workgroup> red_m: array<f32, 128>;
-var<workgroup> red_l: array<f32, 128>;
+var<workgroup> red_m: array<f32, 256>;
+var<workgroup> red_l: array<f32, 256>;
 
-// Row j of a 32-row tile, XOR-swizzled so that both the 8 threads reading
-// rows 4kq + i (scoring) and the 8 reading dims d4 of one row hit distinct
-// banks.
 // Appended to this source: attention_common.wgsl (qkv4), dropout_mask.wgsl
 // and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
 // attention_serial.wgsl.
 
+// Row j of a 32-row tile, XOR-swizzled so that the 8 threads reading keys
+// 4kq + i (scoring) and the 8 reading dims d4 of one key hit distinct
+// banks.
 fn sw(j: u32, d4: u32) -> u32 {
     return j * 8u + (d4 ^ ((j >> 2u) & 7u));
 }
 
-// Swizzled row r of a 16-row tile of key weights.
+// Swizzled row r of a 32-row tile of queries or of weights.
 fn pw(r: u32, j4: u32) -> u32 {
     return r * 8u + (j4 ^ (r & 7u));
 }
@@ -96,129 +99,199 @@ fn store4(base: u32, d: u32, v: vec4<f32>) {
     }
 }
 
+// Dims 4·d4.. of chunk c of rows lr and lr + 16 of the query tile from
+// q0 into q_sh (pre-scaled), of the key tile from s0 into k_sh, and with
+// `vals` of the values into v_sh.
+fn load_tiles(x: Tile, lr: u32, d4: u32, c: u32, s0: u32, vals: bool) {
+    let d = c * 32u + d4 * 4u;
+    for (var i = 0u; i < 2u; i++) {
+        let j = lr + 16u * i;
+        let t = x.q0 + j;
+        q_sh[pw(j, d4)] = qkv4(seq_row_of(x, t), d, t < p.t) * p.scale;
+        let s = s0 + j;
+        let k_base = seq_row_of(x, s) + p.c;
+        k_sh[sw(j, d4)] = qkv4(k_base, d, s < p.t);
+        if (vals) {
+            v_sh[sw(j, d4)] = qkv4(k_base + p.c, d, s < p.t);
+        }
+    }
+}
+
+// Dims 4·d4.. of chunk c of the values of keys s0 + lr and s0 + lr + 16.
+fn load_values(x: Tile, lr: u32, d4: u32, c: u32, s0: u32) {
+    for (var i = 0u; i < 2u; i++) {
+        let j = lr + 16u * i;
+        let s = s0 + j;
+        v_sh[sw(j, d4)] = qkv4(seq_row_of(x, s) + 2u * p.c, c * 32u + d4 * 4u, s < p.t);
+    }
+}
+
+// Where a workgroup's rows and head start: the qkv index of row t's Q
+// columns is seq_row_of(x, t) (its K columns C later, its V 2C later).
+struct Tile {
+    q0: u32,
+    seq: u32,
+    head: u32,
+}
+
+fn tile_at(wg: vec3<u32>) -> Tile {
+    return Tile(wg.x * BR, wg.z * p.t, wg.y * p.hs);
+}
+
+fn seq_row_of(x: Tile, t: u32) -> u32 {
+    return (x.seq + t) * 3u * p.c + x.head;
+}
+
+// Keys (or values) 4·j4..4·j4+3 of the tile, dims 4·d4.. of a chunk: a
+// column each.
+fn keys4(j4: u32, d4: u32) -> mat4x4<f32> {
+    let j = 4u * j4;
+    return mat4x4<f32>(k_sh[sw(j, d4)], k_sh[sw(j + 1u, d4)], k_sh[sw(j + 2u, d4)], k_sh[sw(j + 3u, d4)]);
+}
+
+fn values4(j4: u32, d4: u32) -> mat4x4<f32> {
+    let j = 4u * j4;
+    return mat4x4<f32>(v_sh[sw(j, d4)], v_sh[sw(j + 1u, d4)], v_sh[sw(j + 2u, d4)], v_sh[sw(j + 3u, d4)]);
+}
+
+// A query row's running maximum and sum of the online softmax.
+struct Row {
+    m: f32,
+    l: f32,
+}
+
+// Row r's 8 parts (at r * 8 in red) combined, in order.
+fn row_max(r: u32, m: f32) -> f32 {
+    var m_new = m;
+    for (var i = 0u; i < 8u; i++) {
+        m_new = max(m_new, red_m[r * 8u + i]);
+    }
+    return m_new;
+}
+
+fn row_sum(r: u32) -> f32 {
+    var sum = 0.0;
+    for (var i = 0u; i < 8u; i++) {
+        sum += red_l[r * 8u + i];
+    }
+    return sum;
+}
+
+// Scores of query row t against keys `keys`, NEG where it cannot see them.
+fn masked(sc: vec4<f32>, t: u32, keys: vec4<u32>) -> vec4<f32> {
+    let visible = (keys <= vec4<u32>(t)) & (keys < vec4<u32>(p.t));
+    return select(vec4<f32>(NEG), sc, visible);
+}
+
+// Dims d.., 32 + d.., 64 + d.. and 96 + d.. of out from `base`: the columns
+// of m, those inside the head only.
+fn store_chunks(base: u32, d: u32, m: mat4x4<f32>) {
+    store4(base, d, m[0]);
+    store4(base, 32u + d, m[1]);
+    store4(base, 64u + d, m[2]);
+    store4(base, 96u + d, m[3]);
+}
+
+// Row t's output (o / l) and lse, the lse from its thread kq = 0.
+fn finish_row(x: Tile, bh: vec2<u32>, t: u32, kq: u32, o: mat4x4<f32>, row: Row) {
+    if (t < p.t) {
+        store_chunks((x.seq + t) * p.c + x.head, 4u * kq, o * (1.0 / row.l));
+        if (kq == 0u) {
+            lse[(bh.x * p.nh + bh.y) * p.t + t] = row.m + log(row.l);
+        }
+    }
+}
+
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let x = tile_at(wg);
     let b = wg.z;
     let h = wg.y;
-    let q0 = wg.x * BR;
-    let stride = 3u * p.c;
-    let head = h * p.hs;
-    let seq = b * p.t;
     let r = tid / 8u;
     let kq = tid % 8u;
-    let t = q0 + r;
-    let live = t < p.t;
-    let q_base = (seq + t) * stride + head;
+    let ta = x.q0 + r;
+    let tb = ta + 16u;
 
-    var m = NEG;
-    var l = 0.0;
-    var o0 = vec4<f32>(0.0);
-    var o1 = vec4<f32>(0.0);
-    var o2 = vec4<f32>(0.0);
-    var o3 = vec4<f32>(0.0);
+    var ra = Row(NEG, 0.0);
+    var rb = Row(NEG, 0.0);
+    var oa = mat4x4<f32>();
+    var ob = mat4x4<f32>();
 
     // The last query of this workgroup sees keys [0, s_end).
-    let s_end = min(p.t, q0 + BR);
+    let s_end = min(p.t, x.q0 + BR);
     for (var s0 = 0u; s0 < s_end; s0 += BC) {
         // Scores of keys 4kq + i, summed over the chunks of the head dims.
-        var sc = vec4<f32>(0.0);
+        var sa = vec4<f32>(0.0);
+        var sb = vec4<f32>(0.0);
         for (var c = 0u; c < p.nch; c++) {
-            let d = c * 32u + kq * 4u;
-            q_sh[r * 8u + kq] = qkv4(q_base, d, live) * p.scale;
-            let last = c + 1u == p.nch;
-            for (var i = 0u; i < 2u; i++) {
-                let j = r + 16u * i;
-                let s = s0 + j;
-                let k_base = (seq + s) * stride + p.c + head;
-                k_sh[sw(j, kq)] = qkv4(k_base, d, s < p.t);
-                // The last chunk's values come now, ready for the weighting.
-                if (last) {
-                    v_sh[sw(j, kq)] = qkv4(k_base + p.c, d, s < p.t);
-                }
-            }
+            // The last chunk's values come now, ready for the weighting.
+            load_tiles(x, r, kq, c, s0, c + 1u == p.nch);
             workgroupBarrier();
             for (var d4 = 0u; d4 < 8u; d4++) {
-                let qv = q_sh[r * 8u + d4];
-                sc.x += dot(qv, k_sh[sw(4u * kq, d4)]);
-                sc.y += dot(qv, k_sh[sw(4u * kq + 1u, d4)]);
-                sc.z += dot(qv, k_sh[sw(4u * kq + 2u, d4)]);
-                sc.w += dot(qv, k_sh[sw(4u * kq + 3u, d4)]);
+                let k = keys4(kq, d4);
+                sa += q_sh[pw(r, d4)] * k;
+                sb += q_sh[pw(r + 16u, d4)] * k;
             }
-            // q_sh and k_sh are refilled only by the next chunk.
-            if (!last) {
+            // q_sh and k_sh are refilled only by the next chunk (the weights
+            // come after the barrier of the row maxima).
+            if (c + 1u < p.nch) {
                 workgroupBarrier();
             }
         }
         let keys = vec4<u32>(s0 + 4u * kq) + vec4<u32>(0u, 1u, 2u, 3u);
-        let visible = (keys <= vec4<u32>(t)) & (keys < vec4<u32>(p.t));
-        sc = select(vec4<f32>(NEG), sc, visible);
+        sa = masked(sa, ta, keys);
+        sb = masked(sb, tb, keys);
 
-        // Row max over the 8 threads of the row, then the weights and their sum.
-        red_m[tid] = max(max(sc.x, sc.y), max(sc.z, sc.w));
+        // Row maxima over the 8 threads of each row, then the weights and
+        // their sums.
+        red_m[r * 8u + kq] = max(max(sa.x, sa.y), max(sa.z, sa.w));
+        red_m[(r + 16u) * 8u + kq] = max(max(sb.x, sb.y), max(sb.z, sb.w));
         workgroupBarrier();
-        var m_new = m;
-        for (var i = 0u; i < 8u; i++) {
-            m_new = max(m_new, red_m[r * 8u + i]);
-        }
-        let e = exp(sc - vec4<f32>(m_new));
-        // The sum keeps every weight; the values see the dropped ones.
-        p_sh[pw(r, kq)] = e * drop4(b, h, t, keys);
-        red_l[tid] = (e.x + e.y) + (e.z + e.w);
+        let ma = row_max(r, ra.m);
+        let mb = row_max(r + 16u, rb.m);
+        let ea = exp(sa - vec4<f32>(ma));
+        let eb = exp(sb - vec4<f32>(mb));
+        // The sums keep every weight; the values see the dropped ones.
+        k_sh[pw(r, kq)] = ea * drop4(b, h, ta, keys);
+        k_sh[pw(r + 16u, kq)] = eb * drop4(b, h, tb, keys);
+        red_l[r * 8u + kq] = (ea.x + ea.y) + (ea.z + ea.w);
+        red_l[(r + 16u) * 8u + kq] = (eb.x + eb.y) + (eb.z + eb.w);
         workgroupBarrier();
-        var sum = 0.0;
-        for (var i = 0u; i < 8u; i++) {
-            sum += red_l[r * 8u + i];
-        }
-        let corr = exp(m - m_new);
-        m = m_new;
-        l = l * corr + sum;
-        o0 *= corr;
-        o1 *= corr;
-        o2 *= corr;
-        o3 *= corr;
+        let ca = exp(ra.m - ma);
+        let cb = exp(rb.m - mb);
+        ra = Row(ma, ra.l * ca + row_sum(r));
+        rb = Row(mb, rb.l * cb + row_sum(r + 16u));
+        oa *= ca;
+        ob *= cb;
 
         // o += Σ_j p_j v_j, chunk by chunk from the last (already loaded).
         for (var cc = 0u; cc < p.nch; cc++) {
             let c = p.nch - 1u - cc;
             if (cc > 0u) {
-                for (var i = 0u; i < 2u; i++) {
-                    let j = r + 16u * i;
-                    let s = s0 + j;
-                    let v_base = (seq + s) * stride + 2u * p.c + head;
-                    v_sh[sw(j, kq)] = qkv4(v_base, c * 32u + kq * 4u, s < p.t);
-                }
+                load_values(x, r, kq, c, s0);
                 workgroupBarrier();
             }
-            var acc = vec4<f32>(0.0);
+            var acc_a = vec4<f32>(0.0);
+            var acc_b = vec4<f32>(0.0);
             for (var j4 = 0u; j4 < 8u; j4++) {
-                let w = p_sh[pw(r, j4)];
-                acc = fma(vec4<f32>(w.x), v_sh[sw(4u * j4, kq)], acc);
-                acc = fma(vec4<f32>(w.y), v_sh[sw(4u * j4 + 1u, kq)], acc);
-                acc = fma(vec4<f32>(w.z), v_sh[sw(4u * j4 + 2u, kq)], acc);
-                acc = fma(vec4<f32>(w.w), v_sh[sw(4u * j4 + 3u, kq)], acc);
+                let v = values4(j4, kq);
+                acc_a += v * k_sh[pw(r, j4)];
+                acc_b += v * k_sh[pw(r + 16u, j4)];
             }
             switch c {
-                case 0u: { o0 += acc; }
-                case 1u: { o1 += acc; }
-                case 2u: { o2 += acc; }
-                default: { o3 += acc; }
+                case 0u: { oa[0] += acc_a; ob[0] += acc_b; }
+                case 1u: { oa[1] += acc_a; ob[1] += acc_b; }
+                case 2u: { oa[2] += acc_a; ob[2] += acc_b; }
+                default: { oa[3] += acc_a; ob[3] += acc_b; }
             }
             // Every tile is read before the next chunk or key tile refills it.
             workgroupBarrier();
         }
     }
 
-    if (live) {
-        let inv = 1.0 / l;
-        let o_base = (seq + t) * p.c + head;
-        store4(o_base, kq * 4u, o0 * inv);
-        store4(o_base, 32u + kq * 4u, o1 * inv);
-        store4(o_base, 64u + kq * 4u, o2 * inv);
-        store4(o_base, 96u + kq * 4u, o3 * inv);
-        if (kq == 0u) {
-            lse[(b * p.nh + h) * p.t + t] = m + log(l);
-        }
-    }
+    let bh = vec2<u32>(b, h);
+    finish_row(x, bh, ta, kq, oa, ra);
+    finish_row(x, bh, tb, kq, ob, rb);
 }
 
 // The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation

@@ -229,13 +229,7 @@ fn time_kernels(
     ks: &[tinygpt_gpu::kernel::BoundKernel],
 ) -> Result<Value> {
     let f16 = matches!(path, MatmulPath::F16Storage | MatmulPath::F16Compute);
-    submit(ctx, "warmup", &ks.iter().collect::<Vec<_>>());
-    sync(ctx)?;
-    let kernels: Vec<_> = (0..iters).flat_map(|_| ks.iter()).collect();
-    let t0 = Instant::now();
-    submit(ctx, "bench", &kernels);
-    sync(ctx)?;
-    let dt = t0.elapsed().as_secs_f64() / iters as f64;
+    let dt = time_calls(ctx, ks, iters)?;
     let flops = 2.0 * desc.m as f64 * desc.k as f64 * desc.n as f64;
     let weight_bytes = if f16 { 2.0 } else { 4.0 };
     // (The coop path stages f32 operands as f16 in workgroup memory: it
@@ -246,6 +240,22 @@ fn time_kernels(
         "shape": label, "m": desc.m, "k": desc.k, "n": desc.n, "path": path.name(),
         "ms": dt * 1e3, "tflops": flops / dt / 1e12, "gb_per_s": bytes / dt / 1e9,
     }))
+}
+
+/// Seconds a call of `ks` (recorded in order) takes: `iters` calls in one
+/// submission after one untimed, wall time to the end over `iters`.
+pub fn time_calls(
+    ctx: &GpuContext,
+    ks: &[tinygpt_gpu::kernel::BoundKernel],
+    iters: usize,
+) -> Result<f64> {
+    submit(ctx, "warmup", &ks.iter().collect::<Vec<_>>());
+    sync(ctx)?;
+    let kernels: Vec<_> = (0..iters).flat_map(|_| ks.iter()).collect();
+    let t0 = Instant::now();
+    submit(ctx, "bench", &kernels);
+    sync(ctx)?;
+    Ok(t0.elapsed().as_secs_f64() / iters as f64)
 }
 
 /// Whether a run covers the shape `name`: the one asked for, else every
@@ -290,6 +300,7 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
     let floor = crate::floor::bench_floor(ctx, &mut reg)?;
     let trains = [compute, coop];
     let (train, sample) = bench_models(ctx, &mut reg, (quick, only), (f16, &trains))?;
+    let attention = crate::bench_attention::bench_attention(ctx, &mut reg, quick, only)?;
     // A run of one shape is about that shape.
     let matmul = match only {
         Some(_) => Vec::new(),
@@ -302,6 +313,7 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
         "train": train,
         "sample": sample,
         "matmul": matmul,
+        "attention": attention,
     }))
 }
 

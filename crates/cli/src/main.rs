@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod bench_attention;
 mod clock;
 mod commands;
 mod files;

@@ -398,14 +398,25 @@ fn a_failed_gate_leaves_the_model_on_f32() {
         };
         let (reports, active) =
             pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
-        // Every detected path's kernels carry the fault, and fail.
+        // Every detected path whose kernels carry the fault fails; the
+        // tensor-core kernels carry only the dropped K tail (they stage
+        // their operands, packing nothing, and sum in f32 on the matrix
+        // units: ops::matmul::coop), so on an adapter with them the other
+        // two faults leave that gate on its real kernels, passing.
+        let carries = |path: &str| path != "coop_matrix" || fault == Fault::DropKTail;
         for r in reports.iter().filter(|r| r.detected) {
-            assert!(!r.passed, "{} {fault:?}", r.path);
+            assert_eq!(r.passed, !carries(&r.path), "{} {fault:?}", r.path);
         }
         assert!(reports[0].detected);
         gpu.fast_paths.set(active);
         let t = GpuTrainer::new(gpu.clone(), config(), train_config(10)).unwrap();
-        assert_eq!(t.model.fast_paths(), FastPaths::default(), "{fault:?}");
+        // No path that failed is on: f32, or the tensor cores that passed.
+        let on_f32 = FastPaths {
+            coop_matrix: active.coop_matrix,
+            ..FastPaths::default()
+        };
+        assert_eq!(t.model.fast_paths(), on_f32, "{fault:?}");
+        assert!(!active.coop_matrix || !carries("coop_matrix"), "{fault:?}");
     }
 }
 

@@ -1,0 +1,202 @@
+//! The KV-cache decode step of sampling: one query per sample at one
+//! position, its keys and values appended to the layer's cache first.
+
+use super::{head_size, need, scale};
+use crate::kernel::BoundKernel;
+use crate::ops::common::{bind_kernel, shape_error};
+use crate::registry::{KernelSource, PipelineRegistry};
+use crate::{GpuContext, GpuError};
+
+pub const ATTENTION_DECODE: KernelSource = KernelSource {
+    key: "attention_decode",
+    wgsl: include_str!("../../../../../shaders/attention_decode.wgsl"),
+    entry: "main",
+    constants: &[],
+};
+
+/// [`ATTENTION_DECODE`] with one invocation per head and no barrier: for
+/// CPU implementations of WebGPU ([`bind_attention_decode`]'s `serial`).
+pub const ATTENTION_DECODE_SERIAL: KernelSource = KernelSource {
+    key: "attention_decode_serial",
+    wgsl: include_str!("../../../../../shaders/attention_decode.wgsl"),
+    entry: "main_serial",
+    constants: &[],
+};
+
+/// Bytes of the decode-position uniform (`vec4<u32>`, the position in `x`)
+/// that the decode attention and embedding read and the decoder fills.
+pub(crate) const POSITION_BYTES: u64 = 16;
+
+/// One layer's decode attention with a cache of `t_max` positions for each
+/// of `batch` samples decoded together (one query each, at one position).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeDesc {
+    pub c: u32,
+    pub nh: u32,
+    pub t_max: u32,
+    pub batch: u32,
+}
+
+impl Default for DecodeDesc {
+    fn default() -> Self {
+        Self {
+            c: 0,
+            nh: 0,
+            t_max: 0,
+            batch: 1,
+        }
+    }
+}
+
+impl DecodeDesc {
+    /// Elements of one cache (`K` or `V`): `(B, NH, T_max, HS)`, i.e.
+    /// `B·T_max·C`.
+    pub fn cache_len(&self) -> u64 {
+        self.batch as u64 * self.t_max as u64 * self.c as u64
+    }
+
+    fn validate(&self, ctx: &GpuContext) -> Result<u32, GpuError> {
+        let hs = head_size(self.c, self.nh)?;
+        let max = ctx.limits.max_compute_workgroups_per_dimension;
+        if self.t_max == 0 || self.nh > max || self.batch == 0 || self.batch > max {
+            return Err(shape_error(
+                "attention",
+                format!(
+                    "{self:?}: T_max and the batch must be ≥ 1, NH and the batch at most {max}"
+                ),
+            ));
+        }
+        Ok(hs)
+    }
+
+    fn uniform_bytes(&self, hs: u32) -> [u8; 32] {
+        bytemuck::cast([
+            self.c,
+            self.nh,
+            hs,
+            self.t_max,
+            scale(hs).to_bits(),
+            0,
+            0,
+            0,
+        ])
+    }
+
+    fn check(
+        &self,
+        ctx: &GpuContext,
+        position: &wgpu::Buffer,
+        qkv: &wgpu::Buffer,
+        cache: &KvCache,
+    ) -> Result<u32, GpuError> {
+        let hs = self.validate(ctx)?;
+        if position.size() < POSITION_BYTES {
+            return Err(shape_error(
+                "attention",
+                format!(
+                    "the position uniform holds {} bytes, needs {POSITION_BYTES}",
+                    position.size()
+                ),
+            ));
+        }
+        need(qkv, 3 * self.c as u64 * self.batch as u64, "qkv rows", self)?;
+        need(&cache.k, self.cache_len(), "K cache", self)?;
+        need(&cache.v, self.cache_len(), "V cache", self)?;
+        Ok(hs)
+    }
+}
+
+/// One layer's key and value caches, a block of `T_max·HS` words per head
+/// (and sample) in each: V is `(NH, T_max, HS)`, head `h`'s position `p`
+/// at `(h·T_max + p)·HS`; K the same for the serial kernel, and transposed
+/// within each head's block for the 256-invocation one (dim `i` of position
+/// `p` at `h·T_max·HS + i·T_max + p`: its scores read neighbouring words).
+/// A cache is written and read by one kernel layout only (the decoder's).
+pub struct KvCache {
+    pub k: wgpu::Buffer,
+    pub v: wgpu::Buffer,
+}
+
+impl KvCache {
+    pub fn new(ctx: &GpuContext, desc: DecodeDesc) -> Result<Self, GpuError> {
+        let len = desc.cache_len() as usize;
+        Ok(Self {
+            k: ctx.zeros("attention_k_cache", len)?,
+            v: ctx.zeros("attention_v_cache", len)?,
+        })
+    }
+}
+
+/// The decode position: a 16-byte uniform (`vec4<u32>`, position in `x`)
+/// that every layer's append and decode kernels share. Set it with
+/// [`set_decode_position`] before each token: one 4-byte write, no
+/// rebinding. It is also a storage buffer, so that a step's pick can write
+/// the next step's position (`ops::argmax`).
+pub fn decode_position_buffer(ctx: &GpuContext) -> wgpu::Buffer {
+    use wgpu::BufferUsages as U;
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("attention_decode_position"),
+        size: POSITION_BYTES,
+        usage: U::UNIFORM | U::STORAGE | U::COPY_DST | U::COPY_SRC,
+        mapped_at_creation: false,
+    })
+}
+
+/// Queues the write of position `p` (the index of the token being decoded).
+pub fn set_decode_position(
+    ctx: &GpuContext,
+    position: &wgpu::Buffer,
+    desc: DecodeDesc,
+    p: u32,
+) -> Result<(), GpuError> {
+    if p >= desc.t_max {
+        return Err(shape_error(
+            "attention",
+            format!("decode position {p} is past the cache ({desc:?})"),
+        ));
+    }
+    ctx.queue.write_buffer(position, 0, &p.to_le_bytes());
+    Ok(())
+}
+
+/// Binds the attention of the query in `qkv` (one `(3C)` row per sample)
+/// over cache positions `0..=p`, writing the `(C)` output rows to `out`;
+/// the kernel first appends each row's keys and values to its sample's
+/// `cache` at position `p`.
+/// `serial` runs one invocation per head without barriers (CPU
+/// implementations), else 256 per head.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_attention_decode(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    serial: bool,
+    desc: DecodeDesc,
+    position: &wgpu::Buffer,
+    qkv: &wgpu::Buffer,
+    cache: &KvCache,
+    out: &wgpu::Buffer,
+) -> Result<BoundKernel, GpuError> {
+    let hs = desc.check(ctx, position, qkv, cache)?;
+    need(out, desc.c as u64 * desc.batch as u64, "out rows", &desc)?;
+    let src = if serial {
+        &ATTENTION_DECODE_SERIAL
+    } else {
+        &ATTENTION_DECODE
+    };
+    let uniform = ctx.uniform("attention_decode_params", &desc.uniform_bytes(hs));
+    let buffers = [
+        (1, position),
+        (2, qkv),
+        (3, &cache.k),
+        (4, &cache.v),
+        (5, out),
+    ];
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        src,
+        &uniform,
+        &buffers,
+        [desc.nh, desc.batch, 1],
+    ))
+}
