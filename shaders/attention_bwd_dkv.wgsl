@@ -52,7 +52,6 @@ struct Params {
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(6) var<storage, read> state: array<u32>;
 
-const BK: u32 = 32u;
 const BQ: u32 = 32u;
 
 // Key-row tiles (pw(r, d4)) of k (pre-scaled) and v while scoring; then
@@ -63,37 +62,18 @@ var<workgroup> v_sh: array<vec4<f32>, 256>;
 var<workgroup> q_sh: array<vec4<f32>, 256>;
 var<workgroup> dy_sh: array<vec4<f32>, 256>;
 
-// Appended to this source: attention_common.wgsl (qkv4), dropout_mask.wgsl
+// Appended to this source: attention_common.wgsl (qkv4, tile_at, qkv_row,
+// sw, pw, keys4, values4, store_chunks), dropout_mask.wgsl
 // and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
 // attention_serial.wgsl and attention_bwd_common.wgsl (dout4, store4).
 
-fn sw(j: u32, d4: u32) -> u32 {
-    return j * 8u + (d4 ^ ((j >> 2u) & 7u));
-}
-
-fn pw(r: u32, j4: u32) -> u32 {
-    return r * 8u + (j4 ^ (r & 7u));
-}
-
-// Where a workgroup's key rows and head start.
-struct Tile {
-    k0: u32,
-    seq: u32,
-    head: u32,
-}
-
-// qkv index of row t's Q columns (its K columns C later, its V 2C later).
-fn qkv_row(x: Tile, t: u32) -> u32 {
-    return (x.seq + t) * 3u * p.c + x.head;
-}
-
-// Dims 4·d4.. of chunk c of key rows k0 + lr and k0 + lr + 16: k
+// Dims 4·d4.. of chunk c of key rows r0 + lr and r0 + lr + 16: k
 // (pre-scaled) and v.
 fn load_keys(x: Tile, lr: u32, d4: u32, c: u32) {
     let d = c * 32u + d4 * 4u;
     for (var i = 0u; i < 2u; i++) {
         let j = lr + 16u * i;
-        let s = x.k0 + j;
+        let s = x.r0 + j;
         let k_base = qkv_row(x, s) + p.c;
         k_sh[pw(j, d4)] = qkv4(k_base, d, s < p.t) * p.scale;
         v_sh[pw(j, d4)] = qkv4(k_base + p.c, d, s < p.t);
@@ -180,11 +160,11 @@ fn douts4(j4: u32, d4: u32) -> mat4x4<f32> {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let b = wg.z;
     let h = wg.y;
-    let x = Tile(wg.x * BK, b * p.t, h * p.hs);
+    let x = tile_at(wg);
     let rows = (b * p.nh + h) * p.t;
     let r = tid / 8u;
     let kq = tid % 8u;
-    let sa = x.k0 + r;
+    let sa = x.r0 + r;
     let sb = sa + 16u;
     let bh = vec2<u32>(b, h);
 
@@ -193,8 +173,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     var dva = mat4x4<f32>();
     var dvb = mat4x4<f32>();
 
-    // The first key of this workgroup is seen by queries [k0, T).
-    for (var t0 = x.k0; t0 < p.t; t0 += BQ) {
+    // The first key of this workgroup is seen by queries [r0, T).
+    for (var t0 = x.r0; t0 < p.t; t0 += BQ) {
         let qs = vec4<u32>(t0 + 4u * kq) + vec4<u32>(0u, 1u, 2u, 3u);
         // Scores (transposed: key, queries 4kq + i) and dout_t · v_s.
         var ska = Scores(vec4<f32>(0.0), vec4<f32>(0.0));
@@ -261,15 +241,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         store_chunks(k_base, d, dkb * p.scale);
         store_chunks(k_base + p.c, d, dvb);
     }
-}
-
-// Dims d.., 32 + d.., 64 + d.. and 96 + d.. of dqkv from `base`: the
-// columns of m, those inside the head only.
-fn store_chunks(base: u32, d: u32, m: mat4x4<f32>) {
-    store4(base, d, m[0]);
-    store4(base, 32u + d, m[1]);
-    store4(base, 64u + d, m[2]);
-    store4(base, 96u + d, m[3]);
 }
 
 // The kernel layout `Cpu` (CPU implementations of WebGPU): one invocation

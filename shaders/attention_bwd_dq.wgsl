@@ -50,7 +50,6 @@ struct Params {
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(7) var<storage, read> state: array<u32>;
 
-const BR: u32 = 32u;
 const BC: u32 = 32u;
 
 // Query-row tiles (pw(r, d4)) of q (pre-scaled) and dout; before the first
@@ -62,17 +61,10 @@ var<workgroup> dy_sh: array<vec4<f32>, 256>;
 var<workgroup> k_sh: array<vec4<f32>, 256>;
 var<workgroup> v_sh: array<vec4<f32>, 256>;
 
-// Appended to this source: attention_common.wgsl (qkv4), dropout_mask.wgsl
+// Appended to this source: attention_common.wgsl (qkv4, tile_at, qkv_row,
+// sw, pw, keys4, values4, store_chunks), dropout_mask.wgsl
 // and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
 // attention_serial.wgsl and attention_bwd_common.wgsl (dout4, store4).
-
-fn sw(j: u32, d4: u32) -> u32 {
-    return j * 8u + (d4 ^ ((j >> 2u) & 7u));
-}
-
-fn pw(r: u32, j4: u32) -> u32 {
-    return r * 8u + (j4 ^ (r & 7u));
-}
 
 fn out_at(i: u32, ok: bool) -> f32 {
     if (ok) {
@@ -90,25 +82,13 @@ fn out4(base: u32, d: u32, live: bool) -> vec4<f32> {
     );
 }
 
-// Where a workgroup's rows and head start.
-struct Tile {
-    q0: u32,
-    seq: u32,
-    head: u32,
-}
-
-// qkv index of row t's Q columns (its K columns C later, its V 2C later).
-fn qkv_row(x: Tile, t: u32) -> u32 {
-    return (x.seq + t) * 3u * p.c + x.head;
-}
-
 // Dims 4·d4.. of chunk c of rows lr and lr + 16: q (pre-scaled) and dout of
 // the query tile, K and V of the key tile from s0.
 fn load_tiles(x: Tile, lr: u32, d4: u32, c: u32, s0: u32) {
     let d = c * 32u + d4 * 4u;
     for (var i = 0u; i < 2u; i++) {
         let j = lr + 16u * i;
-        let t = x.q0 + j;
+        let t = x.r0 + j;
         q_sh[pw(j, d4)] = qkv4(qkv_row(x, t), d, t < p.t) * p.scale;
         dy_sh[pw(j, d4)] = dout4((x.seq + t) * p.c + x.head, d, t < p.t);
         let s = s0 + j;
@@ -130,7 +110,7 @@ fn load_keys(x: Tile, lr: u32, d4: u32, c: u32, s0: u32) {
 // D_t = dout_t · out_t of row r: each of the row's 8 threads sums dims
 // 4kq.. of every chunk, then the 8 parts are added in order.
 fn row_term(x: Tile, r: u32, kq: u32) -> f32 {
-    let t = x.q0 + r;
+    let t = x.r0 + r;
     let y_base = (x.seq + t) * p.c + x.head;
     var part = 0.0;
     for (var c = 0u; c < p.nch; c++) {
@@ -152,17 +132,6 @@ fn row_terms(x: Tile, r: u32, kq: u32) -> vec2<f32> {
     }
     workgroupBarrier();
     return d;
-}
-
-// Keys 4kq..4kq+3 of the tile, dims 4·d4.. of a chunk: a column each.
-fn keys4(kq: u32, d4: u32) -> mat4x4<f32> {
-    let j = 4u * kq;
-    return mat4x4<f32>(k_sh[sw(j, d4)], k_sh[sw(j + 1u, d4)], k_sh[sw(j + 2u, d4)], k_sh[sw(j + 3u, d4)]);
-}
-
-fn values4(kq: u32, d4: u32) -> mat4x4<f32> {
-    let j = 4u * kq;
-    return mat4x4<f32>(v_sh[sw(j, d4)], v_sh[sw(j + 1u, d4)], v_sh[sw(j + 2u, d4)], v_sh[sw(j + 3u, d4)]);
 }
 
 // A row's scores s and dout_t · v (dp) against the thread's 4 keys.
@@ -187,23 +156,14 @@ fn lse_of(b: u32, h: u32, t: u32) -> f32 {
     return 0.0;
 }
 
-// Dims d.., 32 + d.., 64 + d.. and 96 + d.. of dqkv from `base`: the
-// columns of m, those inside the head only.
-fn store_chunks(base: u32, d: u32, m: mat4x4<f32>) {
-    store4(base, d, m[0]);
-    store4(base, 32u + d, m[1]);
-    store4(base, 64u + d, m[2]);
-    store4(base, 96u + d, m[3]);
-}
-
 @compute @workgroup_size(128)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let b = wg.z;
     let h = wg.y;
-    let x = Tile(wg.x * BR, b * p.t, h * p.hs);
+    let x = tile_at(wg);
     let r = tid / 8u;
     let kq = tid % 8u;
-    let ta = x.q0 + r;
+    let ta = x.r0 + r;
     let tb = ta + 16u;
     let bh = vec2<u32>(b, h);
 
@@ -222,7 +182,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 
     var dqa = mat4x4<f32>();
     var dqb = mat4x4<f32>();
-    let s_end = min(p.t, x.q0 + BR);
+    let s_end = min(p.t, x.r0 + ROWS);
     for (var s0 = 0u; s0 < s_end; s0 += BC) {
         var sa = Scores(vec4<f32>(0.0), vec4<f32>(0.0));
         var sb = sa;

@@ -8,7 +8,7 @@
 // output rescaled by exp(m_old − m_new). Everything accumulates in f32.
 // z_ts is the dropout factor of the weight (see Params), 1 when not training.
 //
-// One workgroup = one (b, h) and BR = 32 query rows, 128 threads. Keys come
+// One workgroup = one (b, h) and ROWS = 32 query rows, 128 threads. Keys come
 // BC = 32 at a time, and the head dims in chunks of 32 (up to 4 chunks:
 // HS ≤ 128; dims past HS read as zero), through workgroup memory. Thread
 // (r, kq) = (tid / 8, tid % 8) scores query rows r and r + 16 against keys
@@ -51,13 +51,12 @@ struct Params {
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(4) var<storage, read> state: array<u32>;
 
-const BR: u32 = 32u;
 const BC: u32 = 32u;
 // Below any real score; exp(NEG − finite) is exactly 0, and NEG + finite
 // cannot overflow the way −inf arithmetic would produce NaN.
 const NEG: f32 = -1e30;
 
-// q_sh[pw(r, d4)]: dims 4·d4.. of the chunk of query row q0 + r, pre-scaled.
+// q_sh[pw(r, d4)]: dims 4·d4.. of the chunk of query row r0 + r, pre-scaled.
 var<workgroup> q_sh: array<vec4<f32>, 256>;
 // k_sh[sw(j, d4)]: the same of key s0 + j while scoring; then the weights
 // of the tile, k_sh[pw(r, j4)] for keys 4·j4.. of query row r (K is not
@@ -68,21 +67,10 @@ var<workgroup> v_sh: array<vec4<f32>, 256>;
 var<workgroup> red_m: array<f32, 256>;
 var<workgroup> red_l: array<f32, 256>;
 
-// Appended to this source: attention_common.wgsl (qkv4), dropout_mask.wgsl
+// Appended to this source: attention_common.wgsl (qkv4, tile_at, qkv_row,
+// sw, pw, keys4, values4, store_chunks), dropout_mask.wgsl
 // and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
 // attention_serial.wgsl.
-
-// Row j of a 32-row tile, XOR-swizzled so that the 8 threads reading keys
-// 4kq + i (scoring) and the 8 reading dims d4 of one key hit distinct
-// banks.
-fn sw(j: u32, d4: u32) -> u32 {
-    return j * 8u + (d4 ^ ((j >> 2u) & 7u));
-}
-
-// Swizzled row r of a 32-row tile of queries or of weights.
-fn pw(r: u32, j4: u32) -> u32 {
-    return r * 8u + (j4 ^ (r & 7u));
-}
 
 fn store4(base: u32, d: u32, v: vec4<f32>) {
     if (d < p.hs) {
@@ -100,16 +88,16 @@ fn store4(base: u32, d: u32, v: vec4<f32>) {
 }
 
 // Dims 4·d4.. of chunk c of rows lr and lr + 16 of the query tile from
-// q0 into q_sh (pre-scaled), of the key tile from s0 into k_sh, and with
+// r0 into q_sh (pre-scaled), of the key tile from s0 into k_sh, and with
 // `vals` of the values into v_sh.
 fn load_tiles(x: Tile, lr: u32, d4: u32, c: u32, s0: u32, vals: bool) {
     let d = c * 32u + d4 * 4u;
     for (var i = 0u; i < 2u; i++) {
         let j = lr + 16u * i;
-        let t = x.q0 + j;
-        q_sh[pw(j, d4)] = qkv4(seq_row_of(x, t), d, t < p.t) * p.scale;
+        let t = x.r0 + j;
+        q_sh[pw(j, d4)] = qkv4(qkv_row(x, t), d, t < p.t) * p.scale;
         let s = s0 + j;
-        let k_base = seq_row_of(x, s) + p.c;
+        let k_base = qkv_row(x, s) + p.c;
         k_sh[sw(j, d4)] = qkv4(k_base, d, s < p.t);
         if (vals) {
             v_sh[sw(j, d4)] = qkv4(k_base + p.c, d, s < p.t);
@@ -122,36 +110,8 @@ fn load_values(x: Tile, lr: u32, d4: u32, c: u32, s0: u32) {
     for (var i = 0u; i < 2u; i++) {
         let j = lr + 16u * i;
         let s = s0 + j;
-        v_sh[sw(j, d4)] = qkv4(seq_row_of(x, s) + 2u * p.c, c * 32u + d4 * 4u, s < p.t);
+        v_sh[sw(j, d4)] = qkv4(qkv_row(x, s) + 2u * p.c, c * 32u + d4 * 4u, s < p.t);
     }
-}
-
-// Where a workgroup's rows and head start: the qkv index of row t's Q
-// columns is seq_row_of(x, t) (its K columns C later, its V 2C later).
-struct Tile {
-    q0: u32,
-    seq: u32,
-    head: u32,
-}
-
-fn tile_at(wg: vec3<u32>) -> Tile {
-    return Tile(wg.x * BR, wg.z * p.t, wg.y * p.hs);
-}
-
-fn seq_row_of(x: Tile, t: u32) -> u32 {
-    return (x.seq + t) * 3u * p.c + x.head;
-}
-
-// Keys (or values) 4·j4..4·j4+3 of the tile, dims 4·d4.. of a chunk: a
-// column each.
-fn keys4(j4: u32, d4: u32) -> mat4x4<f32> {
-    let j = 4u * j4;
-    return mat4x4<f32>(k_sh[sw(j, d4)], k_sh[sw(j + 1u, d4)], k_sh[sw(j + 2u, d4)], k_sh[sw(j + 3u, d4)]);
-}
-
-fn values4(j4: u32, d4: u32) -> mat4x4<f32> {
-    let j = 4u * j4;
-    return mat4x4<f32>(v_sh[sw(j, d4)], v_sh[sw(j + 1u, d4)], v_sh[sw(j + 2u, d4)], v_sh[sw(j + 3u, d4)]);
 }
 
 // A query row's running maximum and sum of the online softmax.
@@ -183,15 +143,6 @@ fn masked(sc: vec4<f32>, t: u32, keys: vec4<u32>) -> vec4<f32> {
     return select(vec4<f32>(NEG), sc, visible);
 }
 
-// Dims d.., 32 + d.., 64 + d.. and 96 + d.. of out from `base`: the columns
-// of m, those inside the head only.
-fn store_chunks(base: u32, d: u32, m: mat4x4<f32>) {
-    store4(base, d, m[0]);
-    store4(base, 32u + d, m[1]);
-    store4(base, 64u + d, m[2]);
-    store4(base, 96u + d, m[3]);
-}
-
 // Row t's output (o / l) and lse, the lse from its thread kq = 0.
 fn finish_row(x: Tile, bh: vec2<u32>, t: u32, kq: u32, o: mat4x4<f32>, row: Row) {
     if (t < p.t) {
@@ -209,7 +160,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let h = wg.y;
     let r = tid / 8u;
     let kq = tid % 8u;
-    let ta = x.q0 + r;
+    let ta = x.r0 + r;
     let tb = ta + 16u;
 
     var ra = Row(NEG, 0.0);
@@ -218,7 +169,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     var ob = mat4x4<f32>();
 
     // The last query of this workgroup sees keys [0, s_end).
-    let s_end = min(p.t, x.q0 + BR);
+    let s_end = min(p.t, x.r0 + ROWS);
     for (var s0 = 0u; s0 < s_end; s0 += BC) {
         // Scores of keys 4kq + i, summed over the chunks of the head dims.
         var sa = vec4<f32>(0.0);

@@ -98,7 +98,8 @@ pub const ATTENTION_BWD_DKV_SERIAL: KernelSource = KernelSource {
 pub const MAX_HEAD_SIZE: u32 = 128;
 /// Head dims per chunk of the forward and backward kernels' tiles.
 const HEAD_CHUNK: u32 = 32;
-/// Query (or key) rows per workgroup of the forward and backward kernels.
+/// Query (or key) rows per workgroup of the forward and backward kernels
+/// (`ROWS` in attention_common.wgsl).
 const ROWS_PER_WORKGROUP: u32 = 32;
 /// The same in the [`Layout::Cpu`] kernels (a row per invocation).
 const ROWS_PER_WORKGROUP_SERIAL: u32 = 64;
