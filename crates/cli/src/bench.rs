@@ -300,7 +300,6 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
     let floor = crate::floor::bench_floor(ctx, &mut reg)?;
     let trains = [compute, coop];
     let (train, sample) = bench_models(ctx, &mut reg, (quick, only), (f16, &trains))?;
-    let attention = crate::bench_attention::bench_attention(ctx, &mut reg, quick, only)?;
     // A run of one shape is about that shape.
     let matmul = match only {
         Some(_) => Vec::new(),
@@ -313,7 +312,6 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
         "train": train,
         "sample": sample,
         "matmul": matmul,
-        "attention": attention,
     }))
 }
 

@@ -12,12 +12,8 @@ use tinygpt_gpu::{GpuContext, PipelineRegistry};
 
 /// Rows `{shape, kernel, workgroups, us}` for the forward and both backward
 /// kernels in the `Gpu` layout (zeros in: the time does not depend on them).
-pub fn bench_attention(
-    ctx: &GpuContext,
-    reg: &mut PipelineRegistry,
-    quick: bool,
-    only: Option<&str>,
-) -> Result<Vec<Value>> {
+pub fn bench_attention(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Vec<Value>> {
+    let reg = &mut PipelineRegistry::default();
     let iters = if quick { 2 } else { 20 };
     let mut out = Vec::new();
     for &(name, _, nh, c, t, b) in SHAPES.iter().filter(|s| wanted(s.0, quick, only)) {

@@ -24,7 +24,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             let report = if a.profile {
                 crate::profile::run(&ctx, a.quick, a.shape.as_deref(), a.decode_only)?
             } else {
-                crate::bench::run(&ctx, a.quick, a.shape.as_deref())?
+                let mut report = crate::bench::run(&ctx, a.quick, a.shape.as_deref())?;
+                let shape = a.shape.as_deref();
+                report["attention"] =
+                    crate::bench_attention::bench_attention(&ctx, a.quick, shape)?.into();
+                report
             };
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())

@@ -1,7 +1,7 @@
 //! The KV-cache decode step of sampling: one query per sample at one
 //! position, its keys and values appended to the layer's cache first.
 
-use super::{head_size, need, scale};
+use super::shape::{head_size, need, scale};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, shape_error};
 use crate::registry::{KernelSource, PipelineRegistry};

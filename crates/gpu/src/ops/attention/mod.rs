@@ -20,7 +20,10 @@ use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
 
 mod decode;
+mod shape;
 pub use decode::*;
+pub use shape::MAX_HEAD_SIZE;
+use shape::{head_size, need, scale};
 
 /// A training kernel's source with what the three share appended: the
 /// guarded head loads (`attention_common.wgsl`), the dropout-mask functions
@@ -94,8 +97,6 @@ pub const ATTENTION_BWD_DKV_SERIAL: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// Largest head size the kernels hold: four chunks of [`HEAD_CHUNK`] dims.
-pub const MAX_HEAD_SIZE: u32 = 128;
 /// Head dims per chunk of the forward and backward kernels' tiles.
 const HEAD_CHUNK: u32 = 32;
 /// Query (or key) rows per workgroup of the forward and backward kernels
@@ -103,48 +104,6 @@ const HEAD_CHUNK: u32 = 32;
 const ROWS_PER_WORKGROUP: u32 = 32;
 /// The same in the [`Layout::Cpu`] kernels (a row per invocation).
 const ROWS_PER_WORKGROUP_SERIAL: u32 = 64;
-/// Refuses `buf` when it holds fewer than `elems` f32.
-fn need(
-    buf: &wgpu::Buffer,
-    elems: u64,
-    name: &str,
-    what: &dyn std::fmt::Debug,
-) -> Result<(), GpuError> {
-    if buf.size() < elems * 4 {
-        return Err(shape_error(
-            "attention",
-            format!(
-                "{name} holds {} bytes, {what:?} needs {}",
-                buf.size(),
-                elems * 4
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks `c = nh·HS` with `1 ≤ HS ≤ MAX_HEAD_SIZE`; returns HS.
-fn head_size(c: u32, nh: u32) -> Result<u32, GpuError> {
-    if nh == 0 || !c.is_multiple_of(nh) {
-        return Err(shape_error(
-            "attention",
-            format!("C = {c} is not a multiple of NH = {nh}"),
-        ));
-    }
-    let hs = c / nh;
-    if hs == 0 || hs > MAX_HEAD_SIZE {
-        return Err(shape_error(
-            "attention",
-            format!("head size {hs} (C = {c}, NH = {nh}) is outside 1..={MAX_HEAD_SIZE}"),
-        ));
-    }
-    Ok(hs)
-}
-
-/// `1/√HS` rounded to f32, as the CPU reference's `F::of` rounds it.
-fn scale(hs: u32) -> f32 {
-    (1.0 / (hs as f64).sqrt()) as f32
-}
 
 /// Attention over a batch: `B` sequences of `T` tokens, `C` channels in
 /// `NH` heads.
