@@ -1,6 +1,7 @@
 // What the two attention backward kernels share (attention_bwd_dq.wgsl,
 // attention_bwd_dkv.wgsl; appended to both by ops/attention/mod.rs): the
-// guarded loads of the output gradient and the guarded store into dqkv.
+// guarded loads of the output gradient, the guarded store into dqkv and a
+// thread's scores.
 
 fn dout_at(i: u32, ok: bool) -> f32 {
     if (ok) {
@@ -32,4 +33,11 @@ fn store4(base: u32, d: u32, v: vec4<f32>) {
     if (d + 3u < p.hs) {
         dqkv[base + d + 3u] = v.w;
     }
+}
+
+// One row's scores s = q_t·k_s and dp = dout_t·v_s against the thread's
+// four keys (dQ) or queries (dK, dV: transposed).
+struct Scores {
+    s: vec4<f32>,
+    dp: vec4<f32>,
 }

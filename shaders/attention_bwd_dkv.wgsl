@@ -65,7 +65,8 @@ var<workgroup> dy_sh: array<vec4<f32>, 256>;
 // Appended to this source: attention_common.wgsl (qkv4, tile_at, qkv_row,
 // sw, pw, keys4, values4, store_chunks), dropout_mask.wgsl
 // and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
-// attention_serial.wgsl and attention_bwd_common.wgsl (dout4, store4).
+// attention_serial.wgsl and attention_bwd_common.wgsl (dout4, store4,
+// Scores).
 
 // Dims 4·d4.. of chunk c of key rows r0 + lr and r0 + lr + 16: k
 // (pre-scaled) and v.
@@ -113,33 +114,12 @@ fn row_terms(rows: u32, qs: vec4<u32>) -> RowTerms {
     return RowTerms(vec4<f32>(x.x, y.x, z.x, w.x), vec4<f32>(x.y, y.y, z.y, w.y));
 }
 
-// The dropout factors of weights (queries qs, key s): all 1 without dropout.
-fn drop_col(b: u32, h: u32, qs: vec4<u32>, s: u32) -> vec4<f32> {
-    if (p.threshold == 0u) {
-        return vec4<f32>(1.0);
-    }
-    let key = drop_key();
-    return vec4<f32>(
-        drop1(key, b, h, qs.x, s),
-        drop1(key, b, h, qs.y, s),
-        drop1(key, b, h, qs.z, s),
-        drop1(key, b, h, qs.w, s),
-    );
-}
-
-// A key row's scores against the thread's queries (transposed) and
-// dout_t · v_s.
-struct Scores {
-    s: vec4<f32>,
-    dp: vec4<f32>,
-}
-
 // p and ds of (queries qs, key s) into row r of k_sh and v_sh.
 fn weights(r: u32, kq: u32, qs: vec4<u32>, s: u32, sc: Scores, tm: RowTerms, bh: vec2<u32>) {
     let visible = (qs >= vec4<u32>(s)) & (qs < vec4<u32>(p.t));
     let pr = select(vec4<f32>(0.0), exp(sc.s - tm.lse), visible);
     // One dropout factor per query row.
-    let z = drop_col(bh.x, bh.y, qs, s);
+    let z = drop4(bh.x, bh.y, qs, vec4<u32>(s));
     k_sh[pw(r, kq)] = pr * z;
     v_sh[pw(r, kq)] = pr * (sc.dp * z - tm.d);
 }

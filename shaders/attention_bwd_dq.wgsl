@@ -64,7 +64,8 @@ var<workgroup> v_sh: array<vec4<f32>, 256>;
 // Appended to this source: attention_common.wgsl (qkv4, tile_at, qkv_row,
 // sw, pw, keys4, values4, store_chunks), dropout_mask.wgsl
 // and attention_dropout.wgsl (mix32, drop_key, drop1, drop4),
-// attention_serial.wgsl and attention_bwd_common.wgsl (dout4, store4).
+// attention_serial.wgsl and attention_bwd_common.wgsl (dout4, store4,
+// Scores).
 
 fn out_at(i: u32, ok: bool) -> f32 {
     if (ok) {
@@ -134,18 +135,12 @@ fn row_terms(x: Tile, r: u32, kq: u32) -> vec2<f32> {
     return d;
 }
 
-// A row's scores s and dout_t · v (dp) against the thread's 4 keys.
-struct Scores {
-    s: vec4<f32>,
-    dp: vec4<f32>,
-}
-
 // ds of query row r (at t, with lse and D in tm) against keys `keys` into
 // v_sh.
 fn ds_row(r: u32, kq: u32, t: u32, keys: vec4<u32>, sc: Scores, tm: vec2<f32>, bh: vec2<u32>) {
     let visible = (keys <= vec4<u32>(t)) & (keys < vec4<u32>(p.t));
     let pr = select(vec4<f32>(0.0), exp(sc.s - vec4<f32>(tm.x)), visible);
-    v_sh[pw(r, kq)] = pr * (sc.dp * drop4(bh.x, bh.y, t, keys) - vec4<f32>(tm.y));
+    v_sh[pw(r, kq)] = pr * (sc.dp * drop4(bh.x, bh.y, vec4<u32>(t), keys) - vec4<f32>(tm.y));
 }
 
 // lse of row t of this (b, h), zero past T.

@@ -8,16 +8,17 @@ fn drop1(key: u32, b: u32, h: u32, t: u32, s: u32) -> f32 {
     return select(0.0, p.drop_scale, mix32(key ^ mix32(i)) >= p.threshold);
 }
 
-// The factors of weights (t, keys): all 1 without dropout.
-fn drop4(b: u32, h: u32, t: u32, keys: vec4<u32>) -> vec4<f32> {
+// The factors of weights (ts[i], ss[i]) (queries, keys): all 1 without
+// dropout.
+fn drop4(b: u32, h: u32, ts: vec4<u32>, ss: vec4<u32>) -> vec4<f32> {
     if (p.threshold == 0u) {
         return vec4<f32>(1.0);
     }
     let key = drop_key();
     return vec4<f32>(
-        drop1(key, b, h, t, keys.x),
-        drop1(key, b, h, t, keys.y),
-        drop1(key, b, h, t, keys.z),
-        drop1(key, b, h, t, keys.w),
+        drop1(key, b, h, ts.x, ss.x),
+        drop1(key, b, h, ts.y, ss.y),
+        drop1(key, b, h, ts.z, ss.z),
+        drop1(key, b, h, ts.w, ss.w),
     );
 }

@@ -203,8 +203,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         let ea = exp(sa - vec4<f32>(ma));
         let eb = exp(sb - vec4<f32>(mb));
         // The sums keep every weight; the values see the dropped ones.
-        k_sh[pw(r, kq)] = ea * drop4(b, h, ta, keys);
-        k_sh[pw(r + 16u, kq)] = eb * drop4(b, h, tb, keys);
+        k_sh[pw(r, kq)] = ea * drop4(b, h, vec4<u32>(ta), keys);
+        k_sh[pw(r + 16u, kq)] = eb * drop4(b, h, vec4<u32>(tb), keys);
         red_l[r * 8u + kq] = (ea.x + ea.y) + (ea.z + ea.w);
         red_l[(r + 16u) * 8u + kq] = (eb.x + eb.y) + (eb.z + eb.w);
         workgroupBarrier();

@@ -61,10 +61,10 @@ impl CoopKernel {
 
     /// The kernel of `fault` with `epilogue`'s pipeline constant: the real
     /// one, or (fault injection, plain epilogue) the one that drops its last
-    /// K block; no other fault lives in these kernels.
+    /// K block, the only fault these kernels [`carry`](carries).
     fn source(self, fault: Option<Fault>, epilogue: Epilogue<'_>) -> &'static KernelSource {
         #[cfg(feature = "fault-injection")]
-        if fault == Some(Fault::DropKTail) {
+        if fault.is_some_and(carries) {
             return match self {
                 CoopKernel::Direct => &super::kernels::MATMUL_COOP_DROPTAIL,
                 CoopKernel::Tiled => &super::kernels::MATMUL_COOP_TILED_DROPTAIL,
@@ -77,6 +77,17 @@ impl CoopKernel {
             CoopKernel::Tiled => &MATMUL_COOP_TILED[e],
         }
     }
+}
+
+/// Whether the tensor-core kernels have a variant of `fault`: the dropped K
+/// tail only — they pack nothing (operands are staged per call) and their
+/// accumulators are the matrix units' f32, so under the other faults their
+/// gate runs the real kernels.
+pub fn carries(fault: Fault) -> bool {
+    #[cfg(feature = "fault-injection")]
+    return fault == Fault::DropKTail;
+    #[cfg(not(feature = "fault-injection"))]
+    match fault {}
 }
 
 /// The kernel the engine binds (the faster on the H200: BENCHMARKS.md).
