@@ -26,7 +26,8 @@ pub use shape::MAX_HEAD_SIZE;
 use shape::{head_size, need, scale};
 
 /// A training kernel's source with what the three share appended: the
-/// guarded head loads (`attention_common.wgsl`), the dropout-mask functions
+/// guarded head loads and the tiles' origin, swizzles, reads and chunked
+/// store (`attention_common.wgsl`), the dropout-mask functions
 /// (`dropout_mask.wgsl`, `attention_dropout.wgsl`: the masks' bits live in
 /// one place for every kernel that drops) and the serial entry points' row
 /// and index helpers (`attention_serial.wgsl`); `$more` after them.
