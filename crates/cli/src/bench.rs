@@ -12,7 +12,7 @@ use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::engine::generate_rows;
 use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::kernel::submit;
-use tinygpt_gpu::model::{Decoder, DecoderKernels, GpuModel};
+use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::matmul::coop::{
     bind_matmul_coop_variant, CoopKernel, CoopOptions, COOP_KERNEL,
@@ -131,7 +131,7 @@ fn bench_sample(
     name: &str,
     shape: (usize, usize, usize, usize, usize),
     (n, samples, timed): (usize, usize, usize),
-    (fast, params, kernels): (Option<FastPaths>, SampleParams, DecoderKernels),
+    (fast, params): (Option<FastPaths>, SampleParams),
 ) -> Result<Value> {
     let (l, h, c, t, _) = shape;
     let cfg = config(l, h, c, t);
@@ -146,7 +146,6 @@ fn bench_sample(
     if let Some(fast) = fast {
         model.set_fast_paths(ctx, reg, fast)?;
     }
-    model.set_decoder_kernels(kernels);
     let dec = model.decoder_for(ctx, reg, samples)?;
     let n = n.min(dec.capacity() - 1);
     let run = |dec: &mut Decoder| {
@@ -180,7 +179,6 @@ fn bench_sample(
     Ok(json!({
         "config": name,
         "path": path,
-        "kernels": format!("{kernels:?}").to_lowercase(),
         "mode": mode,
         "samples": samples,
         "tokens": n * samples, "sample_tokens_per_s": median, "sample_tokens_per_s_runs": rates }))
@@ -344,33 +342,11 @@ fn bench_models(
             (sampled(), 1),
             (sampled(), MAX_SAMPLES),
         ];
-        // Every decoder layout this device runs: its own, and on a GPU
-        // the persistent step.
-        let own = DecoderKernels::for_device(ctx);
-        let layouts = [
-            Some(own),
-            (!ctx.cpu_device).then_some(DecoderKernels::Persistent),
-        ];
-        for ((params, samples), kernels) in runs.into_iter().flat_map(|r| layouts.map(|k| (r, k))) {
-            let Some(kernels) = kernels else { continue };
+        for (params, samples) in runs {
             let n = (tokens, samples, timed);
-            sample.push(bench_sample(
-                ctx,
-                reg,
-                name,
-                shape,
-                n,
-                (None, params, kernels),
-            )?);
+            sample.push(bench_sample(ctx, reg, name, shape, n, (None, params))?);
             if f16.is_some() {
-                sample.push(bench_sample(
-                    ctx,
-                    reg,
-                    name,
-                    shape,
-                    n,
-                    (f16, params, kernels),
-                )?);
+                sample.push(bench_sample(ctx, reg, name, shape, n, (f16, params))?);
             }
         }
     }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::time::Instant;
 use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::{init_params, Rng, TrainConfig};
-use tinygpt_gpu::model::{Decoder, DecoderKernels, FastPaths, GpuModel};
+use tinygpt_gpu::model::{Decoder, FastPaths, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::profile::{check_timestamps, totals_by_key, DispatchTime};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -92,13 +92,7 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool)
             json!({"position": position}),
             &times,
         ));
-        runs.push(decode_chain(ctx, (name, "decode_chain"), dec, tokens[0])?);
-        if !ctx.cpu_device {
-            model.set_decoder_kernels(DecoderKernels::Persistent);
-            let dec = model.decoder(ctx, &mut reg)?;
-            let what = "decode_chain_persistent";
-            runs.push(decode_chain(ctx, (name, what), dec, tokens[0])?);
-        }
+        runs.push(decode_chain(ctx, name, dec, tokens[0])?);
     }
     Ok(json!({ "adapter": ctx.adapter_desc(), "profile": runs }))
 }
@@ -112,12 +106,7 @@ const RECORDS: usize = 5;
 /// the submission and its wait (the second of two runs), and what
 /// recording the steps alone costs the host (recorded and finished, not
 /// submitted: the mean of five).
-fn decode_chain(
-    ctx: &GpuContext,
-    (name, what): (&str, &str),
-    dec: &mut Decoder,
-    token: u32,
-) -> Result<Value> {
+fn decode_chain(ctx: &GpuContext, name: &str, dec: &mut Decoder, token: u32) -> Result<Value> {
     let chained = dec.capacity() - 2;
     let mut run = || -> Result<(f64, f64)> {
         dec.reset();
@@ -134,7 +123,7 @@ fn decode_chain(
     }
     let record_us = t0.elapsed().as_secs_f64() * 1e6 / RECORDS as f64;
     Ok(json!({
-        "config": name, "what": what, "chained_tokens": chained,
+        "config": name, "what": "decode_chain", "chained_tokens": chained,
         "gpu_us": gpu_us, "gpu_us_per_token": gpu_us / chained as f64,
         "wall_us": wall_us, "dispatches_per_token": dec.dispatches_per_token(),
         "record_us": record_us, "record_us_per_token": record_us / (1 + chained) as f64,

@@ -52,11 +52,10 @@ fn f16() -> FastPaths {
 }
 
 /// Every layout of the decoder's kernels, whatever the test adapter is.
-const KERNELS: [DecoderKernels; 4] = [
+const KERNELS: [DecoderKernels; 3] = [
     DecoderKernels::Fused,
     DecoderKernels::Separate,
     DecoderKernels::Columns,
-    DecoderKernels::Persistent,
 ];
 
 fn model(gpu: &TestGpu, reg: &mut PipelineRegistry, p: &[f32], fast: FastPaths) -> GpuModel {
@@ -161,8 +160,7 @@ fn gpu_picks_equal_the_one_token_at_a_time_path_bit_for_bit() {
 }
 
 /// The LayerNorm folded into the GEMV or on its own: the same bits. The
-/// column layout and the persistent step sum in other orders: the same
-/// logits to f32 rounding.
+/// column layout sums in another order: the same logits to f32 rounding.
 #[test]
 fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
     let gpu = gpu_or_skip!();
@@ -182,15 +180,13 @@ fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
             |l: &Vec<Vec<f32>>| -> Vec<u32> { l.iter().flatten().map(|v| v.to_bits()).collect() };
         assert_eq!(bits(&logits[0]), bits(&logits[1]), "{fast:?}");
         let flat = |l: &Vec<Vec<f32>>| -> Vec<f32> { l.iter().flatten().copied().collect() };
-        for (other, name) in [(2, "columns"), (3, "persistent step")] {
-            assert_close(
-                &format!("{fast:?}: {name} vs lanes"),
-                &flat(&logits[other]),
-                &flat(&logits[1]),
-                1e-5,
-                1e-5,
-            );
-        }
+        assert_close(
+            &format!("{fast:?}: columns vs lanes"),
+            &flat(&logits[2]),
+            &flat(&logits[1]),
+            1e-5,
+            1e-5,
+        );
         assert!(
             logits[0].iter().flatten().any(|&v| v != 0.0),
             "logits were computed"
@@ -336,20 +332,6 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
             };
             assert_eq!(serial, want, "{kernels:?}: {keys:?}");
         }
-        // The persistent step: the blocks and the head in one dispatch.
-        m.set_decoder_kernels(DecoderKernels::Persistent);
-        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
-        dec.reset();
-        let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
-        let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
-        let step = if fast.f16_storage.is_some() {
-            "decode_step_f16w"
-        } else {
-            "decode_step"
-        };
-        assert_eq!(keys, ["embedding_forward_decode", step, "greedy_pick"]);
-        assert_eq!(dec.dispatches_per_token(), 2);
-        m.set_decoder_kernels(DecoderKernels::Fused);
     }
 }
 

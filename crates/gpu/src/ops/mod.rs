@@ -4,7 +4,6 @@ pub mod attention;
 pub mod bias_grad;
 pub mod common;
 pub mod crossentropy;
-pub mod decode_step;
 pub mod dropout;
 pub mod embedding;
 pub mod floor;
@@ -31,9 +30,6 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &matmul::COOP_STAGE_A_T,
         &matmul::COOP_STAGE_B_T,
         &floor::FLOOR_TOUCH,
-        &floor::FLOOR_GRID,
-        &decode_step::DECODE_STEP,
-        &decode_step::DECODE_STEP_F16W,
         &embedding::EMBEDDING_FORWARD,
         &embedding::EMBEDDING_FORWARD_DECODE,
         &embedding::EMBEDDING_BACKWARD_TOK,

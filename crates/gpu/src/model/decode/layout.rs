@@ -16,16 +16,12 @@ use crate::GpuContext;
 /// CPU implementation of WebGPU, which pays per workgroup and per barrier,
 /// the fastest by far (BENCHMARKS.md, "The decoder on CPU devices").
 /// Its sums run in another order, so
-/// its logits differ from the others' in the last bits. `Persistent`: the
-/// blocks and the head as one dispatch whose workgroups cross a grid
-/// barrier between stages (`decode_step.wgsl`; two dispatches a token with
-/// the pick, instead of `5·L + 2`), its sums in an order of its own too.
+/// its logits differ from the others' in the last bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
     Fused,
     Separate,
     Columns,
-    Persistent,
 }
 
 impl DecoderKernels {

@@ -47,8 +47,6 @@ use crate::ops::argmax::{
     bind_greedy_pick, bind_sample_pick, sample_params_words, Pick, PICK_BYTES,
 };
 use crate::ops::attention::{DecodeDesc, KvCache, POSITION_BYTES};
-use crate::ops::decode_step::{StepDesc, StepScratch, STEP_GROUPS};
-use crate::ops::floor::GridSync;
 use crate::profile::TimedPass;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use rows::{RowBuilder, Rows};
@@ -109,41 +107,19 @@ pub struct Decoder {
     sample_params: wgpu::Buffer,
     draws: wgpu::Buffer,
     _buffers: Vec<wgpu::Buffer>,
-    caches: Caches,
+    _caches: Vec<KvCache>,
     /// Tokens in the cache.
     pub len: usize,
 }
 
-/// Greedy picks on their way back (see [`Decoder::submit_greedy`]); with
-/// the `Persistent` layout the grid barrier's words after them.
-pub struct PendingPicks(PendingRead, bool);
+/// Greedy picks on their way back (see [`Decoder::submit_greedy`]).
+pub struct PendingPicks(PendingRead);
 
 impl PendingPicks {
-    /// Waits for the picks of their submission only. Refuses them when a
-    /// persistent step's grid barrier gave up waiting (its workgroups were
-    /// not all resident: what it wrote is void).
+    /// Waits for the picks of their submission only.
     pub async fn finish(self, ctx: &GpuContext) -> Result<Vec<Pick>, GpuError> {
-        let mut bytes = self.0.finish(ctx).await?;
-        if self.1 {
-            let words = bytes.split_off(bytes.len() - GridSync::BYTES);
-            if GridSync::parse(&words).gave_up {
-                return Err(GpuError::Shape {
-                    op: "decoder",
-                    detail: "a persistent step's workgroups were not all resident on this \
-                             GPU (a grid barrier gave up): use another decoder layout"
-                        .into(),
-                });
-            }
-        }
-        Ok(Pick::parse(&bytes))
+        Ok(Pick::parse(&self.0.finish(ctx).await?))
     }
-}
-
-/// Where the decoder keeps keys and values: a cache per layer, or the
-/// persistent step's buffers (every layer's cache among them).
-enum Caches {
-    Layers(Vec<KvCache>),
-    Step(StepScratch),
 }
 
 impl Decoder {
@@ -170,16 +146,9 @@ impl Decoder {
         let positions = ctx.upload_bytes("decode_positions", bytemuck::cast_slice(&table))?;
         let host_tokens = ctx.zeros("decode_host_tokens", rows_of(t_max))?;
         let records = Records::new(ctx, v, rows_of(t_max))?;
-        let caches = match layout {
-            DecoderKernels::Persistent => {
-                Caches::Step(StepScratch::new(ctx, &step_desc(ctx, cfg, batch))?)
-            }
-            _ => Caches::Layers(
-                (0..cfg.n_layer)
-                    .map(|_| KvCache::new(ctx, desc))
-                    .collect::<Result<_, _>>()?,
-            ),
-        };
+        let caches: Vec<KvCache> = (0..cfg.n_layer)
+            .map(|_| KvCache::new(ctx, desc))
+            .collect::<Result<_, _>>()?;
         let rows = Rows::new(ctx, c as usize, v as usize, batch as usize)?;
         let mut g = RowBuilder {
             ctx,
@@ -227,7 +196,7 @@ impl Decoder {
             sample_params,
             draws,
             _buffers: vec![other, x, qkv, atty, fch, xn, mean, rstd],
-            caches,
+            _caches: caches,
             len: 0,
         })
     }
@@ -328,12 +297,7 @@ impl Decoder {
             PICK_BYTES * first as u64,
             PICK_BYTES * (picks * self.batch) as u64,
         );
-        let mut ranges = vec![(&self.picks, at, len)];
-        if let Caches::Step(scratch) = &self.caches {
-            ranges.push((&scratch.sync, 0, GridSync::BYTES as u64));
-        }
-        let step = ranges.len() > 1;
-        Ok(PendingPicks(ctx.start_read(&ranges), step))
+        Ok(PendingPicks(ctx.start_read(&[(&self.picks, at, len)])))
     }
 
     /// Submits `steps` steps at the next positions: the `host` tokens
@@ -466,40 +430,13 @@ impl Records {
     }
 }
 
-/// The persistent step's shape: one workgroup on a CPU implementation
-/// (which runs a few at a time), [`STEP_GROUPS`] on a GPU.
-fn step_desc(ctx: &GpuContext, cfg: &ModelConfig, batch: u32) -> StepDesc {
-    StepDesc {
-        c: cfg.d_model as u32,
-        nh: cfg.n_head as u32,
-        n_layer: cfg.n_layer as u32,
-        v: cfg.vocab_size as u32,
-        t_max: cfg.block_size as u32,
-        batch,
-        groups: if ctx.cpu_device { 1 } else { STEP_GROUPS },
-    }
-}
-
 /// Binds the dispatches of a step reading `g`'s position uniform, one
 /// line per op (as `graph.rs` binds training).
 #[rustfmt::skip] // one line per op
-fn bind_step(g: &mut RowBuilder<'_>, caches: &Caches, out: &Records) -> Result<Step, GpuError> {
-    let (v, batch, r) = (g.v, g.desc.batch, g.rows);
+fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Result<Step, GpuError> {
+    let (c, v, batch, r) = (g.desc.c, g.v, g.desc.batch, g.rows);
     g.encoder()?; // x (C)
     let embedding = g.take().remove(0);
-    let (blocks, head) = match caches {
-        Caches::Layers(caches) => bind_blocks(g, caches)?,
-        Caches::Step(scratch) => (vec![g.step(scratch)?], Vec::new()), // blocks and head: logits (V)
-    };
-    let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
-    let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;
-    Ok(Step { embedding, blocks, head, pick, sample })
-}
-
-/// A dispatch per op: the blocks, then the head.
-#[rustfmt::skip] // one line per op
-fn bind_blocks(g: &mut RowBuilder<'_>, caches: &[KvCache]) -> Result<(Vec<BoundKernel>, Vec<BoundKernel>), GpuError> {
-    let (c, r) = (g.desc.c, g.rows);
     for (l, cache) in caches.iter().enumerate() {
         let ln1 = g.layernorm((Ln1W, Ln1B, l))?; // folded into the next GEMV, or xn (C)
         g.linear(ln1, (QkvW, QkvB, l), (c, 3 * c), false, &r.qkv)?; // qkv (3C)
@@ -512,5 +449,8 @@ fn bind_blocks(g: &mut RowBuilder<'_>, caches: &[KvCache]) -> Result<(Vec<BoundK
     let blocks = g.take();
     let lnf = g.layernorm((LnfW, LnfB, 0))?;
     g.head(lnf)?; // logits (V)
-    Ok((blocks, g.take()))
+    let head = g.take();
+    let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
+    let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;
+    Ok(Step { embedding, blocks, head, pick, sample })
 }

@@ -8,7 +8,6 @@ use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;
 use crate::ops::argmax::NextInput;
 use crate::ops::attention::{bind_attention_decode, DecodeDesc, KvCache};
-use crate::ops::decode_step::{bind_decode_step, StepScratch, StepWeights};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
 use crate::ops::matmul::f16w::bind_gemv_f16w;
@@ -236,29 +235,6 @@ impl<'a> RowBuilder<'a> {
         )?;
         self.kernels.push(k);
         Ok(())
-    }
-
-    /// The blocks and the head as one persistent dispatch
-    /// (`decode_step.wgsl`), reading the f16 copy of the linears' weights
-    /// when f16 storage is active: `logits (V)` from `x (C)`.
-    pub fn step(&mut self, scratch: &StepScratch) -> Result<BoundKernel, GpuError> {
-        let f16 = match self.f16.map(|f| f.at(0)) {
-            Some(w) if w.fault.is_some() => {
-                return Err(GpuError::Shape {
-                    op: "decode_step",
-                    detail: "the persistent step carries no injected fault".into(),
-                })
-            }
-            w => w.map(|w| w.buffer),
-        };
-        let weights = StepWeights {
-            params: self.params.buffer,
-            layout: self.params.layout,
-            f16,
-        };
-        let r = self.rows;
-        let io = (self.positions().0, &r.x, &r.logits);
-        bind_decode_step(self.ctx, self.reg, scratch.desc, &weights, io, scratch)
     }
 
     /// The tied head, always f32: `logits (V) = input · tok_embᵀ`.
