@@ -4,7 +4,9 @@
 //! (timestamp queries; see `tinygpt_gpu::profile`); where the device has
 //! cooperative matrices, one training step on tensor cores too; and a
 //! window of greedy tokens decoded back to back, split into the GPU's time,
-//! the host's recording and the wall clock (`decode_chain`).
+//! the host's recording and the wall clock (`decode_chain`); the decoded
+//! token and the window again for the most samples decoded together
+//! (`decode_token_samples`, `decode_chain_samples`).
 
 use crate::bench::{config, wanted, SHAPES, VOCAB};
 use anyhow::{Context, Result};
@@ -16,6 +18,7 @@ use tinygpt_gpu::model::{Decoder, FastPaths, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::profile::{check_timestamps, totals_by_key, DispatchTime};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
+use tinygpt_protocol::MAX_SAMPLES;
 
 /// Training steps run (and waited for) before the profiled one: pipelines
 /// compiled, graph bound, caches warm.
@@ -79,20 +82,22 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool)
             }
         }
 
-        eprintln!("profile: decode token {name}");
-        let dec = model.decoder(ctx, &mut reg)?;
-        let position = dec.capacity() / 2;
-        for &token in &tokens[..position] {
-            dec.feed(ctx, token)?;
+        for samples in [1, MAX_SAMPLES] {
+            eprintln!("profile: decode token {name}, {samples} sample(s)");
+            let dec = model.decoder_for(ctx, &mut reg, samples)?;
+            let position = dec.capacity() / 2;
+            for &token in &tokens[..position] {
+                dec.feed(ctx, token)?;
+            }
+            let times = pollster::block_on(dec.profile_step(ctx, tokens[position]))?;
+            let (what, chain) = match samples {
+                1 => ("decode_token", "decode_chain"),
+                _ => ("decode_token_samples", "decode_chain_samples"),
+            };
+            let detail = json!({"position": position, "samples": samples});
+            runs.push(report(name, what, detail, &times));
+            runs.push(decode_chain(ctx, (name, chain), dec, tokens[0])?);
         }
-        let times = pollster::block_on(dec.profile_step(ctx, tokens[position]))?;
-        runs.push(report(
-            name,
-            "decode_token",
-            json!({"position": position}),
-            &times,
-        ));
-        runs.push(decode_chain(ctx, name, dec, tokens[0])?);
     }
     Ok(json!({ "adapter": ctx.adapter_desc(), "profile": runs }))
 }
@@ -106,7 +111,12 @@ const RECORDS: usize = 5;
 /// the submission and its wait (the second of two runs), and what
 /// recording the steps alone costs the host (recorded and finished, not
 /// submitted: the mean of five).
-fn decode_chain(ctx: &GpuContext, name: &str, dec: &mut Decoder, token: u32) -> Result<Value> {
+fn decode_chain(
+    ctx: &GpuContext,
+    (name, what): (&str, &str),
+    dec: &mut Decoder,
+    token: u32,
+) -> Result<Value> {
     let chained = dec.capacity() - 2;
     let mut run = || -> Result<(f64, f64)> {
         dec.reset();
@@ -123,7 +133,7 @@ fn decode_chain(ctx: &GpuContext, name: &str, dec: &mut Decoder, token: u32) -> 
     }
     let record_us = t0.elapsed().as_secs_f64() * 1e6 / RECORDS as f64;
     Ok(json!({
-        "config": name, "what": "decode_chain", "chained_tokens": chained,
+        "config": name, "what": what, "samples": dec.batch(), "chained_tokens": chained,
         "gpu_us": gpu_us, "gpu_us_per_token": gpu_us / chained as f64,
         "wall_us": wall_us, "dispatches_per_token": dec.dispatches_per_token(),
         "record_us": record_us, "record_us_per_token": record_us / (1 + chained) as f64,

@@ -94,6 +94,20 @@ impl GpuContext {
     /// while the read is in flight. [`PendingRead::finish`] waits only for
     /// this copy, not for later submissions.
     pub fn start_read(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> PendingRead {
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        let staged = self.stage_read(&mut enc, ranges);
+        let index = self.queue.submit([enc.finish()]);
+        staged.map(index)
+    }
+
+    /// Records the copies of [`Self::start_read`] into `enc`, to go with the
+    /// work that fills the ranges in one submission; [`StagedRead::map`]
+    /// starts the read once that submission is made.
+    pub fn stage_read(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        ranges: &[(&wgpu::Buffer, u64, u64)],
+    ) -> StagedRead {
         let size: u64 = ranges.iter().map(|r| r.2).sum();
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
@@ -101,20 +115,34 @@ impl GpuContext {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut enc = self.device.create_command_encoder(&Default::default());
         let mut at = 0;
         for &(src, offset, len) in ranges {
             enc.copy_buffer_to_buffer(src, offset, &staging, at, len);
             at += len;
         }
-        let index = self.queue.submit([enc.finish()]);
+        StagedRead { staging, size }
+    }
+}
+
+/// Copies recorded into an encoder not yet submitted (see
+/// [`GpuContext::stage_read`]).
+pub struct StagedRead {
+    staging: wgpu::Buffer,
+    size: u64,
+}
+
+impl StagedRead {
+    /// Starts mapping the copies, which submission `index` holds.
+    pub fn map(self, index: wgpu::SubmissionIndex) -> PendingRead {
         let (tx, rx) = futures_channel::oneshot::channel();
-        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
+        self.staging
+            .slice(..)
+            .map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
         PendingRead {
-            staging,
-            size,
+            staging: self.staging,
+            size: self.size,
             index,
             rx,
         }

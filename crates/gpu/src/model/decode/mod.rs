@@ -226,13 +226,14 @@ impl Decoder {
     /// the logits (V per sample) of the next token. Errors when the cache
     /// is full.
     pub async fn push(&mut self, ctx: &GpuContext, token: u32) -> Result<Vec<f32>, GpuError> {
-        self.submit(ctx, &vec![token; self.batch], 1, Out::Logits)?;
+        self.submit(ctx, &vec![token; self.batch], 1, Out::Logits, None)?;
         ctx.read_f32(&self.logits, self.vocab * self.batch).await
     }
 
     /// Appends `token` without computing the logits (prompt prefill).
     pub fn feed(&mut self, ctx: &GpuContext, token: u32) -> Result<(), GpuError> {
-        self.submit(ctx, &vec![token; self.batch], 1, Out::None)
+        self.submit(ctx, &vec![token; self.batch], 1, Out::None, None)?;
+        Ok(())
     }
 
     /// Greedy decoding of `picks` (≥ 1) tokens in one submission, without
@@ -292,26 +293,30 @@ impl Decoder {
                 Out::Sample
             }
         };
-        self.submit(ctx, host, steps, out)?;
         let (at, len) = (
             PICK_BYTES * first as u64,
             PICK_BYTES * (picks * self.batch) as u64,
         );
-        Ok(PendingPicks(ctx.start_read(&[(&self.picks, at, len)])))
+        let read = self.submit(ctx, host, steps, out, Some((at, len)))?;
+        let read = read.ok_or_else(|| self.shape("no read of the picks".into()))?;
+        Ok(PendingPicks(read))
     }
 
     /// Submits `steps` steps at the next positions: the `host` tokens
     /// (`batch` a step), then (greedy) the tokens the picks leave. Every
     /// step records the blocks; those from the last host step on also
     /// record `out`. The steps after the first and the prompt's read the
-    /// position the previous step's pick wrote: one pass, no copies.
+    /// position the previous step's pick wrote: one pass, no copies. With
+    /// `read` (an offset and a length in the picks), the copy of those
+    /// picks goes into the same submission, and their read starts.
     fn submit(
         &mut self,
         ctx: &GpuContext,
         host: &[u32],
         steps: usize,
         out: Out,
-    ) -> Result<(), GpuError> {
+        read: Option<(u64, u64)>,
+    ) -> Result<Option<PendingRead>, GpuError> {
         self.check_room(steps)?;
         let host_steps = host.len() / self.batch;
         if !host.is_empty() {
@@ -320,9 +325,10 @@ impl Decoder {
         }
         let mut enc = encoder(ctx);
         self.record_steps(&mut enc, (host_steps, steps), out, None);
-        ctx.queue.submit([enc.finish()]);
+        let staged = read.map(|(at, len)| ctx.stage_read(&mut enc, &[(&self.picks, at, len)]));
+        let index = ctx.queue.submit([enc.finish()]);
         self.len += steps;
-        Ok(())
+        Ok(staged.map(|s| s.map(index)))
     }
 
     /// Records `steps` steps, the first `host_steps` from the host's
