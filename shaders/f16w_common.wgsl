@@ -27,7 +27,9 @@ struct Params {
     c_off: u32,
     ln_w_off: u32,
     ln_b_off: u32,
-    _pad0: u32,
+    // The `*_ln` GEMVs: groups of 8 columns a workgroup, one after another
+    // (0 or 1: one), sharing the row's LayerNorm statistics.
+    groups: u32,
     _pad1: u32,
 }
 

@@ -34,7 +34,10 @@ struct Params {
     c_off: u32,
     ln_w_off: u32,
     ln_b_off: u32,
-    _pad0: u32,
+    // `main_ln`: groups of 8 columns a workgroup, one after another (0 or
+    // 1: one), so that many rows' workgroups fit the GPU at once and share
+    // a row's LayerNorm statistics.
+    groups: u32,
     _pad1: u32,
 }
 
@@ -68,6 +71,11 @@ fn ws(row: u32, k: u32) -> vec4<f32> {
 
 fn column(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) -> u32 {
     return (wg.y * nwg.x + wg.x) * COLS + lid.y;
+}
+
+// The column of group g of the workgroup's `groups` (`main_ln`).
+fn group_column(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, g: u32, groups: u32) -> u32 {
+    return ((wg.y * nwg.x + wg.x) * groups + g) * COLS + lid.y;
 }
 
 // Where a column's weights start; a column past N reads the last one's
@@ -186,7 +194,8 @@ fn main(
     finish_lanes(lid, col, lane_dot(row_of(col), lid.x));
 }
 
-// With the LayerNorm prologue.
+// With the LayerNorm prologue: the row's statistics once, then each group
+// of 8 columns as `main` would (the same bits for every column).
 @compute @workgroup_size(32, 8)
 fn main_ln(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -194,10 +203,15 @@ fn main_ln(
     @builtin(local_invocation_id) lid: vec3<u32>,
 ) {
     set_row(wg);
-    let col = column(wg, nwg, lid);
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
-    finish_lanes(lid, col, lane_dot_ln(row_of(col), t, lid.x, st));
+    let groups = max(p.groups, 1u);
+    for (var g = 0u; g < groups; g++) {
+        let col = group_column(wg, nwg, lid, g, groups);
+        finish_lanes(lid, col, lane_dot_ln(row_of(col), t, lid.x, st));
+        // The lanes' tree has read `red` before the next group stages there.
+        workgroupBarrier();
+    }
 }
 
 // Columns per workgroup of `main_cols`.

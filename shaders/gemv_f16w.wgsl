@@ -262,6 +262,11 @@ fn gemv_column(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>) -> u32 {
     return (wg.y * nwg.x + wg.x) * COLS + lid.y;
 }
 
+// The column of group g of the workgroup's `groups` (the `*_ln` GEMVs).
+fn group_column(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, g: u32, groups: u32) -> u32 {
+    return ((wg.y * nwg.x + wg.x) * groups + g) * COLS + lid.y;
+}
+
 // gemv_row.wgsl's `lane_tree`, each sum rounded to f16 under the f16-acc
 // fault.
 fn lane_tree8_f(b: u32, j: u32, fault: u32) -> f32 {
@@ -295,13 +300,20 @@ fn gemv_quads(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     gemv_finish(lid, col, lane_dot_quads(quad_row(col), lid.x, k_end(fault), fault), fault);
 }
 
+// The row's LayerNorm statistics once, then each group of 8 columns (the
+// `*_ln` GEMVs); the lanes' tree reads `red` before the next group stages
+// there.
 fn gemv_quads_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     set_row(wg);
-    let col = gemv_column(wg, nwg, lid);
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
-    let acc = lane_dot_quads_ln(quad_row(col), t, lid.x, k_end(fault), st, fault);
-    gemv_finish(lid, col, acc, fault);
+    let groups = max(p.groups, 1u);
+    for (var g = 0u; g < groups; g++) {
+        let col = group_column(wg, nwg, lid, g, groups);
+        let acc = lane_dot_quads_ln(quad_row(col), t, lid.x, k_end(fault), st, fault);
+        gemv_finish(lid, col, acc, fault);
+        workgroupBarrier();
+    }
 }
 
 fn gemv_pairs(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
@@ -312,11 +324,15 @@ fn gemv_pairs(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
 
 fn gemv_pairs_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     set_row(wg);
-    let col = gemv_column(wg, nwg, lid);
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
-    let acc = lane_dot_pairs_ln(half_row(col), t, lid.x, k_end(fault), st, fault);
-    gemv_finish(lid, col, acc, fault);
+    let groups = max(p.groups, 1u);
+    for (var g = 0u; g < groups; g++) {
+        let col = group_column(wg, nwg, lid, g, groups);
+        let acc = lane_dot_pairs_ln(half_row(col), t, lid.x, k_end(fault), st, fault);
+        gemv_finish(lid, col, acc, fault);
+        workgroupBarrier();
+    }
 }
 
 @compute @workgroup_size(32, 8)

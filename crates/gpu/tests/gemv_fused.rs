@@ -126,6 +126,27 @@ impl Case {
         self.gemv_with(ctx, reg, f16.then_some(None), a, fusion, accumulate, c)
     }
 
+    /// The GEMV of `desc` (rows of `a` into rows of `c`), f32 or f16
+    /// weights, with `fusion`.
+    #[allow(clippy::too_many_arguments)]
+    fn gemv_desc<'a>(
+        &'a self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        f16: bool,
+        desc: MatmulDesc,
+        a: &'a wgpu::Buffer,
+        fusion: RowFusion<'a>,
+        c: &'a wgpu::Buffer,
+    ) -> BoundKernel {
+        let bias = Some(self.bias());
+        if f16 {
+            let w = PackedW::at(&self.w16, self.w_off);
+            return bind_gemv_f16w(ctx, reg, desc, a, w, bias, fusion, c).unwrap();
+        }
+        bind_gemv(ctx, reg, desc, a, &self.w, bias, fusion, c).unwrap()
+    }
+
     /// [`Self::gemv`] with f16 weights run by a kernel `fault` when `f16`
     /// is `Some`.
     #[allow(clippy::too_many_arguments)]
@@ -321,6 +342,48 @@ fn fused_gemvs_match_the_separate_kernels_and_the_reference() {
         }
     }
     eprintln!("fused == unfused bit for bit on {identical} of {compared} outputs");
+}
+
+/// Many rows at once with the LayerNorm folded: past 512 workgroups each
+/// runs two groups of 8 columns (`LN_WIDE_ABOVE`), and every row still gets
+/// the bits it gets alone — f32, aligned f16 (K = 48) and any-alignment f16
+/// (K = 50) weights; N = 1030 leaves the last workgroup's second group
+/// partly past the end. 5 rows × 129 groups of 8 columns = 645 workgroups.
+#[test]
+fn a_layernorm_gemv_over_many_rows_gives_each_row_its_bits_alone() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let (rows, n) = (5usize, 1030u32);
+    for (i, (k, w_off)) in [(48u32, 0u32), (50, 4)].into_iter().enumerate() {
+        let case = Case::new(ctx, k, n, w_off, 90 + i as u64);
+        let mut rng = Rng::new(7 + i as u64);
+        let xs: Vec<Vec<f32>> = (0..rows)
+            .map(|_| random_in(&mut rng, k as usize, -0.5, 1.5))
+            .collect();
+        for f16 in [false, true] {
+            let run = |xs: &[Vec<f32>]| -> Vec<f32> {
+                let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+                let x = ctx.upload("xs", &xs.concat()).unwrap();
+                let out = ctx.zeros("out", xs.len() * n as usize).unwrap();
+                let fusion = RowFusion {
+                    layernorm: Some((case.ln_w(), case.ln_b())),
+                    ..RowFusion::default()
+                };
+                let desc = MatmulDesc::linear(xs.len() as u32, k, n);
+                let k = case.gemv_desc(ctx, &mut reg, f16, desc, &x, fusion, &out);
+                submit(ctx, "rows", &[&k]);
+                pollster::block_on(ctx.read_f32(&out, xs.len() * n as usize)).unwrap()
+            };
+            let together = run(&xs);
+            for (r, x) in xs.iter().enumerate() {
+                let alone = run(std::slice::from_ref(x));
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                let row = &together[r * n as usize..][..n as usize];
+                assert_eq!(bits(row), bits(&alone), "K {k} f16 {f16}: row {r}");
+            }
+            assert!(together.iter().all(|v| v.is_finite() && *v != 0.0));
+        }
+    }
 }
 
 /// The column layout (one invocation per output column: CPU

@@ -74,7 +74,9 @@ pub(crate) struct MatmulParams {
     /// The kernel's two words: K per workgroup z and the K-slice count
     /// (tiles), or the LayerNorm weight and bias offsets (GEMVs).
     pub extra: [u32; 2],
-    /// The tensor-core epilogue's GELU buffer offset, then padding.
+    /// The tensor-core epilogue's GELU buffer offset (or the LayerNorm
+    /// GEMVs' column groups a workgroup: `gemv::ln_column_groups`), then
+    /// padding.
     pub aux: [u32; 2],
 }
 

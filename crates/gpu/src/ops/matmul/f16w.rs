@@ -4,7 +4,7 @@
 //! conversion is not round-to-nearest-even.
 
 use super::fault::{variants, Fault, VARIANTS};
-use super::gemv::gemv_grid;
+use super::gemv::{gemv_grid, ln_column_groups};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, grid, shape_error};
 use crate::ops::matmul::{check_operands, MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
@@ -317,7 +317,12 @@ fn bind<'a>(
     let aligned = w_off.is_multiple_of(2) && desc.k.is_multiple_of(2);
     let more_flags = if aligned { W_ALIGNED } else { 0 } | fusion.flags();
     let offsets = [a.offset, w_off, bias.offset, c.offset];
-    let params = desc.params(offsets, [ln_w, ln_b], more_flags);
+    let mut params = desc.params(offsets, [ln_w, ln_b], more_flags);
+    let groups = match kernel {
+        Kernel::GemvQuads | Kernel::GemvAny => ln_column_groups(&desc, fusion),
+        _ => 1,
+    };
+    params.aux[0] = groups;
     let uniform = params.upload(ctx, "matmul_f16w_params");
     // Each entry point binds exactly what it reads: the aligned GEMV reads
     // W and A as vectors, and A as f32 only for a LayerNorm.
@@ -345,7 +350,9 @@ fn bind<'a>(
             let tile = crate::ops::matmul::MATMUL_TILE_LARGE;
             [desc.n.div_ceil(tile), desc.m.div_ceil(tile), 1]
         }
-        Kernel::GemvQuads | Kernel::GemvAny => gemv_grid(ctx, "matmul_f16w", &desc, GEMV_COLUMNS)?,
+        Kernel::GemvQuads | Kernel::GemvAny => {
+            gemv_grid(ctx, "matmul_f16w", &desc, GEMV_COLUMNS * groups)?
+        }
         Kernel::GemvColumns => gemv_grid(ctx, "matmul_f16w", &desc, GEMV_COLUMNS_CPU)?,
     };
     Ok(bind_kernel(

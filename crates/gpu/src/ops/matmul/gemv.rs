@@ -136,7 +136,9 @@ pub fn bind_gemv<'a>(
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
-    let params = desc.params(offsets, [ln_w, ln_b], fusion.flags());
+    let mut params = desc.params(offsets, [ln_w, ln_b], fusion.flags());
+    let groups = ln_column_groups(&desc, fusion);
+    params.aux[0] = groups;
     let uniform = params.upload(ctx, "gemv_params");
     let mut buffers = vec![
         (1, a.buffer),
@@ -146,7 +148,7 @@ pub fn bind_gemv<'a>(
     ];
     let (src, columns) = if fusion.layernorm.is_some() {
         buffers.push((5, ln));
-        (&GEMV_F32_LN, GEMV_COLUMNS)
+        (&GEMV_F32_LN, GEMV_COLUMNS * groups)
     } else if fusion.columns {
         (&GEMV_F32_COLS, GEMV_COLUMNS_CPU)
     } else {
@@ -154,6 +156,26 @@ pub fn bind_gemv<'a>(
     };
     let groups = gemv_grid(ctx, "gemv", &desc, columns)?;
     Ok(bind_kernel(ctx, registry, src, &uniform, &buffers, groups))
+}
+
+/// Workgroups of one GEMV beyond which its LayerNorm-prologue form gives
+/// each workgroup two groups of [`GEMV_COLUMNS`] columns, one after the
+/// other: past about a wave of a large GPU (the H200 holds ~1,000 of these
+/// workgroups at once), the extra waves cost more than a workgroup's second
+/// group, and the row's statistics are computed half as often. The
+/// decoder's QKV and fc GEMVs cross it only with several samples decoded
+/// together (`nanogpt`, 8 samples: 1,152 and 1,536 workgroups).
+pub(crate) const LN_WIDE_ABOVE: u32 = 512;
+
+/// Groups of [`GEMV_COLUMNS`] columns a workgroup of the LayerNorm-prologue
+/// GEMV runs (`p.groups` in gemv.wgsl and f16w_common.wgsl): 2 past
+/// [`LN_WIDE_ABOVE`] workgroups, else 1. Each column's sums do not change.
+pub(crate) fn ln_column_groups(desc: &MatmulDesc, fusion: RowFusion<'_>) -> u32 {
+    let workgroups = desc.n.div_ceil(GEMV_COLUMNS) as u64 * desc.m as u64;
+    match fusion.layernorm.is_some() && workgroups > LN_WIDE_ABOVE as u64 {
+        true => 2,
+        false => 1,
+    }
 }
 
 /// The workgroups of a GEMV of `desc.m` rows and `columns` output columns
