@@ -160,11 +160,11 @@ pub fn bind_gemv<'a>(
 
 /// Workgroups of one GEMV beyond which its LayerNorm-prologue form gives
 /// each workgroup two groups of [`GEMV_COLUMNS`] columns, one after the
-/// other: past about a wave of a large GPU (the H200 holds ~1,000 of these
-/// workgroups at once), the extra waves cost more than a workgroup's second
-/// group, and the row's statistics are computed half as often. The
-/// decoder's QKV and fc GEMVs cross it only with several samples decoded
-/// together (`nanogpt`, 8 samples: 1,152 and 1,536 workgroups).
+/// other, computing the row's statistics once for both and halving the
+/// workgroups. The decoder's QKV and fc GEMVs cross it only with several
+/// samples decoded together (`nanogpt`, 8 samples: 1,152 and 1,536
+/// workgroups), where it measured 3 % more tokens/s on the H200
+/// (BENCHMARKS.md, run 45); one sample never does.
 pub(crate) const LN_WIDE_ABOVE: u32 = 512;
 
 /// Groups of [`GEMV_COLUMNS`] columns a workgroup of the LayerNorm-prologue
