@@ -30,7 +30,8 @@ struct Params {
     // The `*_ln` GEMVs: groups of 8 columns a workgroup, one after another
     // (0 or 1: one), sharing the row's LayerNorm statistics.
     groups: u32,
-    _pad1: u32,
+    // The subgroup size of the GEMVs' `lanes_sg.wgsl` form.
+    sg: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

@@ -8,10 +8,10 @@
 // W[j, i], W[j, i + 32], … (a warp reads 128 neighbouring bytes of one row)
 // in rounds of 256 inputs while whole ones fit (two rounds' sixteen loads
 // in flight), the rest four loads ahead, then a fixed tree adds the 32
-// lanes (gemv_row.wgsl). A decoded token's GEMVs are bound by each lane's
-// chain of loads, so the loops issue loads before they use them; the
-// products keep the order of one input after another. Every product and
-// sum is f32.
+// lanes (lanes_wg.wgsl; lanes_sg.wgsl's shuffles give the same bits). A
+// decoded token's GEMVs are bound by each lane's chain of loads, so the
+// loops issue loads before they use them; the products keep the order of
+// one input after another. Every product and sum is f32.
 //
 // `main_cols` is the layout for CPU implementations of WebGPU (SwiftShader,
 // lavapipe, WARP): one invocation per output column summing its whole row
@@ -38,7 +38,8 @@ struct Params {
     // 1: one), so that many rows' workgroups fit the GPU at once and share
     // a row's LayerNorm statistics.
     groups: u32,
-    _pad1: u32,
+    // The subgroup size of the `lanes_sg.wgsl` form.
+    sg: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -173,13 +174,17 @@ fn lane_dot_ln(row: u32, t: u32, lane: u32, st: vec2<f32>) -> f32 {
     return (acc.x + acc.y) + (acc.z + acc.w);
 }
 
-// Adds the 32 lanes of each column in a fixed tree and writes the columns.
+// The lanes' addition (lanes_wg.wgsl, lanes_sg.wgsl): f32.
+fn lane_add(x: f32, y: f32) -> f32 {
+    return x + y;
+}
+
+// Adds the 32 lanes of each column (`lanes_sum`: a fixed tree) and writes
+// the columns.
 fn finish_lanes(lid: vec3<u32>, col: u32, v: f32) {
-    let b = lid.y * LANES;
-    red[b + lid.x] = v;
-    workgroupBarrier();
+    let s = lanes_sum(lid, v);
     if (lid.x == 0u && col < p.n) {
-        finish_col(col, lane_tree(b));
+        finish_col(col, s);
     }
 }
 

@@ -267,29 +267,18 @@ fn group_column(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, g: u32, groups: u
     return ((wg.y * nwg.x + wg.x) * groups + g) * COLS + lid.y;
 }
 
-// gemv_row.wgsl's `lane_tree`, each sum rounded to f16 under the f16-acc
-// fault.
-fn lane_tree8_f(b: u32, j: u32, fault: u32) -> f32 {
-    let lo = add_f(red[b + j], red[b + j + 16u], fault);
-    return add_f(lo, add_f(red[b + j + 8u], red[b + j + 24u], fault), fault);
+// The lanes' addition (lanes_wg.wgsl, lanes_sg.wgsl): rounded to f16
+// under the f16-acc fault.
+fn lane_add(x: f32, y: f32) -> f32 {
+    return add_f(x, y, FAULT);
 }
 
-fn lane_tree4_f(b: u32, j: u32, fault: u32) -> f32 {
-    return add_f(lane_tree8_f(b, j, fault), lane_tree8_f(b, j + 4u, fault), fault);
-}
-
-fn lane_tree_f(b: u32, fault: u32) -> f32 {
-    let lo = add_f(lane_tree4_f(b, 0u, fault), lane_tree4_f(b, 2u, fault), fault);
-    return add_f(lo, add_f(lane_tree4_f(b, 1u, fault), lane_tree4_f(b, 3u, fault), fault), fault);
-}
-
-// Adds the 32 lanes of each column in a fixed tree and writes the columns.
+// Adds the 32 lanes of each column (`lanes_sum`: a fixed tree) and writes
+// the columns.
 fn gemv_finish(lid: vec3<u32>, col: u32, acc: vec4<f32>, fault: u32) {
-    let b = lid.y * LANES;
-    red[b + lid.x] = add_f(add_f(acc.x, acc.y, fault), add_f(acc.z, acc.w, fault), fault);
-    workgroupBarrier();
+    let s = lanes_sum(lid, add_f(add_f(acc.x, acc.y, fault), add_f(acc.z, acc.w, fault), fault));
     if (lid.x == 0u && col < p.n) {
-        finish_col(col, lane_tree_f(b, fault));
+        finish_col(col, s);
     }
 }
 

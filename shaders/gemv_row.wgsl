@@ -120,17 +120,6 @@ fn stage_ln(t: u32, k0: u32, st: vec2<f32>) {
     workgroupBarrier();
 }
 
-// The lanes' tree over the 32 values from red[b], pairs 16 apart added
-// first, then 8, … 1, in one invocation: one barrier instead of six.
-fn lane_tree8(b: u32, j: u32) -> f32 {
-    return (red[b + j] + red[b + j + 16u]) + (red[b + j + 8u] + red[b + j + 24u]);
-}
-
-fn lane_tree(b: u32) -> f32 {
-    return ((lane_tree8(b, 0u) + lane_tree8(b, 4u)) + (lane_tree8(b, 2u) + lane_tree8(b, 6u)))
-        + ((lane_tree8(b, 1u) + lane_tree8(b, 5u)) + (lane_tree8(b, 3u) + lane_tree8(b, 7u)));
-}
-
 // Writes output column `col` from its dot product.
 fn finish_col(col: u32, dot: f32) {
     var v = dot;

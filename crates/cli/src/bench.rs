@@ -131,7 +131,7 @@ fn bench_sample(
     name: &str,
     shape: (usize, usize, usize, usize, usize),
     (n, samples, timed): (usize, usize, usize),
-    (fast, params): (Option<FastPaths>, SampleParams),
+    (fast, params): (FastPaths, SampleParams),
 ) -> Result<Value> {
     let (l, h, c, t, _) = shape;
     let cfg = config(l, h, c, t);
@@ -143,9 +143,7 @@ fn bench_sample(
         TrainConfig::default(),
         OptState::default(),
     )?;
-    if let Some(fast) = fast {
-        model.set_fast_paths(ctx, reg, fast)?;
-    }
+    model.set_fast_paths(ctx, reg, fast)?;
     let dec = model.decoder_for(ctx, reg, samples)?;
     let n = n.min(dec.capacity() - 1);
     let run = |dec: &mut Decoder| {
@@ -166,7 +164,12 @@ fn bench_sample(
     }
     rates.sort_by(f64::total_cmp);
     let median = rates[rates.len() / 2];
-    let path = if fast.is_some() { "f16-storage" } else { "f32" };
+    let path = match (fast.f16_storage.is_some(), fast.subgroups) {
+        (false, false) => "f32",
+        (true, false) => "f16-storage",
+        (false, true) => "f32+subgroups",
+        (true, true) => "f16-storage+subgroups",
+    };
     let mode = match params.is_greedy() {
         true => "greedy".to_string(),
         false => format!(
@@ -299,7 +302,17 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
     eprintln!("bench: the launch floor");
     let floor = crate::floor::bench_floor(ctx, &mut reg)?;
     let trains = [compute, coop];
-    let (train, sample) = bench_models(ctx, &mut reg, (quick, only), (f16, &trains))?;
+    // Sampling on f32 and f16 storage, each also with subgroup sums.
+    let mut decoders = vec![FastPaths::default()];
+    decoders.extend(f16);
+    if fast.subgroups {
+        let sg = |f: &FastPaths| FastPaths {
+            subgroups: true,
+            ..*f
+        };
+        decoders.extend(decoders.iter().map(sg).collect::<Vec<_>>());
+    }
+    let (train, sample) = bench_models(ctx, &mut reg, (quick, only), (&decoders, &trains))?;
     // A run of one shape is about that shape.
     let matmul = match only {
         Some(_) => Vec::new(),
@@ -315,13 +328,13 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
     }))
 }
 
-/// Training and sampling of every wanted shape; sampling also on the `f16`
-/// (storage) fast path and training on each of `trains` given.
+/// Training and sampling of every wanted shape; sampling on each of
+/// `decoders` (f32 first) and training on f32 and each of `trains` given.
 fn bench_models(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     (quick, only): (bool, Option<&str>),
-    (f16, trains): (Option<FastPaths>, &[Option<FastPaths>]),
+    (decoders, trains): (&[FastPaths], &[Option<FastPaths>]),
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let (warmup, steps, tokens, timed) = if quick { (1, 2, 8, 1) } else { (5, 20, 200, 7) };
     let (mut train, mut sample) = (Vec::new(), Vec::new());
@@ -344,9 +357,8 @@ fn bench_models(
         ];
         for (params, samples) in runs {
             let n = (tokens, samples, timed);
-            sample.push(bench_sample(ctx, reg, name, shape, n, (None, params))?);
-            if f16.is_some() {
-                sample.push(bench_sample(ctx, reg, name, shape, n, (f16, params))?);
+            for &fast in decoders {
+                sample.push(bench_sample(ctx, reg, name, shape, n, (fast, params))?);
             }
         }
     }

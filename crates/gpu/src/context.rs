@@ -146,6 +146,26 @@ impl GpuContext {
         }
     }
 
+    /// The adapter's one subgroup size, where it offers subgroups of one
+    /// size that the GEMVs' subgroup sums run on
+    /// ([`crate::ops::matmul::subgroup_size_supported`]); else why not.
+    pub fn subgroup_size(&self) -> Result<u32, &'static str> {
+        let (min, max) = (self.info.subgroup_min_size, self.info.subgroup_max_size);
+        if !self.features.contains(wgpu::Features::SUBGROUP) {
+            Err(if cfg!(target_arch = "wasm32") {
+                "subgroups are native only: wgpu 30's WebGPU backend does not offer them"
+            } else {
+                "the adapter offers no subgroup operations"
+            })
+        } else if min != max {
+            Err("the adapter's subgroup size varies (the shuffles need one size)")
+        } else if !crate::ops::matmul::subgroup_size_supported(min) {
+            Err("the adapter's subgroup size is not a power of two from 4 to 128")
+        } else {
+            Ok(min)
+        }
+    }
+
     /// Features as the capability pills show them. `subgroups` and `webnn`
     /// cannot be seen through wgpu on the web; the worker overrides them.
     pub fn detected_features(&self) -> DetectedFeatures {

@@ -10,15 +10,14 @@ use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{ModelConfig, ParamKind, Rng, TrainConfig};
 use tinygpt_gpu::engine::{Gpu, GpuTrainer};
-use tinygpt_gpu::gate::coop_matrix;
 use tinygpt_gpu::gate::f16_storage::{REAL_COSINE_LIMIT, REAL_REL_L2_LIMIT};
 use tinygpt_gpu::gate::freshness::check_f16_cache;
 use tinygpt_gpu::gate::localize::{drift, localize};
 use tinygpt_gpu::gate::model_gate::run_model_gates;
+use tinygpt_gpu::gate::{coop_matrix, fast_path, subgroups};
 use tinygpt_gpu::gate::{run_gates, F16Storage, FastPaths, Fault, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
-use tinygpt_gpu::ops::matmul::coop;
 use tinygpt_gpu::ops::matmul::f16c::{f16_compute_unavailable, F16Compute};
 use tinygpt_gpu::GpuContext;
 
@@ -400,21 +399,29 @@ fn a_failed_gate_leaves_the_model_on_f32() {
         };
         let (reports, active) =
             pollster::block_on(run_gates(&gpu.ctx, &mut gpu.registry.borrow_mut(), opts));
-        // Every detected path whose kernels carry the fault fails: all of
-        // them but the tensor cores' (`coop::carries`: the dropped K tail
-        // only), whose gate otherwise runs its real kernels and passes.
-        let coop_carries = coop::carries(fault);
-        let carries = |path: &str| path != coop_matrix::PATH.id || coop_carries;
+        // Every detected path whose kernels carry the fault fails; the
+        // others run their real kernels and pass (the tensor cores carry
+        // only the dropped K tail: `coop::carries`; the subgroup sums the
+        // two kernel faults: `subgroups::carries`).
+        let carries = |path: &str| fast_path(path).is_some_and(|p| (p.carries)(fault));
         for r in reports.iter().filter(|r| r.detected) {
             assert_eq!(r.passed, !carries(&r.path), "{} {fault:?}", r.path);
         }
         assert!(reports[0].detected);
-        assert!(!(active.coop_matrix && coop_carries), "{fault:?}");
+        assert!(
+            !(active.coop_matrix && carries(coop_matrix::PATH.id)),
+            "{fault:?}"
+        );
+        assert!(
+            !(active.subgroups && carries(subgroups::PATH.id)),
+            "{fault:?}"
+        );
         gpu.fast_paths.set(active);
         let t = GpuTrainer::new(gpu.clone(), config(), train_config(10)).unwrap();
-        // No path that failed is on: f32, or the tensor cores that passed.
+        // No path that failed is on: f32, or the paths that passed.
         let expected = FastPaths {
             coop_matrix: active.coop_matrix,
+            subgroups: active.subgroups,
             ..FastPaths::default()
         };
         assert_eq!(t.model.fast_paths(), expected, "{fault:?}");

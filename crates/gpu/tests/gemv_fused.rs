@@ -183,16 +183,17 @@ impl Case {
     }
 
     fn fused_with(&self, gpu: &TestGpu, f16: Option<Option<Fault>>, folds: Folds) -> Vec<f32> {
-        self.fused_in(gpu, f16, folds, false)
+        self.fused_in(gpu, f16, folds, (false, None))
     }
 
-    /// [`Self::fused_with`] in the column layout when `columns`.
+    /// [`Self::fused_with`] in the column layout when `columns`, the lanes
+    /// summed with subgroups of `subgroups` when given.
     fn fused_in(
         &self,
         gpu: &TestGpu,
         f16: Option<Option<Fault>>,
         folds: Folds,
-        columns: bool,
+        (columns, subgroups): (bool, Option<u32>),
     ) -> Vec<f32> {
         let ctx = &gpu.ctx;
         let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
@@ -201,6 +202,7 @@ impl Case {
             layernorm: folds.ln.then(|| (self.ln_w(), self.ln_b())),
             gelu: folds.gelu,
             columns,
+            subgroups,
         };
         let k = self.gemv_with(ctx, &mut reg, f16, &self.x, fusion, folds.residual, &out);
         submit(ctx, "fused", &[&k]);
@@ -288,37 +290,40 @@ impl Case {
     }
 }
 
+/// The folds (LayerNorm, GELU, residual) of the decoder's QKV, fc,
+/// projection and fc_proj linears, then all.
+const FOLDS: [(bool, bool, bool); 4] = [
+    (true, false, false),
+    (true, true, false),
+    (false, false, true),
+    (true, true, true),
+];
+
+/// (K, N, offset of the f16 weights in halves): 48 and 200 aligned, 50 not
+/// (K), 48 at an odd offset; N not a multiple of the 8 columns of a
+/// workgroup; K = 200 past the LayerNorm's 128 threads; then past the
+/// GEMVs' rounds of eight loads per lane (256 inputs f32, 1024 aligned
+/// f16, 512 unaligned) with the rest after them: 300, odd 517 unaligned,
+/// 1030 unaligned, 4096 (the widest d_model) aligned.
+const SHAPES: [(u32, u32, u32); 8] = [
+    (48, 19, 0),
+    (50, 9, 4),
+    (48, 13, 7),
+    (200, 21, 8),
+    (300, 6, 0),
+    (517, 5, 3),
+    (1030, 4, 1),
+    (4096, 3, 0),
+];
+
 #[test]
 fn fused_gemvs_match_the_separate_kernels_and_the_reference() {
     let gpu = gpu_or_skip!();
-    let folds = [
-        // The decoder's QKV, fc, projection and fc_proj linears, then all.
-        (true, false, false),
-        (true, true, false),
-        (false, false, true),
-        (true, true, true),
-    ];
-    // (K, N, offset of the f16 weights in halves): 48 and 200 aligned, 50
-    // not (K), 48 at an odd offset; N not a multiple of the 8 columns of a
-    // workgroup; K = 200 past the LayerNorm's 128 threads; then past the
-    // GEMVs' rounds of eight loads per lane (256 inputs f32, 1024 aligned
-    // f16, 512 unaligned) with the rest after them: 300, odd 517 unaligned,
-    // 1030 unaligned, 4096 (the widest d_model) aligned.
-    let shapes = [
-        (48, 19, 0),
-        (50, 9, 4),
-        (48, 13, 7),
-        (200, 21, 8),
-        (300, 6, 0),
-        (517, 5, 3),
-        (1030, 4, 1),
-        (4096, 3, 0),
-    ];
     let mut identical = 0;
     let mut compared = 0;
-    for (i, &(k, n, w_off)) in shapes.iter().enumerate() {
+    for (i, &(k, n, w_off)) in SHAPES.iter().enumerate() {
         let case = Case::new(&gpu.ctx, k, n, w_off, 40 + i as u64);
-        for &(ln, gelu, residual) in &folds {
+        for &(ln, gelu, residual) in &FOLDS {
             let f = Folds { ln, gelu, residual };
             let want = case.reference(f);
             for f16 in [false, true] {
@@ -342,6 +347,32 @@ fn fused_gemvs_match_the_separate_kernels_and_the_reference() {
         }
     }
     eprintln!("fused == unfused bit for bit on {identical} of {compared} outputs");
+}
+
+/// The lanes summed with subgroup shuffles (`shaders/lanes_sg.wgsl`) give
+/// the workgroup tree's bits in every shape and fold above, f32 and f16
+/// weights: the subgroups fast path's claim, per variant.
+#[test]
+fn subgroup_sums_give_the_workgroup_trees_bits() {
+    let gpu = gpu_or_skip!();
+    let size = match gpu.ctx.subgroup_size() {
+        Ok(n) => n,
+        Err(why) => return eprintln!("subgroup sums: did not run — {why}"),
+    };
+    for (i, &(k, n, w_off)) in SHAPES.iter().enumerate() {
+        let case = Case::new(&gpu.ctx, k, n, w_off, 40 + i as u64);
+        for &(ln, gelu, residual) in &FOLDS {
+            let f = Folds { ln, gelu, residual };
+            for f16 in [None, Some(None)] {
+                let tree = case.fused_in(gpu, f16, f, (false, None));
+                let sg = case.fused_in(gpu, f16, f, (false, Some(size)));
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                let what =
+                    format!("K {k} N {n} w_off {w_off} {f:?} f16 {f16:?}, subgroups of {size}");
+                assert_eq!(bits(&sg), bits(&tree), "{what}");
+            }
+        }
+    }
 }
 
 /// Many rows at once with the LayerNorm folded: past 512 workgroups each
@@ -416,7 +447,7 @@ fn column_gemvs_match_the_lane_gemvs_and_the_reference() {
             let want = case.reference(f);
             for f16 in [false, true] {
                 let what = format!("K {k} N {n} w_off {w_off} {f:?} f16 {f16}");
-                let cols = case.fused_in(gpu, f16.then_some(None), f, true);
+                let cols = case.fused_in(gpu, f16.then_some(None), f, (true, None));
                 let lanes = case.fused(gpu, f16, f);
                 let atol = 2e-6 * (k as f64).sqrt();
                 assert_close(
@@ -434,16 +465,16 @@ fn column_gemvs_match_the_lane_gemvs_and_the_reference() {
             gelu: false,
             residual: false,
         };
-        let real = case.fused_in(gpu, Some(None), f, true);
+        let real = case.fused_in(gpu, Some(None), f, (true, None));
         let what = format!("columns K {k} w_off {w_off}");
         if k <= 64 {
             // Short sums: f16 accumulation stays near the real result.
-            let acc16 = case.fused_in(gpu, Some(Some(Fault::F16Accumulate)), f, true);
+            let acc16 = case.fused_in(gpu, Some(Some(Fault::F16Accumulate)), f, (true, None));
             assert_close(&format!("{what} f16acc"), &acc16, &real, 2e-2, 2e-2);
             assert!(acc16 != real, "{what}: f16 accumulation rounds");
         }
         if k >= 16 && k % 16 != 0 {
-            let dropped = case.fused_in(gpu, Some(Some(Fault::DropKTail)), f, true);
+            let dropped = case.fused_in(gpu, Some(Some(Fault::DropKTail)), f, (true, None));
             assert!(
                 dropped.iter().zip(&real).any(|(d, r)| (d - r).abs() > 1e-3),
                 "{what}: the K tail was dropped"

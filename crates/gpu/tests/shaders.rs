@@ -25,6 +25,11 @@ fn validate(src: &KernelSource) -> Result<(), String> {
     if src.wgsl.contains("enable f16;") {
         caps |= Capabilities::SHADER_FLOAT16;
     }
+    // The subgroup-sum GEMVs (wgpu's SUBGROUP feature; naga 30 takes no
+    // `enable subgroups;`).
+    if src.wgsl.contains("subgroupShuffleDown") {
+        caps |= Capabilities::SUBGROUP;
+    }
     if src.wgsl.contains("enable wgpu_cooperative_matrix;") {
         caps |= Capabilities::COOPERATIVE_MATRIX
             | Capabilities::SHADER_FLOAT16

@@ -54,6 +54,10 @@ pub struct ActivePaths {
     /// `+coop matrix`: every training matmul on tensor cores (native).
     #[serde(default)]
     pub coop_matrix: bool,
+    /// `+subgroups`: the decoder's GEMVs sum their lanes with subgroup
+    /// shuffles (native; the same bits).
+    #[serde(default)]
+    pub subgroups: bool,
 }
 
 /// Result of the start-up kernel check (an f32 matmul against a CPU loop).

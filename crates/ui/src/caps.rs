@@ -79,6 +79,7 @@ pub fn CapsPills(
     let timestamp = has(|c| c.features.timestamp_query);
     let f16_storage = has(|c| c.active.f16_storage);
     let f16_compute = has(|c| c.active.f16_compute);
+    let subgroup_sums = has(|c| c.active.subgroups);
     view! {
         <section id="caps" class="caps" data-testid="caps" data-reported=move || caps.with(|c| c.is_some()).to_string()>
             <span class="group-label">"detected"</span>
@@ -102,7 +103,12 @@ pub fn CapsPills(
                     </span>
                     <Help topic="pill-f16-compute" label="the f16 compute fast path" measured=measured("f16_compute") />
                 </Show>
-                <Show when=move || !f16_storage.get() && !f16_compute.get()>
+                <Show when=move || subgroup_sums.get()>
+                    <span class="pill active" data-testid="pill-subgroups-active" title="gate passed: the decoder's GEMVs sum their lanes with subgroup shuffles (the same bits)">
+                        "+subgroups"
+                    </span>
+                </Show>
+                <Show when=move || !f16_storage.get() && !f16_compute.get() && !subgroup_sums.get()>
                     <span class="none-active">"f32 only"</span>
                 </Show>
             </span>

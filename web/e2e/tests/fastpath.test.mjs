@@ -36,6 +36,13 @@ test("the f16-storage gate passes in the worker, then its pill and status line a
       line.text,
       /^\[ops\] f16-storage gate: mean\|ref\|=\S+, max_abs=\S+ \(limit \S+\), mean_rel=[\d.]+% \(limit 0\.500%\), max_rel=[\d.]+% — PASS — f16 path active$/,
     );
+    // The subgroups lever is off in every browser: the detection pill reads
+    // subgroups from JS, but the lever needs wgpu's, which its web backend
+    // does not offer.
+    const sg = page.getByTestId("lever-subgroups");
+    const sgWhy = "subgroups are native only: wgpu 30's WebGPU backend does not offer them";
+    assert.equal(await sg.innerText(), `subgroups: not detected (${sgWhy}) · speed — · off`);
+    assert.equal(await page.getByTestId("pill-subgroups-active").count(), 0, "no activation pill");
     assert.deepEqual(unexpectedErrors(logs), []);
   } finally {
     await browser.close();

@@ -40,6 +40,7 @@ pub const PATH: FastPath = FastPath {
     speed: speed_boxed,
     activate,
     deactivate: |fast| fast.coop_matrix = false,
+    carries: crate::ops::matmul::coop::carries,
 };
 
 const ACTIVE_NOTE: &str = "tensor-core training active";

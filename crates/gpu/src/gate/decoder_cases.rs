@@ -132,6 +132,7 @@ async fn compare_form(
             .then(|| (View::at(&ln_buf, 0), View::at(&ln_buf, k))),
         gelu: form.gelu,
         columns: ctx.cpu_device,
+        subgroups: None,
     };
     let (want_buf, got_buf) = (ctx.upload("want", &c0)?, ctx.upload("got", &c0)?);
     let bias = Some(View::from(&b_buf));

@@ -40,6 +40,7 @@ pub const PATH: FastPath = FastPath {
     speed: super::f16_speed::compute_speed_boxed,
     activate,
     deactivate: |fast| fast.f16_compute = None,
+    carries: |_| true,
 };
 
 /// What the passing headline ends with.

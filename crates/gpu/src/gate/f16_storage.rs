@@ -37,6 +37,7 @@ pub const PATH: FastPath = FastPath {
     speed: super::f16_speed::speed_boxed,
     activate,
     deactivate: |fast| fast.f16_storage = None,
+    carries: |_| true,
 };
 
 /// What the passing headline ends with.

@@ -91,6 +91,9 @@ pub struct FastPath {
     pub activate: fn(&GateReport, Option<Fault>, &mut FastPaths),
     /// Turns the path off in an activation set.
     pub deactivate: fn(&mut FastPaths),
+    /// Whether its kernels carry a test-only fault (a fault it does not
+    /// carry leaves its gate running the real kernels).
+    pub carries: fn(Fault) -> bool,
 }
 
 /// The headline console line, in the format docs/precision.md documents:

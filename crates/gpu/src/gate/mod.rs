@@ -22,6 +22,7 @@ pub mod model_speed;
 mod packing;
 pub mod speed;
 pub mod stats;
+pub mod subgroups;
 
 pub use crate::model::FastPaths;
 pub use crate::ops::matmul::f16w::F16Storage;
@@ -35,7 +36,12 @@ use crate::{GpuContext, PipelineRegistry};
 use tinygpt_protocol::GateReport;
 
 /// Every fast path, in the order their gates run.
-pub const FAST_PATHS: &[FastPath] = &[f16_storage::PATH, f16_compute::PATH, coop_matrix::PATH];
+pub const FAST_PATHS: &[FastPath] = &[
+    f16_storage::PATH,
+    f16_compute::PATH,
+    coop_matrix::PATH,
+    subgroups::PATH,
+];
 
 /// The path with this id.
 pub fn fast_path(id: &str) -> Option<&'static FastPath> {

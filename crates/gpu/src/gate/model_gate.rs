@@ -2,7 +2,8 @@
 //! f16 compute) on the model's own weight matrices with real activations
 //! (004 §8), and for f16 storage, which decodes, the end-to-end sample
 //! gate — 100 greedy tokens from one prompt on the f32 path and on the
-//! fast path must be identical. (f16 compute does not run in the decoder:
+//! fast path must be identical; for subgroups, the sample gate alone
+//! (its kernels claim f32's bits: the tokens must agree). (f16 compute does not run in the decoder:
 //! one row keeps the f16-storage GEMV, so its sample would be f32's or f16
 //! storage's.)
 
@@ -135,7 +136,7 @@ pub async fn sample_gate(
 }
 
 /// With a model loaded: extends an active path's report with the
-/// real-weight cases and, for f16 storage, the sample gate. Any failure
+/// real-weight cases and, for f16 storage and subgroups, the sample gate. Any failure
 /// rejects the path on the device (and the trainer falls back to f32);
 /// the report's lines say why.
 pub async fn run_model_gates(
@@ -164,7 +165,7 @@ pub async fn run_model_gates(
                 ..Default::default()
             };
             let sample = sample_gate(t, only, prompt, prompt_text, decode).await?;
-            lines.push(sample_line(&sample, prompt_text));
+            lines.push(sample_line(&PATH, &sample, prompt_text));
             let failed = failures(&cases, sample.first_divergence);
             record(report, cases, lines);
             report.sample = Some(sample);
@@ -185,13 +186,20 @@ pub async fn run_model_gates(
             record(report, cases, lines);
             failed
         }
+        (id, _, _) if id == super::subgroups::PATH.id && fast.subgroups => {
+            let only = FastPaths {
+                subgroups: true,
+                ..Default::default()
+            };
+            let sample = sample_gate(t, only, prompt, prompt_text, decode).await?;
+            let line = sample_line(&super::subgroups::PATH, &sample, prompt_text);
+            record(report, Vec::new(), vec![line]);
+            report.sample = Some(sample.clone());
+            failures(&[], sample.first_divergence)
+        }
         _ => return Ok(()),
     };
-    let path = if report.path == PATH.id {
-        &PATH
-    } else {
-        &compute
-    };
+    let path = super::fast_path(&report.path).expect("a registered path");
     if !failed.is_empty() {
         reject(t, report, path, failed.join("; "))?;
     }
@@ -199,12 +207,13 @@ pub async fn run_model_gates(
 }
 
 /// The sample gate's console line.
-fn sample_line(sample: &SampleGate, prompt_text: &str) -> String {
+fn sample_line(path: &FastPath, sample: &SampleGate, prompt_text: &str) -> String {
     format!(
-        "[ops] {} sample gate: {} greedy tokens from {:?} on f32 and f16 — {}",
-        PATH.label,
+        "[ops] {} sample gate: {} greedy tokens from {:?} on f32 and {} — {}",
+        path.label,
         sample.tokens,
         prompt_text,
+        path.pill.trim_start_matches('+'),
         match sample.first_divergence {
             None => "identical — PASS".to_string(),
             Some(i) => format!("diverge at token {i} — FAIL"),

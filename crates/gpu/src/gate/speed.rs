@@ -251,6 +251,7 @@ mod tests {
         speed: |_, _, _| unreachable!(),
         activate: |_, _, _| {},
         deactivate: |_| {},
+        carries: |_| true,
     };
 
     fn check(f32_ms: f64, fast_ms: f64) -> SpeedCheck {

@@ -73,6 +73,9 @@ pub struct FastPaths {
     pub f16_compute: Option<F16Compute>,
     /// Every training matmul on cooperative matrices (tensor cores).
     pub coop_matrix: bool,
+    /// The decoder's GEMVs sum their lanes with subgroup shuffles (the
+    /// same bits: `shaders/lanes_sg.wgsl`).
+    pub subgroups: bool,
 }
 
 impl FastPaths {
@@ -82,6 +85,7 @@ impl FastPaths {
             f16_storage: self.f16_storage.is_some(),
             f16_compute: self.f16_compute.is_some(),
             coop_matrix: self.coop_matrix,
+            subgroups: self.subgroups,
         }
     }
 
@@ -493,6 +497,15 @@ impl GpuModel {
         self.decoder_for(ctx, reg, 1)
     }
 
+    /// The subgroup size the decoder's GEMVs sum their lanes with: the
+    /// adapter's, when the subgroups fast path is on.
+    fn subgroup_sums(&self, ctx: &GpuContext) -> Option<u32> {
+        self.fast
+            .subgroups
+            .then(|| ctx.subgroup_size().ok())
+            .flatten()
+    }
+
     /// [`Self::decoder`] for `batch` samples decoded together (bound again
     /// when the last one had another batch).
     pub fn decoder_for(
@@ -524,7 +537,7 @@ impl GpuModel {
                     layout: &self.layout,
                 },
                 self.f16.as_ref().filter(|c| c.readers().decode),
-                (self.decoder_kernels, batch as u32),
+                (self.decoder_kernels, batch as u32, self.subgroup_sums(ctx)),
             )?);
         }
         Ok(self.decoder.as_mut().expect("bound above"))

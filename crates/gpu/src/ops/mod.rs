@@ -74,6 +74,8 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &MATMUL_REDUCE,
         &GEMV_F32,
         &GEMV_F32_LN,
+        &GEMV_F32_SG,
+        &GEMV_F32_LN_SG,
         &GEMV_F32_COLS,
     ];
     all.extend(MATMUL_COOP.iter().chain(&MATMUL_COOP_TILED));

@@ -125,14 +125,15 @@ impl PendingPicks {
 impl Decoder {
     /// Binds a token step of `batch` samples in the `layout`, twice (one
     /// reading each position uniform), reading the `f16` weights when
-    /// given.
+    /// given and summing the GEMVs' lanes with subgroups of the given size
+    /// when the subgroups fast path is on.
     pub fn new(
         ctx: &GpuContext,
         reg: &mut PipelineRegistry,
         cfg: &ModelConfig,
         params: &Flat<'_>,
         f16: Option<&F16WeightCache>,
-        (layout, batch): (DecoderKernels, u32),
+        (layout, batch, subgroups): (DecoderKernels, u32, Option<u32>),
     ) -> Result<Self, GpuError> {
         let (c, v, t_max) = (cfg.d_model as u32, cfg.vocab_size as u32, cfg.block_size);
         let rows_of = |n: usize| n * batch as usize;
@@ -156,6 +157,7 @@ impl Decoder {
             params,
             f16,
             layout,
+            subgroups,
             desc,
             v,
             rows: &rows,

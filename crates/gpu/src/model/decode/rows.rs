@@ -83,6 +83,9 @@ pub(super) struct RowBuilder<'a> {
     /// The f16 weights the linears read, when f16 storage is active.
     pub f16: Option<&'a F16WeightCache>,
     pub layout: DecoderKernels,
+    /// The subgroup size the GEMVs sum their lanes with, when the
+    /// subgroups fast path is active ([`RowFusion::subgroups`]).
+    pub subgroups: Option<u32>,
     pub desc: DecodeDesc,
     /// The vocabulary.
     pub v: u32,
@@ -104,10 +107,13 @@ impl<'a> RowBuilder<'a> {
         (&p[self.parity], &p[1 - self.parity])
     }
 
-    /// What every GEMV runs with: the column layout, or nothing.
+    /// What every GEMV runs with: the column layout, or the lanes summed
+    /// through workgroup memory or with subgroups.
     fn plain(&self) -> RowFusion<'a> {
+        let columns = self.layout == DecoderKernels::Columns;
         RowFusion {
-            columns: self.layout == DecoderKernels::Columns,
+            columns,
+            subgroups: self.subgroups.filter(|_| !columns),
             ..RowFusion::default()
         }
     }

@@ -26,13 +26,26 @@ pub struct F16Storage {
 
 /// The f16-storage kernels (f16w_common.wgsl, the tiled matmul_f16w.wgsl
 /// and gemv_f16w.wgsl) with what the GEMVs fold around the dot products
-/// (gemv_row.wgsl, erf.wgsl): one source, every entry point.
+/// (gemv_row.wgsl, erf.wgsl) and the lanes' sum through workgroup memory
+/// (lanes_wg.wgsl): one source, every entry point.
 const MATMUL_WGSL: &str = concat!(
     include_str!("../../../../../shaders/f16w_common.wgsl"),
     include_str!("../../../../../shaders/f16w_tile.wgsl"),
     include_str!("../../../../../shaders/matmul_f16w.wgsl"),
     include_str!("../../../../../shaders/gemv_f16w.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../../shaders/lanes_wg.wgsl"),
+    include_str!("../../../../../shaders/erf.wgsl")
+);
+/// The same source summing the GEMVs' lanes with subgroup shuffles
+/// (lanes_sg.wgsl: the same bits, [`RowFusion::subgroups`]).
+const MATMUL_SG_WGSL: &str = concat!(
+    include_str!("../../../../../shaders/f16w_common.wgsl"),
+    include_str!("../../../../../shaders/f16w_tile.wgsl"),
+    include_str!("../../../../../shaders/matmul_f16w.wgsl"),
+    include_str!("../../../../../shaders/gemv_f16w.wgsl"),
+    include_str!("../../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../../shaders/lanes_sg.wgsl"),
     include_str!("../../../../../shaders/erf.wgsl")
 );
 const PACK_WGSL: &str = include_str!("../../../../../shaders/pack_f16.wgsl");
@@ -102,6 +115,49 @@ const GEMVS: [[[KernelSource; VARIANTS]; 2]; 2] = [
         ),
     ],
 ];
+/// [`GEMVS`] summing their lanes with subgroup shuffles.
+const GEMVS_SG: [[[KernelSource; VARIANTS]; 2]; 2] = [
+    [
+        variants(
+            [
+                "gemv_f16w_8col_sg",
+                "gemv_f16w_sg_f16acc",
+                "gemv_f16w_sg_droptail",
+            ],
+            "gemv",
+            MATMUL_SG_WGSL,
+        ),
+        variants(
+            [
+                "gemv_f16w_8col_ln_sg",
+                "gemv_f16w_ln_sg_f16acc",
+                "gemv_f16w_ln_sg_droptail",
+            ],
+            "gemv_ln",
+            MATMUL_SG_WGSL,
+        ),
+    ],
+    [
+        variants(
+            [
+                "gemv_f16w_8col_any_sg",
+                "gemv_f16w_any_sg_f16acc",
+                "gemv_f16w_any_sg_droptail",
+            ],
+            "gemv_any",
+            MATMUL_SG_WGSL,
+        ),
+        variants(
+            [
+                "gemv_f16w_any_ln_sg",
+                "gemv_f16w_any_ln_sg_f16acc",
+                "gemv_f16w_any_ln_sg_droptail",
+            ],
+            "gemv_any_ln",
+            MATMUL_SG_WGSL,
+        ),
+    ],
+];
 pub const GEMV_F16W: KernelSource = GEMVS[0][0][0];
 pub const GEMV_F16W_ANY: KernelSource = GEMVS[1][0][0];
 
@@ -121,6 +177,7 @@ const GEMV_COLS: [KernelSource; VARIANTS] = variants(
 pub fn all_kernels() -> impl Iterator<Item = &'static KernelSource> {
     let tiled: &'static [KernelSource; VARIANTS] = &TILED;
     let gemvs: &'static [[[KernelSource; VARIANTS]; 2]; 2] = &GEMVS;
+    let gemvs_sg: &'static [[[KernelSource; VARIANTS]; 2]; 2] = &GEMVS_SG;
     let cols: &'static [KernelSource; VARIANTS] = &GEMV_COLS;
     let packs = [
         &PACK_F16,
@@ -128,7 +185,7 @@ pub fn all_kernels() -> impl Iterator<Item = &'static KernelSource> {
         &PACK_F16_TRUNC,
         &F16_FRESH,
     ];
-    let gemvs = gemvs.iter().flatten().flatten();
+    let gemvs = gemvs.iter().chain(gemvs_sg).flatten().flatten();
     tiled.iter().chain(gemvs).chain(cols).chain(packs)
 }
 
@@ -167,13 +224,16 @@ enum Kernel {
     GemvColumns,
 }
 
-fn kernel_for(fault: Option<Fault>, kernel: Kernel, ln: bool) -> &'static KernelSource {
+/// The kernel's pipeline; the GEMVs `[any alignment][ln]`, with subgroup
+/// sums when `sg`.
+fn kernel_for(fault: Option<Fault>, kernel: Kernel, ln: bool, sg: bool) -> &'static KernelSource {
+    let gemvs = if sg { &GEMVS_SG } else { &GEMVS };
     match kernel {
         Kernel::Tiled => &TILED[Fault::kernel_index(fault)],
         Kernel::TiledF16 => &super::f16c::TILED_F16C[Fault::kernel_index(fault)],
         Kernel::TiledF16Large => &super::f16c::TILED_F16C_LARGE[Fault::kernel_index(fault)],
         Kernel::GemvQuads | Kernel::GemvAny => {
-            &GEMVS[(kernel == Kernel::GemvAny) as usize][ln as usize][Fault::kernel_index(fault)]
+            &gemvs[(kernel == Kernel::GemvAny) as usize][ln as usize][Fault::kernel_index(fault)]
         }
         Kernel::GemvColumns => &GEMV_COLS[Fault::kernel_index(fault)],
     }
@@ -322,12 +382,12 @@ fn bind<'a>(
         Kernel::GemvQuads | Kernel::GemvAny => ln_column_groups(&desc, fusion),
         _ => 1,
     };
-    params.aux[0] = groups;
+    params.aux = [groups, fusion.subgroup_word()];
     let uniform = params.upload(ctx, "matmul_f16w_params");
     // Each entry point binds exactly what it reads: the aligned GEMV reads
     // W and A as vectors, and A as f32 only for a LayerNorm.
     let ln_fused = fusion.layernorm.is_some();
-    let src = kernel_for(w.fault, kernel, ln_fused);
+    let src = kernel_for(w.fault, kernel, ln_fused, fusion.subgroups.is_some());
     let mut buffers = vec![(3, bias.buffer), (4, c.buffer)];
     match kernel {
         Kernel::Tiled

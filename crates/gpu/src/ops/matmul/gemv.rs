@@ -10,10 +10,20 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
 /// gemv.wgsl with what it folds around the dot products (gemv_row.wgsl,
-/// erf.wgsl).
+/// erf.wgsl) and the lanes' sum through workgroup memory (lanes_wg.wgsl).
 const GEMV_WGSL: &str = concat!(
     include_str!("../../../../../shaders/gemv.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../../shaders/lanes_wg.wgsl"),
+    include_str!("../../../../../shaders/erf.wgsl")
+);
+
+/// The same kernels summing the lanes with subgroup shuffles
+/// (lanes_sg.wgsl: the same bits, [`RowFusion::subgroups`]).
+const GEMV_SG_WGSL: &str = concat!(
+    include_str!("../../../../../shaders/gemv.wgsl"),
+    include_str!("../../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../../shaders/lanes_sg.wgsl"),
     include_str!("../../../../../shaders/erf.wgsl")
 );
 
@@ -30,6 +40,19 @@ pub const GEMV_F32_LN: KernelSource = KernelSource {
     wgsl: GEMV_WGSL,
     entry: "main_ln",
     constants: &[],
+};
+
+/// [`GEMV_F32`] and [`GEMV_F32_LN`] summing their lanes with subgroup
+/// shuffles ([`RowFusion::subgroups`]).
+pub const GEMV_F32_SG: KernelSource = KernelSource {
+    key: "gemv_f32_8col_sg",
+    wgsl: GEMV_SG_WGSL,
+    ..GEMV_F32
+};
+pub const GEMV_F32_LN_SG: KernelSource = KernelSource {
+    key: "gemv_f32_8col_ln_sg",
+    wgsl: GEMV_SG_WGSL,
+    ..GEMV_F32_LN
 };
 
 /// The f32 GEMV in the column layout ([`RowFusion::columns`]).
@@ -63,6 +86,11 @@ pub struct RowFusion<'a> {
     /// points) — what CPU implementations of WebGPU run fastest, a GPU
     /// slowest. Not with `layernorm` (its prologue needs the lanes).
     pub columns: bool,
+    /// Sum each column's 32 lanes with subgroup shuffles on an adapter
+    /// whose one subgroup size is this (`shaders/lanes_sg.wgsl`, the
+    /// subgroups fast path): the same tree, so the same bits, with no
+    /// barrier where subgroups hold 32 lanes. Not with `columns`.
+    pub subgroups: Option<u32>,
 }
 
 impl<'a> RowFusion<'a> {
@@ -71,16 +99,32 @@ impl<'a> RowFusion<'a> {
         (self.gelu as u32) << 6
     }
 
-    /// Refuses the column layout with a LayerNorm prologue.
+    /// Refuses the column layout with a LayerNorm prologue or subgroup
+    /// sums, and subgroup sums of a size the kernels do not run.
     pub(crate) fn check_layout(&self, op: &'static str) -> Result<(), GpuError> {
-        if self.columns && self.layernorm.is_some() {
-            return Err(GpuError::Shape {
+        let refuse = |detail: &str| {
+            Err(GpuError::Shape {
                 op,
-                detail: "the column layout has no LayerNorm prologue: run the LayerNorm first"
-                    .into(),
-            });
+                detail: detail.into(),
+            })
+        };
+        if self.columns && self.layernorm.is_some() {
+            return refuse("the column layout has no LayerNorm prologue: run the LayerNorm first");
         }
-        Ok(())
+        if self.columns && self.subgroups.is_some() {
+            return refuse("the column layout has no lanes to sum with subgroups");
+        }
+        match self.subgroups {
+            Some(n) if !subgroup_size_supported(n) => refuse(&format!(
+                "subgroups of {n} lanes: the lanes' shuffles need a power of two from 4 to 128"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The params' subgroup word (`p.sg`): the size, or 0 (no shuffles).
+    pub(crate) fn subgroup_word(&self) -> u32 {
+        self.subgroups.unwrap_or(0)
     }
 
     /// The buffer and element offsets of the LayerNorm weight and bias
@@ -138,7 +182,7 @@ pub fn bind_gemv<'a>(
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
     let mut params = desc.params(offsets, [ln_w, ln_b], fusion.flags());
     let groups = ln_column_groups(&desc, fusion);
-    params.aux[0] = groups;
+    params.aux = [groups, fusion.subgroup_word()];
     let uniform = params.upload(ctx, "gemv_params");
     let mut buffers = vec![
         (1, a.buffer),
@@ -146,16 +190,25 @@ pub fn bind_gemv<'a>(
         (3, bias.buffer),
         (4, c.buffer),
     ];
+    let sg = fusion.subgroups.is_some();
     let (src, columns) = if fusion.layernorm.is_some() {
         buffers.push((5, ln));
-        (&GEMV_F32_LN, GEMV_COLUMNS * groups)
+        let src = if sg { &GEMV_F32_LN_SG } else { &GEMV_F32_LN };
+        (src, GEMV_COLUMNS * groups)
     } else if fusion.columns {
         (&GEMV_F32_COLS, GEMV_COLUMNS_CPU)
     } else {
-        (&GEMV_F32, GEMV_COLUMNS)
+        (if sg { &GEMV_F32_SG } else { &GEMV_F32 }, GEMV_COLUMNS)
     };
     let groups = gemv_grid(ctx, "gemv", &desc, columns)?;
     Ok(bind_kernel(ctx, registry, src, &uniform, &buffers, groups))
+}
+
+/// Whether the lanes' subgroup sums (`shaders/lanes_sg.wgsl`) run on
+/// subgroups of `n` lanes: a power of two from 4 to 128 (levels 1 … n/2
+/// apart are shuffles, those further apart go through workgroup memory).
+pub fn subgroup_size_supported(n: u32) -> bool {
+    n.is_power_of_two() && (4..=128).contains(&n)
 }
 
 /// Workgroups of one GEMV beyond which its LayerNorm-prologue form gives
