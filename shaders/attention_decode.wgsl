@@ -17,7 +17,8 @@
 // One workgroup per head, 256 threads. Positions go 256 at a time: thread j
 // scores position c0 + j, the head's key row read 16 dims a round (sixteen
 // loads in flight; the products in the order of one dim after another);
-// the chunk's max and sum are tree reductions; the running max m and sum l
+// the chunk's max and sum are tree reductions (reduce_wg.wgsl, or
+// reduce_sg.wgsl's shuffles: the same bits); the running max m and sum l
 // fold chunks together (online softmax). For the weighted sum of values,
 // thread (g, d4) with d4 = tid mod ⌈HS/4⌉ takes dims 4·d4 .. 4·d4 + 3 of
 // the positions j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64) (16 at
@@ -40,7 +41,8 @@ struct Params {
     hs: u32,
     t_max: u32,
     scale: f32,
-    _pad0: u32,
+    // The subgroup size of the `reduce_sg.wgsl` form.
+    sg: u32,
     _pad1: u32,
     _pad2: u32,
 }
@@ -64,34 +66,6 @@ var<workgroup> w_sh: array<f32, 256>;
 var<workgroup> red: array<f32, 256>;
 // o_sh[g * ⌈HS/4⌉ + d4]: group g's share of output dims 4·d4 .. 4·d4 + 3.
 var<workgroup> o_sh: array<vec4<f32>, 256>;
-
-fn reduce_max(tid: u32, v: f32) -> f32 {
-    red[tid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (tid < s) {
-            red[tid] = max(red[tid], red[tid + s]);
-        }
-        workgroupBarrier();
-    }
-    let total = red[0];
-    workgroupBarrier();
-    return total;
-}
-
-fn reduce_sum(tid: u32, v: f32) -> f32 {
-    red[tid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (tid < s) {
-            red[tid] += red[tid + s];
-        }
-        workgroupBarrier();
-    }
-    let total = red[0];
-    workgroupBarrier();
-    return total;
-}
 
 // Dims i .. i + 3 of the key at position s of the head's transposed key
 // cache starting at `base` (`main`: dim i of every position at

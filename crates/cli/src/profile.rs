@@ -82,21 +82,35 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool)
             }
         }
 
-        for samples in [1, MAX_SAMPLES] {
-            eprintln!("profile: decode token {name}, {samples} sample(s)");
-            let dec = model.decoder_for(ctx, &mut reg, samples)?;
-            let position = dec.capacity() / 2;
-            for &token in &tokens[..position] {
-                dec.feed(ctx, token)?;
-            }
-            let times = pollster::block_on(dec.profile_step(ctx, tokens[position]))?;
-            let (what, chain) = match samples {
-                1 => ("decode_token", "decode_chain"),
-                _ => ("decode_token_samples", "decode_chain_samples"),
+        // The decoder on f32, and with subgroup sums where the adapter has
+        // them (rows `…_subgroups`: which kernels the shuffles change).
+        let mut decoders = vec![(FastPaths::default(), "")];
+        if ctx.subgroup_size().is_ok() {
+            let sg = FastPaths {
+                subgroups: true,
+                ..FastPaths::default()
             };
-            let detail = json!({"position": position, "samples": samples});
-            runs.push(report(name, what, detail, &times));
-            runs.push(decode_chain(ctx, (name, chain), dec, tokens[0])?);
+            decoders.push((sg, "_subgroups"));
+        }
+        for (fast, suffix) in decoders {
+            model.set_fast_paths(ctx, &mut reg, fast)?;
+            for samples in [1, MAX_SAMPLES] {
+                eprintln!("profile: decode token {name}{suffix}, {samples} sample(s)");
+                let dec = model.decoder_for(ctx, &mut reg, samples)?;
+                let position = dec.capacity() / 2;
+                for &token in &tokens[..position] {
+                    dec.feed(ctx, token)?;
+                }
+                let times = pollster::block_on(dec.profile_step(ctx, tokens[position]))?;
+                let (what, chain) = match samples {
+                    1 => ("decode_token", "decode_chain"),
+                    _ => ("decode_token_samples", "decode_chain_samples"),
+                };
+                let detail = json!({"position": position, "samples": samples});
+                runs.push(report(name, &format!("{what}{suffix}"), detail, &times));
+                let chain = format!("{chain}{suffix}");
+                runs.push(decode_chain(ctx, (name, &chain), dec, tokens[0])?);
+            }
         }
     }
     Ok(json!({ "adapter": ctx.adapter_desc(), "profile": runs }))

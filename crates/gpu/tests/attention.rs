@@ -231,8 +231,17 @@ fn check_decode_in(gpu: &TestGpu, serial: bool, desc: DecodeDesc, qkv: &[f32], t
     let row = ctx.zeros("qkv_row", 3 * c).unwrap();
     let out = ctx.zeros("out_row", c).unwrap();
     let cache = KvCache::new(ctx, desc).unwrap();
-    let decode =
-        bind_attention_decode(ctx, &mut reg, serial, desc, &position, &row, &cache, &out).unwrap();
+    let decode = bind_attention_decode(
+        ctx,
+        &mut reg,
+        (serial, None),
+        desc,
+        &position,
+        &row,
+        &cache,
+        &out,
+    )
+    .unwrap();
     let mut got = Vec::new();
     for (p, token) in qkv.chunks_exact(3 * c).enumerate() {
         ctx.queue.write_buffer(&row, 0, bytemuck::cast_slice(token));
@@ -448,15 +457,39 @@ fn bad_shapes_are_errors_not_panics() {
         v: ctx.zeros("v", 8).unwrap(),
     };
     let out = ctx.zeros("out", 12).unwrap();
-    assert!(
-        bind_attention_decode(ctx, &mut reg, false, desc, &position, &big, &cache, &out).is_ok()
-    );
-    assert!(
-        bind_attention_decode(ctx, &mut reg, false, desc, &position, &big, &short, &out).is_err()
-    );
-    assert!(
-        bind_attention_decode(ctx, &mut reg, false, desc, &position, &big, &cache, &small).is_err()
-    );
+    assert!(bind_attention_decode(
+        ctx,
+        &mut reg,
+        (false, None),
+        desc,
+        &position,
+        &big,
+        &cache,
+        &out
+    )
+    .is_ok());
+    assert!(bind_attention_decode(
+        ctx,
+        &mut reg,
+        (false, None),
+        desc,
+        &position,
+        &big,
+        &short,
+        &out
+    )
+    .is_err());
+    assert!(bind_attention_decode(
+        ctx,
+        &mut reg,
+        (false, None),
+        desc,
+        &position,
+        &big,
+        &cache,
+        &small
+    )
+    .is_err());
     assert!(set_decode_position(ctx, &position, desc, 3).is_ok());
     assert!(
         set_decode_position(ctx, &position, desc, 4).is_err(),

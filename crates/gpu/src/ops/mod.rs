@@ -50,6 +50,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &attention::ATTENTION_BWD_DKV,
         &attention::ATTENTION_BWD_DKV_SERIAL,
         &attention::ATTENTION_DECODE,
+        &attention::ATTENTION_DECODE_SG,
         &attention::ATTENTION_DECODE_SERIAL,
         &bias_grad::COLUMN_SUM,
         &bias_grad::COLUMN_SUM_SERIAL,

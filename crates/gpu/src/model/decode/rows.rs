@@ -229,10 +229,11 @@ impl<'a> RowBuilder<'a> {
     /// `atty (C)` from `qkv (3C)`, the token's keys and values appended to `cache`.
     pub fn attention(&mut self, cache: &KvCache) -> R {
         let (r, serial) = (self.rows, self.layout == DecoderKernels::Columns);
+        let subgroups = self.subgroups.filter(|_| !serial);
         let k = bind_attention_decode(
             self.ctx,
             self.reg,
-            serial,
+            (serial, subgroups),
             self.desc,
             self.positions().0,
             &r.qkv,

@@ -7,9 +7,28 @@ use crate::ops::common::{bind_kernel, shape_error};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
+/// attention_decode.wgsl with its reductions through workgroup memory.
+const DECODE_WGSL: &str = concat!(
+    include_str!("../../../../../shaders/attention_decode.wgsl"),
+    include_str!("../../../../../shaders/reduce_wg.wgsl")
+);
+
 pub const ATTENTION_DECODE: KernelSource = KernelSource {
     key: "attention_decode",
-    wgsl: include_str!("../../../../../shaders/attention_decode.wgsl"),
+    wgsl: DECODE_WGSL,
+    entry: "main",
+    constants: &[],
+};
+
+/// [`ATTENTION_DECODE`] reducing with subgroup shuffles
+/// (`shaders/reduce_sg.wgsl`: the same bits; [`bind_attention_decode`]'s
+/// `subgroups`).
+pub const ATTENTION_DECODE_SG: KernelSource = KernelSource {
+    key: "attention_decode_sg",
+    wgsl: concat!(
+        include_str!("../../../../../shaders/attention_decode.wgsl"),
+        include_str!("../../../../../shaders/reduce_sg.wgsl")
+    ),
     entry: "main",
     constants: &[],
 };
@@ -18,7 +37,7 @@ pub const ATTENTION_DECODE: KernelSource = KernelSource {
 /// CPU implementations of WebGPU ([`bind_attention_decode`]'s `serial`).
 pub const ATTENTION_DECODE_SERIAL: KernelSource = KernelSource {
     key: "attention_decode_serial",
-    wgsl: include_str!("../../../../../shaders/attention_decode.wgsl"),
+    wgsl: DECODE_WGSL,
     entry: "main_serial",
     constants: &[],
 };
@@ -69,14 +88,16 @@ impl DecodeDesc {
         Ok(hs)
     }
 
-    fn uniform_bytes(&self, hs: u32) -> [u8; 32] {
+    /// The kernel's params; `sg`: the subgroup size of the subgroup
+    /// form, else 0.
+    fn uniform_bytes(&self, hs: u32, sg: u32) -> [u8; 32] {
         bytemuck::cast([
             self.c,
             self.nh,
             hs,
             self.t_max,
             scale(hs).to_bits(),
-            0,
+            sg,
             0,
             0,
         ])
@@ -164,12 +185,13 @@ pub fn set_decode_position(
 /// the kernel first appends each row's keys and values to its sample's
 /// `cache` at position `p`.
 /// `serial` runs one invocation per head without barriers (CPU
-/// implementations), else 256 per head.
+/// implementations), else 256 per head, reducing with subgroup shuffles of
+/// the given size when `subgroups` is set (the same bits).
 #[allow(clippy::too_many_arguments)]
 pub fn bind_attention_decode(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
-    serial: bool,
+    (serial, subgroups): (bool, Option<u32>),
     desc: DecodeDesc,
     position: &wgpu::Buffer,
     qkv: &wgpu::Buffer,
@@ -178,12 +200,25 @@ pub fn bind_attention_decode(
 ) -> Result<BoundKernel, GpuError> {
     let hs = desc.check(ctx, position, qkv, cache)?;
     need(out, desc.c as u64 * desc.batch as u64, "out rows", &desc)?;
-    let src = if serial {
-        &ATTENTION_DECODE_SERIAL
-    } else {
-        &ATTENTION_DECODE
+    let src = match (serial, subgroups) {
+        (true, Some(_)) => {
+            return Err(shape_error(
+                "attention",
+                "the serial decode attention has no reductions to run on subgroups".into(),
+            ))
+        }
+        (true, None) => &ATTENTION_DECODE_SERIAL,
+        (false, Some(n)) if !crate::ops::matmul::subgroup_size_supported(n) => {
+            return Err(shape_error(
+                "attention",
+                format!("subgroups of {n} lanes: the shuffles need a power of two from 4 to 128"),
+            ))
+        }
+        (false, Some(_)) => &ATTENTION_DECODE_SG,
+        (false, None) => &ATTENTION_DECODE,
     };
-    let uniform = ctx.uniform("attention_decode_params", &desc.uniform_bytes(hs));
+    let sg = subgroups.unwrap_or(0);
+    let uniform = ctx.uniform("attention_decode_params", &desc.uniform_bytes(hs, sg));
     let buffers = [
         (1, position),
         (2, qkv),
