@@ -60,6 +60,18 @@ macro_rules! gpu_or_skip {
     };
 }
 
+/// Says that a test (or part of one) did not run on this adapter and why:
+/// `{test}: DID NOT RUN on this adapter: {why}`, written to the process's
+/// stderr itself, past the test harness's capture, so that the log of a
+/// passing run (CI's `cargo test`) shows it too.
+pub fn did_not_run(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: DID NOT RUN on this adapter: {why}"
+    );
+}
+
 /// `n` values uniform in [-1, 1) from `rng`: the test operand of every
 /// kernel test (`n` in whatever integer type the shape uses).
 pub fn random(rng: &mut tinygpt_core::Rng, n: impl TryInto<usize>) -> Vec<f32> {

@@ -22,7 +22,7 @@ use tinygpt_gpu::testing::{random, TestGpu};
 fn unavailable(gpu: &TestGpu, test: &str) -> bool {
     match coop_unavailable(&gpu.ctx) {
         Some(why) => {
-            eprintln!("{test}: DID NOT RUN on this adapter: {why}");
+            tinygpt_gpu::testing::did_not_run(test, why);
             true
         }
         None => false,
@@ -84,7 +84,7 @@ fn model(gpu: &TestGpu, coop: bool) -> Result<GpuModel, tinygpt_gpu::GpuError> {
 fn without_cooperative_matrices_the_path_says_why_and_a_model_refuses_it() {
     let gpu = gpu_or_skip!();
     let Some(why) = coop_unavailable(&gpu.ctx) else {
-        eprintln!("without_cooperative_matrices…: DID NOT RUN: this adapter has them");
+        tinygpt_gpu::testing::did_not_run("without_cooperative_matrices…", "this adapter has them");
         return;
     };
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());

@@ -342,7 +342,7 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
 fn a_timed_chain_decodes_what_greedy_decoding_decodes() {
     let gpu = gpu_or_skip!();
     if !gpu.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
-        eprintln!("DID NOT RUN: no timestamp queries on this adapter");
+        tinygpt_gpu::testing::did_not_run("timed chain", "no timestamp queries");
         return;
     }
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());

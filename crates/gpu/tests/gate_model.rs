@@ -87,7 +87,7 @@ fn levers(gpu: &Gpu, test: &str) -> Vec<Lever> {
     match f16_compute_unavailable(&gpu.ctx) {
         None => vec![Lever::Storage, Lever::Compute],
         Some(why) => {
-            eprintln!("{test}: f16 compute DID NOT RUN on this adapter: {why}");
+            tinygpt_gpu::testing::did_not_run(&format!("{test} (f16 compute)"), why);
             vec![Lever::Storage]
         }
     }

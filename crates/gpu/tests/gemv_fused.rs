@@ -357,7 +357,7 @@ fn subgroup_sums_give_the_workgroup_trees_bits() {
     let gpu = gpu_or_skip!();
     let size = match gpu.ctx.subgroup_size() {
         Ok(n) => n,
-        Err(why) => return eprintln!("subgroup sums: did not run — {why}"),
+        Err(why) => return tinygpt_gpu::testing::did_not_run("subgroup sums", why),
     };
     for (i, &(k, n, w_off)) in SHAPES.iter().enumerate() {
         let case = Case::new(&gpu.ctx, k, n, w_off, 40 + i as u64);

@@ -28,7 +28,7 @@ use tinygpt_gpu::testing::{every_layout, random, TestGpu};
 fn unavailable(gpu: &TestGpu, test: &str) -> bool {
     match coop_unavailable(&gpu.ctx) {
         Some(why) => {
-            eprintln!("{test}: DID NOT RUN on this adapter: {why}");
+            tinygpt_gpu::testing::did_not_run(test, why);
             true
         }
         None => false,
@@ -297,7 +297,10 @@ fn coop_epilogue_writes_the_gelu_of_its_output() {
 fn binding_says_why_where_the_device_has_no_cooperative_matrices() {
     let gpu = gpu_or_skip!();
     let Some(why) = coop_unavailable(&gpu.ctx) else {
-        eprintln!("binding refusal: DID NOT RUN: this adapter has cooperative matrices");
+        tinygpt_gpu::testing::did_not_run(
+            "binding refusal",
+            "this adapter has cooperative matrices",
+        );
         return;
     };
     let ctx = &gpu.ctx;

@@ -24,7 +24,7 @@ use tinygpt_gpu::testing::{random, TestGpu};
 fn unavailable(gpu: &TestGpu, test: &str) -> bool {
     match f16_compute_unavailable(&gpu.ctx) {
         Some(why) => {
-            eprintln!("{test}: DID NOT RUN on this adapter: {why}");
+            tinygpt_gpu::testing::did_not_run(test, why);
             true
         }
         None => false,

@@ -23,7 +23,7 @@ fn size_or_say(gpu: &TestGpu, test: &str) -> Option<u32> {
     match gpu.ctx.subgroup_size() {
         Ok(n) => Some(n),
         Err(why) => {
-            eprintln!("{test}: did not run — {why}");
+            tinygpt_gpu::testing::did_not_run(test, why);
             None
         }
     }
@@ -95,7 +95,8 @@ fn a_subgroup_size_the_adapter_does_not_run_gives_nan() {
     if size >= 32 {
         // Shuffles within a column's 32 lanes are right for any declared
         // size here: no wrong layout to provoke.
-        eprintln!("subgroups wrong size: did not run — subgroups of {size} hold a whole column");
+        let why = format!("subgroups of {size} hold a whole column: no wrong layout to provoke");
+        tinygpt_gpu::testing::did_not_run("subgroups wrong size", &why);
         return;
     }
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());

@@ -22,7 +22,7 @@
 //! side (the f16 accumulator, the dropped K tail), so those faults fail
 //! the gate; packing faults do not reach it (both sides read the same
 //! halves). The speed gate times greedy decoding of a model of the speed
-//! shape with and without the path. On a CPU implementation the decoder
+//! shape with and without the path, as sampling runs it. On a CPU implementation the decoder
 //! runs the column layout, which has no lanes: the path would change
 //! nothing there, and the speed gate says so and leaves it off.
 
@@ -31,7 +31,9 @@ use super::framework::{headline, uniform, FastPath, GateFuture, GateOptions, Spe
 use super::framework::{SpeedShape, Speeds};
 use super::speed::{SPEED_MARGIN, SPEED_ROUNDS};
 use super::stats::{error_distribution, gate_stats};
+use crate::engine::{generate_greedy, EngineError};
 use crate::model::{DecoderKernels, FastPaths, GpuModel};
+use std::ops::ControlFlow;
 use crate::ops::adamw::OptState;
 use crate::ops::attention::{
     bind_attention_decode, decode_position_buffer, set_decode_position, DecodeDesc, KvCache,
@@ -395,7 +397,8 @@ pub async fn gate(
 }
 
 /// Milliseconds for `model`'s decoder to decode `tokens` greedy tokens
-/// after one prompt token, in one submission, and hand them back.
+/// after one prompt token as sampling does (`engine::generate_greedy`:
+/// chunks queued while the host records the next), ids read back.
 async fn decode_ms(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
@@ -403,13 +406,19 @@ async fn decode_ms(
     (tokens, now_ms): (usize, fn() -> f64),
 ) -> Result<f64, GpuError> {
     let dec = model.decoder_for(ctx, reg, 1)?;
-    dec.reset();
     let t0 = now_ms();
-    dec.submit_greedy(ctx, &[0], tokens)?.finish(ctx).await?;
-    Ok(now_ms() - t0)
+    let go_on = |_| ControlFlow::Continue(());
+    match generate_greedy(ctx, dec, &[0], tokens, go_on).await {
+        Ok(_) => Ok(now_ms() - t0),
+        Err(EngineError::Gpu(e)) => Err(e),
+        Err(e) => Err(GpuError::Shape {
+            op: "subgroups speed gate",
+            detail: e.to_string(),
+        }),
+    }
 }
 
-/// Times greedy decoding — the whole token step, as sampling runs it — of
+/// Times greedy decoding — whole token steps, as sampling runs them — of
 /// a model of the speed shape (seeded init weights) with the lanes summed
 /// in workgroup memory and with subgroups, alternating, after one untimed
 /// run of each; the fastest of [`SPEED_ROUNDS`] counts. (The GEMVs alone,
