@@ -33,7 +33,6 @@ use super::speed::{SPEED_MARGIN, SPEED_ROUNDS};
 use super::stats::{error_distribution, gate_stats};
 use crate::engine::{generate_greedy, EngineError};
 use crate::model::{DecoderKernels, FastPaths, GpuModel};
-use std::ops::ControlFlow;
 use crate::ops::adamw::OptState;
 use crate::ops::attention::{
     bind_attention_decode, decode_position_buffer, set_decode_position, DecodeDesc, KvCache,
@@ -42,6 +41,7 @@ use crate::ops::matmul::f16w::{bind_gemv_f16w, pack_cpu, PackedW};
 use crate::ops::matmul::{bind_gemv, Fault, MatmulDesc, RowFusion};
 use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};
+use std::ops::ControlFlow;
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
 use tinygpt_protocol::{GateCase, GateReport, SpeedCheck};
 
