@@ -14,20 +14,16 @@
 // 3C·b), appends to sample b's caches (B caches one after the other, each
 // NH blocks) and writes output row b; the sums do not depend on B.
 //
-// One workgroup per head, 256 threads. Positions go 256 at a time: four
-// threads score each position, thread (c, j) the products of dims
-// ≡ c (mod 4) in order (four loads in flight) for positions c0 + j + 64r,
-// and thread j adds position c0 + j's four partial sums as one thread's
-// four-wide accumulator would (a chain of loads a quarter as long, the
-// same bits);
+// One workgroup per head, 256 threads. Positions go 256 at a time: thread j
+// scores position c0 + j, the head's key row read 16 dims a round (sixteen
+// loads in flight; the products in the order of one dim after another);
 // the chunk's max and sum are tree reductions (reduce_wg.wgsl, or
 // reduce_sg.wgsl's shuffles: the same bits); the running max m and sum l
 // fold chunks together (online softmax). For the weighted sum of values,
 // thread (g, d4) with d4 = tid mod ⌈HS/4⌉ takes dims 4·d4 .. 4·d4 + 3 of
-// the positions j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64, ⌈(P + 1)/4⌉)
-// (16 at HS = 64 from P = 63 on: fewer while the context is short, so
-// that no group idles and the groups' sum at the end is short), four rows
-// of values a round; the G groups are added in order at the end. A decode step is bound by how long one thread's chain of
+// the positions j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64) (16 at
+// HS = 64), four rows of values a round; the G groups are added in order
+// at the end. A decode step is bound by how long one thread's chain of
 // loads is, not by bandwidth: so every loop keeps several loads in flight
 // (BENCHMARKS.md, "The decoder's chains of loads"). All sums run in a
 // fixed order, in f32.
@@ -70,8 +66,19 @@ var<workgroup> w_sh: array<f32, 256>;
 var<workgroup> red: array<f32, 256>;
 // o_sh[g * ⌈HS/4⌉ + d4]: group g's share of output dims 4·d4 .. 4·d4 + 3.
 var<workgroup> o_sh: array<vec4<f32>, 256>;
-// part[4·sl + c]: partial sum c of the score of the chunk's position sl.
-var<workgroup> part: array<f32, 1024>;
+
+// Dims i .. i + 3 of the key at position s of the head's transposed key
+// cache starting at `base` (`main`: dim i of every position at
+// base + i·T_max, so that neighbouring threads, neighbouring positions,
+// read neighbouring words).
+fn k4t(base: u32, i: u32, s: u32) -> vec4<f32> {
+    let o = base + i * p.t_max + s;
+    return vec4<f32>(k_cache[o], k_cache[o + p.t_max], k_cache[o + 2u * p.t_max], k_cache[o + 3u * p.t_max]);
+}
+
+fn q4(i: u32) -> vec4<f32> {
+    return vec4<f32>(q_sh[i], q_sh[i + 1u], q_sh[i + 2u], q_sh[i + 3u]);
+}
 
 // Dims 4·d4 .. 4·d4 + 3 of the value row at `row`, zero past HS.
 fn v4(row: u32, d4: u32) -> vec4<f32> {
@@ -86,43 +93,30 @@ fn v4(row: u32, d4: u32) -> vec4<f32> {
     return v;
 }
 
-// Component `c` of the scaled query (q_sh) times the key of position s in
-// the transposed cache at `base`: the products of dims c, c + 4, c + 8, …
-// in order (and for c = 0 then the last HS mod 4 dims), one partial sum —
-// what lane c of a four-wide accumulator adds when one thread takes every
-// dim (`score_of` adds the four as that thread would).
-fn score_part(base: u32, s: u32, c: u32) -> f32 {
+// The scaled query (q_sh) times the key of position s in the transposed
+// cache at `base`: dims in order, four partial sums, sixteen loads issued
+// before they are used.
+fn score_t(base: u32, s: u32) -> f32 {
     let hs = p.hs;
-    let whole = hs - hs % 4u;
-    var x = 0.0;
-    var i = c;
-    for (; i + 12u < whole; i += 16u) {
-        let o = base + i * p.t_max + s;
-        let k0 = k_cache[o];
-        let k1 = k_cache[o + 4u * p.t_max];
-        let k2 = k_cache[o + 8u * p.t_max];
-        let k3 = k_cache[o + 12u * p.t_max];
-        x = fma(q_sh[i], k0, x);
-        x = fma(q_sh[i + 4u], k1, x);
-        x = fma(q_sh[i + 8u], k2, x);
-        x = fma(q_sh[i + 12u], k3, x);
+    var x4 = vec4<f32>(0.0);
+    var i = 0u;
+    for (; i + 16u <= hs; i += 16u) {
+        let k0 = k4t(base, i, s);
+        let k1 = k4t(base, i + 4u, s);
+        let k2 = k4t(base, i + 8u, s);
+        let k3 = k4t(base, i + 12u, s);
+        x4 = fma(q4(i), k0, x4);
+        x4 = fma(q4(i + 4u), k1, x4);
+        x4 = fma(q4(i + 8u), k2, x4);
+        x4 = fma(q4(i + 12u), k3, x4);
     }
-    for (; i < whole; i += 4u) {
-        x = fma(q_sh[i], k_cache[base + i * p.t_max + s], x);
+    for (; i + 4u <= hs; i += 4u) {
+        x4 = fma(q4(i), k4t(base, i, s), x4);
     }
-    if (c == 0u) {
-        for (i = whole; i < hs; i++) {
-            x = fma(q_sh[i], k_cache[base + i * p.t_max + s], x);
-        }
+    for (; i < hs; i++) {
+        x4.x = fma(q_sh[i], k_cache[base + i * p.t_max + s], x4.x);
     }
-    return x;
-}
-
-// The score of the chunk's position `sl` from its four partial sums,
-// added as one thread adds its four-wide accumulator.
-fn score_of(sl: u32) -> f32 {
-    let b = 4u * sl;
-    return (part[b] + part[b + 1u]) + (part[b + 2u] + part[b + 3u]);
+    return (x4.x + x4.y) + (x4.z + x4.w);
 }
 
 // Group g's weighted sum of the chunk's values at positions c0 + j,
@@ -163,33 +157,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     storageBarrier();
     workgroupBarrier();
 
-    // Threads per value row (HS ≤ 128: at most 32) and groups of positions:
-    // as many as give each group at most four of the first chunk's
-    // positions (one round of loads), at most what the threads hold.
+    // Threads per value row (HS ≤ 128: at most 32) and groups of positions.
     let nd4 = (hs + 3u) / 4u;
-    let gs = min(min(WG / nd4, MAX_GROUPS), (last + 4u) / 4u);
+    let gs = min(WG / nd4, MAX_GROUPS);
     let g = tid / nd4;
     let d4 = tid % nd4;
     var m = NEG;
     var l = 0.0;
     var acc = vec4<f32>(0.0);
-    // The scores: four threads a position, thread (c, j) the partial sum
-    // c of positions j, j + 64, j + 128, j + 192 of the chunk; then each
-    // thread adds its position's four.
-    let part_c = tid / 64u;
-    let part_j = tid % 64u;
     for (var c0 = 0u; c0 <= last; c0 += WG) {
-        for (var r = 0u; r < 4u; r++) {
-            let sl = part_j + 64u * r;
-            if (c0 + sl <= last) {
-                part[4u * sl + part_c] = score_part(base, c0 + sl, part_c);
-            }
-        }
-        workgroupBarrier();
         let s = c0 + tid;
         var x = NEG;
         if (s <= last) {
-            x = score_of(tid);
+            x = score_t(base, s);
         }
         let m_new = max(m, reduce_max(tid, x));
         let e = select(0.0, exp(x - m_new), s <= last);
@@ -202,7 +182,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
         if (g < gs) {
             acc = weigh_values(base, c0, min(WG, last + 1u - c0), g, gs, d4, acc);
         }
-        // The next chunk overwrites w_sh and part.
+        // The next chunk overwrites w_sh.
         workgroupBarrier();
     }
 
