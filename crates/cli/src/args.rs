@@ -186,6 +186,11 @@ pub struct BenchArgs {
     /// training step of `small` takes minutes on a CPU implementation).
     #[arg(long, requires = "profile")]
     pub decode_only: bool,
+    /// With `--profile`: lay the decoder out this way instead of the
+    /// device's way (`columns` on a CPU implementation, `fused` on a GPU) —
+    /// e.g. `fused` on lavapipe, to time the lanes' subgroup sums there.
+    #[arg(long, requires = "profile", value_parser = ["fused", "separate", "columns"])]
+    pub decoder: Option<String>,
 }
 
 #[derive(Args, Debug)]

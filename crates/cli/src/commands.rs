@@ -22,7 +22,8 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Bench(a) => {
             let ctx = GpuContext::new().await.context("opening the GPU")?;
             let report = if a.profile {
-                crate::profile::run(&ctx, a.quick, a.shape.as_deref(), a.decode_only)?
+                let decode = (a.decode_only, a.decoder.as_deref());
+                crate::profile::run(&ctx, a.quick, a.shape.as_deref(), decode)?
             } else {
                 let mut report = crate::bench::run(&ctx, a.quick, a.shape.as_deref())?;
                 let shape = a.shape.as_deref();

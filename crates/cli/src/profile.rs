@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::time::Instant;
 use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::{init_params, Rng, TrainConfig};
-use tinygpt_gpu::model::{Decoder, FastPaths, GpuModel};
+use tinygpt_gpu::model::{Decoder, DecoderKernels, FastPaths, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::profile::{check_timestamps, totals_by_key, DispatchTime};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -47,7 +47,21 @@ fn report(config: &str, what: &str, extra: Value, times: &[DispatchTime]) -> Val
 /// Profiles one training step and one decoded token (at the middle of the
 /// context) of each shape (`tiny` only with `quick`; `only` alone if given;
 /// no training step with `decode_only`).
-pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool) -> Result<Value> {
+/// The decoder layout `--decoder` names.
+fn decoder_kernels(name: &str) -> DecoderKernels {
+    match name {
+        "separate" => DecoderKernels::Separate,
+        "columns" => DecoderKernels::Columns,
+        _ => DecoderKernels::Fused,
+    }
+}
+
+pub fn run(
+    ctx: &GpuContext,
+    quick: bool,
+    only: Option<&str>,
+    (decode_only, decoder): (bool, Option<&str>),
+) -> Result<Value> {
     check_timestamps(ctx).context("`bench --profile` times dispatches with timestamp queries")?;
     let mut reg = PipelineRegistry::default();
     let mut runs = Vec::new();
@@ -65,6 +79,9 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>, decode_only: bool)
         };
         let params = init_params(&cfg, 0);
         let mut model = GpuModel::new(ctx, cfg, &params, None, tc, OptState::default())?;
+        if let Some(name) = decoder {
+            model.set_decoder_kernels(decoder_kernels(name));
+        }
         let mut rng = Rng::new(1);
         let tokens: Vec<u32> = (0..100_000).map(|_| rng.below(VOCAB) as u32).collect();
         let mut sampler = BatchSampler::new(0);
