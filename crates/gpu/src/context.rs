@@ -45,6 +45,14 @@ fn coop_matrix_usable(
     })
 }
 
+/// Whether the subgroup sums of the decoder's kernels
+/// (`shaders/lanes_sg.wgsl`, `shaders/reduce_sg.wgsl`) run on subgroups of
+/// `n` lanes: a power of two from 4 to 128 (levels 1 … n/2 apart are
+/// shuffles, those further apart go through workgroup memory).
+pub fn subgroup_size_supported(n: u32) -> bool {
+    n.is_power_of_two() && (4..=128).contains(&n)
+}
+
 /// A wgpu device with its queue and the facts the engine sizes itself by.
 pub struct GpuContext {
     pub device: wgpu::Device,
@@ -148,7 +156,7 @@ impl GpuContext {
 
     /// The adapter's one subgroup size, where it offers subgroups of one
     /// size that the GEMVs' subgroup sums run on
-    /// ([`crate::ops::matmul::subgroup_size_supported`]); else why not.
+    /// ([`subgroup_size_supported`]); else why not.
     pub fn subgroup_size(&self) -> Result<u32, &'static str> {
         let (min, max) = (self.info.subgroup_min_size, self.info.subgroup_max_size);
         if !self.features.contains(wgpu::Features::SUBGROUP) {
@@ -159,7 +167,7 @@ impl GpuContext {
             })
         } else if min != max {
             Err("the adapter's subgroup size varies (the shuffles need one size)")
-        } else if !crate::ops::matmul::subgroup_size_supported(min) {
+        } else if !subgroup_size_supported(min) {
             Err("the adapter's subgroup size is not a power of two from 4 to 128")
         } else {
             Ok(min)

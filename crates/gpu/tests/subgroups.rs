@@ -173,3 +173,44 @@ fn the_decoder_gives_the_f32_logits_bit_for_bit() {
         }
     }
 }
+
+/// The column layout has no lanes to sum, and a subgroup size the shuffles
+/// do not run, or subgroups on a device without them, are refused: errors,
+/// not kernels (any adapter).
+#[test]
+fn layouts_and_sizes_the_shuffles_cannot_run_are_refused() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let ctx = &gpu.ctx;
+    let (x, w, y) = (
+        ctx.zeros("x", 8).unwrap(),
+        ctx.zeros("w", 64).unwrap(),
+        ctx.zeros("y", 8).unwrap(),
+    );
+    let desc = MatmulDesc {
+        bias: false,
+        ..MatmulDesc::linear(1, 8, 8)
+    };
+    let refused = |fusion: RowFusion, reg: &mut _| {
+        bind_gemv(ctx, reg, desc, &x, &w, None, fusion, &y).is_err()
+    };
+    let columns = RowFusion {
+        columns: true,
+        subgroups: Some(32),
+        ..RowFusion::default()
+    };
+    assert!(refused(columns, &mut *reg));
+    for n in [0, 2, 3, 48, 256] {
+        let odd = RowFusion {
+            subgroups: Some(n),
+            ..RowFusion::default()
+        };
+        assert!(refused(odd, &mut *reg), "subgroups of {n}");
+    }
+    // The adapter's own size binds; without subgroups any size is refused.
+    let own = RowFusion {
+        subgroups: Some(ctx.subgroup_size().unwrap_or(32)),
+        ..RowFusion::default()
+    };
+    assert_eq!(refused(own, &mut *reg), ctx.subgroup_size().is_err());
+}

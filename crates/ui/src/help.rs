@@ -49,7 +49,7 @@ const TOPICS: &[(&str, &str, &str)] = &[
     ("pill-webgpu", "Whether this browser gives the page's worker WebGPU. Without it everything runs on the CPU reference, much slower.", "Chrome or Edge 113+ have it."),
     ("pill-adapter", "The GPU (or CPU implementation such as SwiftShader) that WebGPU chose.", "On a laptop with two GPUs the browser may pick the integrated one."),
     ("pill-shader-f16", "Whether the adapter can compute in 16-bit floats in shaders (WebGPU's shader-f16). The f16-compute fast path needs it; its lever line says whether it was gated and activated.", "—"),
-    ("pill-subgroups", "Whether the adapter offers subgroup operations (lanes of a SIMD group exchanging values). Detected, not used in the browser build.", "—"),
+    ("pill-subgroups", "Whether the adapter offers subgroup operations (lanes of a SIMD group exchanging values). The subgroups fast path, which sums the decoder's reductions with them in the same order (the same bits), runs in the native CLI: wgpu's WebGPU backend does not offer subgroups, so its lever says so here.", "—"),
     ("pill-timestamp", "Whether the adapter can time GPU work itself; the profiler uses it.", "—"),
     ("pill-webnn", "Whether the browser's Web Neural Network API can create a context here. An API without a backend is reported as such, never as a working path.", "—"),
     ("levers", "Each fast path in one line: detected on this device, precise (it matched the f32 path within the seed's limits), faster here (a short timing at start-up against the f32 path; it must win by 5 %), and whether it is active. A precise path that is slower here stays off.", "Open the fast-path gates in the Precision panel for the measured figures."),

@@ -7,13 +7,12 @@
 //! the chain's entropy within the gate's 200 steps, as a corpus's would.
 
 use super::framework::{GateOptions, SpeedShape, Speeds};
-use super::speed::SPEED_MARGIN;
+use super::speed::{record_round, unmeasured};
 use crate::model::{FastPaths, GpuModel};
 use crate::ops::adamw::OptState;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
-use tinygpt_protocol::SpeedCheck;
 
 /// Steps of the training gate, and how often both runs are evaluated.
 pub const GATE_STEPS: usize = 200;
@@ -221,25 +220,17 @@ pub async fn speed(
     let round = batches(&tokens, 10, &tc, 3);
     let mut f32_model = model(ctx, reg, cfg, tc, false)?;
     let mut coop_model = model(ctx, reg, cfg, tc, true)?;
-    let mut check = SpeedCheck {
-        workload: format!(
-            "train steps of a {}-layer C={} model, batch {}×{}, 10 steps",
-            cfg.n_layer, cfg.d_model, tc.batch_size, tc.seq_len
-        ),
-        shape: [shape.width, shape.layers],
-        fast_ms: f64::INFINITY,
-        f32_ms: f64::INFINITY,
-        rounds: 0,
-        margin: SPEED_MARGIN,
-    };
+    let workload = format!(
+        "train steps of a {}-layer C={} model, batch {}×{}, 10 steps",
+        cfg.n_layer, cfg.d_model, tc.batch_size, tc.seq_len
+    );
+    let mut check = unmeasured(workload, [shape.width, shape.layers]);
     timed_steps(ctx, reg, &mut f32_model, &round, opts.now_ms).await?;
     timed_steps(ctx, reg, &mut coop_model, &round, opts.now_ms).await?;
     for _ in 0..5 {
         let f = timed_steps(ctx, reg, &mut f32_model, &round, opts.now_ms).await?;
         let c = timed_steps(ctx, reg, &mut coop_model, &round, opts.now_ms).await?;
-        check.f32_ms = check.f32_ms.min(f);
-        check.fast_ms = check.fast_ms.min(c);
-        check.rounds += 1;
+        record_round(&mut check, f, c);
     }
     Ok(Speeds {
         activation: check,

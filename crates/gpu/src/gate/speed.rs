@@ -32,6 +32,25 @@ pub const UNITS: (usize, usize) = (1, 1024);
 /// What a precise but slower path's headline ends with.
 pub const SLOWER_NOTE: &str = "precise, slower here: not activated";
 
+/// A check of `workload` at `shape` before any round.
+pub fn unmeasured(workload: String, shape: [u32; 2]) -> SpeedCheck {
+    SpeedCheck {
+        workload,
+        fast_ms: f64::INFINITY,
+        f32_ms: f64::INFINITY,
+        rounds: 0,
+        margin: SPEED_MARGIN,
+        shape,
+    }
+}
+
+/// Adds a round's times to `check`: the fastest of each path counts.
+pub fn record_round(check: &mut SpeedCheck, f32_ms: f64, fast_ms: f64) {
+    check.f32_ms = check.f32_ms.min(f32_ms);
+    check.fast_ms = check.fast_ms.min(fast_ms);
+    check.rounds += 1;
+}
+
 /// Milliseconds to run `kernels` in one submission and read one float of
 /// `sync` back.
 async fn timed(
@@ -85,25 +104,17 @@ pub async fn time_pair(
         repeat(&work.f32_path, units),
         repeat(&work.fast_path, units),
     );
-    let mut check = SpeedCheck {
-        workload: format!(
-            "{}, {units} {}{}",
-            work.what,
-            work.unit,
-            if units == 1 { "" } else { "s" }
-        ),
-        fast_ms: f64::INFINITY,
-        f32_ms: f64::INFINITY,
-        rounds: 0,
-        margin: SPEED_MARGIN,
-        shape: [0, 0],
-    };
+    let workload = format!(
+        "{}, {units} {}{}",
+        work.what,
+        work.unit,
+        if units == 1 { "" } else { "s" }
+    );
+    let mut check = unmeasured(workload, [0, 0]);
     while check.rounds < SPEED_ROUNDS && !clear(&check) {
-        check.f32_ms = check.f32_ms.min(timed(ctx, now_ms, &f32_run, sync).await?);
-        check.fast_ms = check
-            .fast_ms
-            .min(timed(ctx, now_ms, &fast_run, sync).await?);
-        check.rounds += 1;
+        let f32_ms = timed(ctx, now_ms, &f32_run, sync).await?;
+        let fast_ms = timed(ctx, now_ms, &fast_run, sync).await?;
+        record_round(&mut check, f32_ms, fast_ms);
     }
     Ok(check)
 }

@@ -29,7 +29,7 @@
 use super::f16_storage::failure_reason;
 use super::framework::{headline, uniform, FastPath, GateFuture, GateOptions, SpeedFuture};
 use super::framework::{SpeedShape, Speeds};
-use super::speed::{SPEED_MARGIN, SPEED_ROUNDS};
+use super::speed::{record_round, unmeasured, SPEED_ROUNDS};
 use super::stats::{error_distribution, gate_stats};
 use crate::engine::{generate_greedy, EngineError};
 use crate::model::{DecoderKernels, FastPaths, GpuModel};
@@ -43,7 +43,7 @@ use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use std::ops::ControlFlow;
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
-use tinygpt_protocol::{GateCase, GateReport, SpeedCheck};
+use tinygpt_protocol::{GateCase, GateReport};
 
 pub const PATH: FastPath = FastPath {
     id: "subgroups",
@@ -463,22 +463,15 @@ async fn speed(
     }
     // A context window, less the prompt token and one.
     let tokens = cfg.block_size - 2;
-    let mut check = SpeedCheck {
-        workload: format!("greedy decoding, {layers} layers at C={c}, {tokens} tokens"),
-        fast_ms: f64::INFINITY,
-        f32_ms: f64::INFINITY,
-        rounds: 0,
-        margin: SPEED_MARGIN,
-        shape: [c, layers],
-    };
+    let workload = format!("greedy decoding, {layers} layers at C={c}, {tokens} tokens");
+    let mut check = unmeasured(workload, [c, layers]);
     let run = (tokens, opts.now_ms);
     for round in 0..=SPEED_ROUNDS {
         let f32_ms = decode_ms(ctx, reg, &mut models[0], run).await?;
         let fast_ms = decode_ms(ctx, reg, &mut models[1], run).await?;
+        // The first round is the untimed one.
         if round > 0 {
-            check.f32_ms = check.f32_ms.min(f32_ms);
-            check.fast_ms = check.fast_ms.min(fast_ms);
-            check.rounds += 1;
+            record_round(&mut check, f32_ms, fast_ms);
         }
     }
     Ok(Speeds {

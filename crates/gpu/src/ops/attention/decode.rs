@@ -208,7 +208,13 @@ pub fn bind_attention_decode(
             ))
         }
         (true, None) => &ATTENTION_DECODE_SERIAL,
-        (false, Some(n)) if !crate::ops::matmul::subgroup_size_supported(n) => {
+        (false, Some(_)) if !ctx.features.contains(wgpu::Features::SUBGROUP) => {
+            return Err(shape_error(
+                "attention",
+                "subgroup reductions on a device without subgroup operations".into(),
+            ))
+        }
+        (false, Some(n)) if !crate::context::subgroup_size_supported(n) => {
             return Err(shape_error(
                 "attention",
                 format!("subgroups of {n} lanes: the shuffles need a power of two from 4 to 128"),

@@ -352,7 +352,7 @@ fn bind<'a>(
             ),
         ));
     }
-    fusion.check_layout("matmul_f16w")?;
+    fusion.check_layout(ctx, "matmul_f16w")?;
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("matmul_f16w", desc.k, a.buffer, c.buffer)?;
     let kernel = if !gemv && w.compute {
         super::f16c::refuse(ctx)?;

@@ -3,6 +3,7 @@
 //! fastest and the column layout of CPU implementations.
 
 use super::desc::{check_operands, MatmulDesc};
+use crate::context::subgroup_size_supported;
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, grid, shape_error};
 use crate::ops::View;
@@ -100,8 +101,9 @@ impl<'a> RowFusion<'a> {
     }
 
     /// Refuses the column layout with a LayerNorm prologue or subgroup
-    /// sums, and subgroup sums of a size the kernels do not run.
-    pub(crate) fn check_layout(&self, op: &'static str) -> Result<(), GpuError> {
+    /// sums, and subgroup sums on a device without subgroups or of a size
+    /// the kernels do not run.
+    pub(crate) fn check_layout(&self, ctx: &GpuContext, op: &'static str) -> Result<(), GpuError> {
         let refuse = |detail: &str| {
             Err(GpuError::Shape {
                 op,
@@ -115,6 +117,9 @@ impl<'a> RowFusion<'a> {
             return refuse("the column layout has no lanes to sum with subgroups");
         }
         match self.subgroups {
+            Some(_) if !ctx.features.contains(wgpu::Features::SUBGROUP) => {
+                refuse("subgroup sums on a device without subgroup operations")
+            }
             Some(n) if !subgroup_size_supported(n) => refuse(&format!(
                 "subgroups of {n} lanes: the lanes' shuffles need a power of two from 4 to 128"
             )),
@@ -175,7 +180,7 @@ pub fn bind_gemv<'a>(
         ));
     }
     check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
-    fusion.check_layout("gemv")?;
+    fusion.check_layout(ctx, "gemv")?;
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("gemv", desc.k, a.buffer, c.buffer)?;
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
@@ -202,13 +207,6 @@ pub fn bind_gemv<'a>(
     };
     let groups = gemv_grid(ctx, "gemv", &desc, columns)?;
     Ok(bind_kernel(ctx, registry, src, &uniform, &buffers, groups))
-}
-
-/// Whether the lanes' subgroup sums (`shaders/lanes_sg.wgsl`) run on
-/// subgroups of `n` lanes: a power of two from 4 to 128 (levels 1 … n/2
-/// apart are shuffles, those further apart go through workgroup memory).
-pub fn subgroup_size_supported(n: u32) -> bool {
-    n.is_power_of_two() && (4..=128).contains(&n)
 }
 
 /// Workgroups of one GEMV beyond which its LayerNorm-prologue form gives

@@ -16,12 +16,13 @@ mod reference;
 mod split_k;
 mod tiled;
 
+pub use crate::context::subgroup_size_supported;
 pub(crate) use desc::check_operands;
 pub use desc::{MatmulDesc, TileKernel};
 pub use fault::Fault;
 pub use gemv::{
-    bind_gemv, subgroup_size_supported, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU, GEMV_F32,
-    GEMV_F32_COLS, GEMV_F32_LN, GEMV_F32_LN_SG, GEMV_F32_SG,
+    bind_gemv, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU, GEMV_F32, GEMV_F32_COLS, GEMV_F32_LN,
+    GEMV_F32_LN_SG, GEMV_F32_SG,
 };
 pub use kernels::{
     COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP, MATMUL_COOP_TILED,
