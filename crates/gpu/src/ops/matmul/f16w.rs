@@ -3,7 +3,9 @@
 //! (`shaders/pack_f16.wgsl`), plus the CPU packer used where the GPU's
 //! conversion is not round-to-nearest-even.
 
-use super::fault::{variants, Fault, VARIANTS};
+use super::f16w_kernels::{GEMVS, GEMVS_SG, GEMV_COLS, TILED};
+pub use super::f16w_kernels::{GEMV_F16W, GEMV_F16W_ANY, MATMUL_F16W};
+use super::fault::{Fault, VARIANTS};
 use super::gemv::{gemv_grid, ln_column_groups};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, grid, shape_error};
@@ -24,30 +26,6 @@ pub struct F16Storage {
     pub training: bool,
 }
 
-/// The f16-storage kernels (f16w_common.wgsl, the tiled matmul_f16w.wgsl
-/// and gemv_f16w.wgsl) with what the GEMVs fold around the dot products
-/// (gemv_row.wgsl, erf.wgsl) and the lanes' sum through workgroup memory
-/// (lanes_wg.wgsl): one source, every entry point.
-const MATMUL_WGSL: &str = concat!(
-    include_str!("../../../../../shaders/f16w_common.wgsl"),
-    include_str!("../../../../../shaders/f16w_tile.wgsl"),
-    include_str!("../../../../../shaders/matmul_f16w.wgsl"),
-    include_str!("../../../../../shaders/gemv_f16w.wgsl"),
-    include_str!("../../../../../shaders/gemv_row.wgsl"),
-    include_str!("../../../../../shaders/lanes_wg.wgsl"),
-    include_str!("../../../../../shaders/erf.wgsl")
-);
-/// The same source summing the GEMVs' lanes with subgroup shuffles
-/// (lanes_sg.wgsl: the same bits, [`RowFusion::subgroups`]).
-const MATMUL_SG_WGSL: &str = concat!(
-    include_str!("../../../../../shaders/f16w_common.wgsl"),
-    include_str!("../../../../../shaders/f16w_tile.wgsl"),
-    include_str!("../../../../../shaders/matmul_f16w.wgsl"),
-    include_str!("../../../../../shaders/gemv_f16w.wgsl"),
-    include_str!("../../../../../shaders/gemv_row.wgsl"),
-    include_str!("../../../../../shaders/lanes_sg.wgsl"),
-    include_str!("../../../../../shaders/erf.wgsl")
-);
 const PACK_WGSL: &str = include_str!("../../../../../shaders/pack_f16.wgsl");
 
 /// The f16 weight cache's freshness check (shaders/f16_fresh.wgsl).
@@ -57,120 +35,6 @@ pub const F16_FRESH: KernelSource = KernelSource {
     entry: "main",
     constants: &[],
 };
-
-/// The tiled kernel (M > 1) by fault index.
-const TILED: [KernelSource; VARIANTS] = variants(
-    [
-        "matmul_f16w_64x64_k16",
-        "matmul_f16w_fault_f16acc",
-        "matmul_f16w_fault_droptail",
-    ],
-    "main",
-    MATMUL_WGSL,
-);
-pub const MATMUL_F16W: KernelSource = TILED[0];
-
-/// Every GEMV entry point by `[any alignment][LayerNorm prologue][fault]`:
-/// `gemv` for rows and input aligned to four elements, `gemv_any` for any
-/// offset and K, each with its LayerNorm-prologue twin.
-const GEMVS: [[[KernelSource; VARIANTS]; 2]; 2] = [
-    [
-        variants(
-            [
-                "gemv_f16w_8col",
-                "gemv_f16w_fault_f16acc",
-                "gemv_f16w_fault_droptail",
-            ],
-            "gemv",
-            MATMUL_WGSL,
-        ),
-        variants(
-            [
-                "gemv_f16w_8col_ln",
-                "gemv_f16w_ln_fault_f16acc",
-                "gemv_f16w_ln_fault_droptail",
-            ],
-            "gemv_ln",
-            MATMUL_WGSL,
-        ),
-    ],
-    [
-        variants(
-            [
-                "gemv_f16w_8col_any",
-                "gemv_f16w_any_fault_f16acc",
-                "gemv_f16w_any_fault_droptail",
-            ],
-            "gemv_any",
-            MATMUL_WGSL,
-        ),
-        variants(
-            [
-                "gemv_f16w_8col_any_ln",
-                "gemv_f16w_any_ln_fault_f16acc",
-                "gemv_f16w_any_ln_fault_droptail",
-            ],
-            "gemv_any_ln",
-            MATMUL_WGSL,
-        ),
-    ],
-];
-/// [`GEMVS`] summing their lanes with subgroup shuffles.
-const GEMVS_SG: [[[KernelSource; VARIANTS]; 2]; 2] = [
-    [
-        variants(
-            [
-                "gemv_f16w_8col_sg",
-                "gemv_f16w_sg_f16acc",
-                "gemv_f16w_sg_droptail",
-            ],
-            "gemv",
-            MATMUL_SG_WGSL,
-        ),
-        variants(
-            [
-                "gemv_f16w_8col_ln_sg",
-                "gemv_f16w_ln_sg_f16acc",
-                "gemv_f16w_ln_sg_droptail",
-            ],
-            "gemv_ln",
-            MATMUL_SG_WGSL,
-        ),
-    ],
-    [
-        variants(
-            [
-                "gemv_f16w_8col_any_sg",
-                "gemv_f16w_any_sg_f16acc",
-                "gemv_f16w_any_sg_droptail",
-            ],
-            "gemv_any",
-            MATMUL_SG_WGSL,
-        ),
-        variants(
-            [
-                "gemv_f16w_any_ln_sg",
-                "gemv_f16w_any_ln_sg_f16acc",
-                "gemv_f16w_any_ln_sg_droptail",
-            ],
-            "gemv_any_ln",
-            MATMUL_SG_WGSL,
-        ),
-    ],
-];
-pub const GEMV_F16W: KernelSource = GEMVS[0][0][0];
-pub const GEMV_F16W_ANY: KernelSource = GEMVS[1][0][0];
-
-/// The column-layout GEMV ([`RowFusion::columns`]) by fault index.
-const GEMV_COLS: [KernelSource; VARIANTS] = variants(
-    [
-        "gemv_f16w_cols",
-        "gemv_f16w_cols_fault_f16acc",
-        "gemv_f16w_cols_fault_droptail",
-    ],
-    "gemv_cols",
-    MATMUL_WGSL,
-);
 
 /// Every f16-storage pipeline, fault variants included (see
 /// [`crate::ops::all_kernels`]).

@@ -8,6 +8,7 @@ pub mod coop;
 mod desc;
 pub mod f16c;
 pub mod f16w;
+mod f16w_kernels;
 mod fault;
 mod gemv;
 mod kernels;
