@@ -74,9 +74,10 @@ pub(crate) struct MatmulParams {
     /// The kernel's two words: K per workgroup z and the K-slice count
     /// (tiles), or the LayerNorm weight and bias offsets (GEMVs).
     pub extra: [u32; 2],
-    /// The tensor-core epilogue's GELU buffer offset (or the LayerNorm
-    /// GEMVs' column groups a workgroup: `gemv::ln_column_groups`), then
-    /// padding.
+    /// The tensor-core epilogue's GELU buffer offset, then padding; or,
+    /// for the GEMVs, the LayerNorm GEMVs' column groups a workgroup
+    /// (`gemv::ln_column_groups`), then the subgroup size of their
+    /// subgroup-sum form (`RowFusion::subgroups`, 0 without).
     pub aux: [u32; 2],
 }
 
