@@ -165,7 +165,7 @@ pub async fn run_model_gates(
                 ..Default::default()
             };
             let sample = sample_gate(t, only, prompt, prompt_text, decode).await?;
-            lines.push(sample_line(&PATH, &sample, prompt_text));
+            lines.push(sample_line((&PATH, "f16"), &sample, prompt_text));
             let failed = failures(&cases, sample.first_divergence);
             record(report, cases, lines);
             report.sample = Some(sample);
@@ -192,7 +192,7 @@ pub async fn run_model_gates(
                 ..Default::default()
             };
             let sample = sample_gate(t, only, prompt, prompt_text, decode).await?;
-            let line = sample_line(&super::subgroups::PATH, &sample, prompt_text);
+            let line = sample_line((&super::subgroups::PATH, "subgroups"), &sample, prompt_text);
             record(report, Vec::new(), vec![line]);
             report.sample = Some(sample.clone());
             failures(&[], sample.first_divergence)
@@ -206,14 +206,15 @@ pub async fn run_model_gates(
     Ok(())
 }
 
-/// The sample gate's console line.
-fn sample_line(path: &FastPath, sample: &SampleGate, prompt_text: &str) -> String {
+/// The sample gate's console line (docs/precision.md's format: `… on f32
+/// and f16 — identical — PASS`, `fast` naming the other side).
+fn sample_line((path, fast): (&FastPath, &str), sample: &SampleGate, prompt_text: &str) -> String {
     format!(
         "[ops] {} sample gate: {} greedy tokens from {:?} on f32 and {} — {}",
         path.label,
         sample.tokens,
         prompt_text,
-        path.pill.trim_start_matches('+'),
+        fast,
         match sample.first_divergence {
             None => "identical — PASS".to_string(),
             Some(i) => format!("diverge at token {i} — FAIL"),
