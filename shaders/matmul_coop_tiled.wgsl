@@ -12,6 +12,14 @@
 enable f16;
 enable wgpu_cooperative_matrix;
 
+// A_KM (a pipeline of its own): op(A) comes staged as op(A)ᵀ, [K′][M′] with
+// M′ = padded(M, PAD_M) — a weight gradient dYᵀ·X reading the dY that the
+// same layer's dX product staged ([N′][C′] for it), instead of staging dYᵀ
+// again (ops/matmul/coop_stage.rs). Its block is copied as op(B)'s is, 32
+// K rows × 128, and its fragments are loaded column-major: the same f16
+// values in the same fragments, so the same products.
+override A_KM: bool = false;
+
 @group(0) @binding(5) var<storage, read> a16: array<vec4<u32>>;
 @group(0) @binding(6) var<storage, read> b16: array<vec4<u32>>;
 
@@ -60,9 +68,22 @@ fn main(
     let ak = (t % 4u) * 8u;
     let bk = t / 16u;
     let bc = (t % 16u) * 8u;
-    let ga = (wg.y * 128u + ar) * lda + ak;
+    var ga = (wg.y * 128u + ar) * lda + ak;
     let gb = bk * ldb + wg.x * 128u + bc;
-    let ga_far = 64u * lda;
+    var ga_far = 64u * lda;
+    // Halves from one K to the next in the staged op(A), and where the two
+    // copies land in its tile.
+    var a_step = 1u;
+    var at = ar * SA + ak;
+    var at_far = (ar + 64u) * SA + ak;
+    if (A_KM) {
+        let ldm = padded(p.m, PAD_M);
+        ga = bk * ldm + wg.y * 128u + bc;
+        ga_far = 16u * ldm;
+        a_step = ldm;
+        at = bk * SB + bc;
+        at_far = (bk + 16u) * SB + bc;
+    }
     let gb_far = 16u * ldb;
     // This subgroup's 32×64 block of the tile.
     let sr = (sg / 2u) * 32u;
@@ -80,28 +101,35 @@ fn main(
     var wb0 = vec4<u32>();
     var wb1 = vec4<u32>();
     if (range.x < range.y) {
-        wa0 = a16[(ga + range.x) / 8u];
-        wa1 = a16[(ga + ga_far + range.x) / 8u];
+        wa0 = a16[(ga + range.x * a_step) / 8u];
+        wa1 = a16[(ga + ga_far + range.x * a_step) / 8u];
         wb0 = b16[(gb + range.x * ldb) / 8u];
         wb1 = b16[(gb + gb_far + range.x * ldb) / 8u];
     }
     for (var k0 = range.x; k0 < range.y; k0 += PAD_K) {
         workgroupBarrier();
-        put(ar * SA + ak, wa0);
-        put((ar + 64u) * SA + ak, wa1);
+        put(at, wa0);
+        put(at_far, wa1);
         put(TB + bk * SB + bc, wb0);
         put(TB + (bk + 16u) * SB + bc, wb1);
         workgroupBarrier();
         let kn = k0 + PAD_K;
         if (kn < range.y) {
-            wa0 = a16[(ga + kn) / 8u];
-            wa1 = a16[(ga + ga_far + kn) / 8u];
+            wa0 = a16[(ga + kn * a_step) / 8u];
+            wa1 = a16[(ga + ga_far + kn * a_step) / 8u];
             wb0 = b16[(gb + kn * ldb) / 8u];
             wb1 = b16[(gb + gb_far + kn * ldb) / 8u];
         }
         for (var kk = 0u; kk < PAD_K; kk += 16u) {
-            let a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[sr * SA + kk], SA);
-            let a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(sr + 16u) * SA + kk], SA);
+            var a0 = coop_mat16x16<f16, A>();
+            var a1 = coop_mat16x16<f16, A>();
+            if (A_KM) {
+                a0 = coopLoad<coop_mat16x16<f16, A>>(&tiles[kk * SB + sr], SB);
+                a1 = coopLoad<coop_mat16x16<f16, A>>(&tiles[kk * SB + sr + 16u], SB);
+            } else {
+                a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[sr * SA + kk], SA);
+                a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(sr + 16u) * SA + kk], SA);
+            }
             let bt = TB + kk * SB + sc;
             let b0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt], SB);
             let b1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 16u], SB);

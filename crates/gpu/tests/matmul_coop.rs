@@ -58,7 +58,8 @@ fn bind<'a>(
     let scratch = ctx
         .zeros("coop_split_k", 64 * (desc.m * desc.n) as usize)
         .unwrap();
-    let op = bind_matmul_coop_split_k(ctx, &mut reg, desc, (a, opts), b, bias, c, Some(&scratch));
+    let parts = (Some(&scratch), Default::default());
+    let op = bind_matmul_coop_split_k(ctx, &mut reg, desc, (a, opts), b, bias, c, parts);
     op.unwrap().kernels
 }
 

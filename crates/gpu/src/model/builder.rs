@@ -18,13 +18,15 @@ use crate::ops::layernorm::{
     bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
 };
 use crate::ops::matmul::coop::{
-    bind_matmul_coop_split_k, bind_matmul_coop_variant, CoopOptions, Epilogue,
+    bind_matmul_coop_split_k, bind_matmul_coop_staging, CoopOptions, Epilogue,
 };
+use crate::ops::matmul::coop_stage::{Reuse, StagedRows};
 use crate::ops::matmul::f16w::bind_matmul_f16w;
 use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
 use crate::ops::residual::bind_residual_forward;
 use crate::ops::{BoundOp, View};
 use crate::{GpuContext, GpuError, PipelineRegistry};
+use std::collections::HashMap;
 use tinygpt_core::model::Site;
 use tinygpt_core::{ModelConfig, ParamKind, ParamLayout};
 
@@ -77,6 +79,10 @@ pub struct Builder<'a, 'r> {
     pub t: usize,
     /// The K-split weight gradients' shared scratch (backward only).
     scratch: Option<Buf>,
+    /// On cooperative matrices: each forward linear's input as its
+    /// product staged it, by weight, for the weight's gradient to read
+    /// (the graph writes a linear's input once, before the linear).
+    inputs_staged: HashMap<(ParamKind, usize), StagedRows>,
     pub ops: Vec<BoundOp>,
 }
 
@@ -109,6 +115,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             b: a.b,
             t: a.t,
             scratch: None,
+            inputs_staged: HashMap::new(),
             ops: Vec::new(),
         }
     }
@@ -148,7 +155,8 @@ impl<'a, 'r> Builder<'a, 'r> {
 
     /// `C = op(A)·op(B) [+ bias] [+ C]` on cooperative matrices when the
     /// path is active (op(A) times `scale` as staged), else in the layout's
-    /// f32 kernel (`scale` unused).
+    /// f32 kernel (`scale` unused). On cooperative matrices: op(A)'s rows
+    /// as staged, when A is not transposed.
     fn matmul<'v>(
         &mut self,
         desc: MatmulDesc,
@@ -156,15 +164,17 @@ impl<'a, 'r> Builder<'a, 'r> {
         b: View<'v>,
         bias: Option<View<'v>>,
         c: View<'v>,
-    ) -> R {
+    ) -> Result<Option<StagedRows>, GpuError> {
         if !self.coop {
             let k = self.layout.bind(self.ctx, self.reg, desc, a, b, bias, c)?;
-            return self.push(k);
+            self.push(k)?;
+            return Ok(None);
         }
         self.coop_matmul(desc, (a, CoopOptions::scaled(scale)), b, bias, c)
     }
 
-    /// `C = op(A)·op(B) [+ bias] [+ C]` on cooperative matrices, as `opts` say.
+    /// `C = op(A)·op(B) [+ bias] [+ C]` on cooperative matrices, as `opts`
+    /// say; op(A)'s rows as staged, when A is not transposed.
     fn coop_matmul<'v>(
         &mut self,
         desc: MatmulDesc,
@@ -172,9 +182,19 @@ impl<'a, 'r> Builder<'a, 'r> {
         b: View<'v>,
         bias: Option<View<'v>>,
         c: View<'v>,
-    ) -> R {
-        let ks = bind_matmul_coop_variant(self.ctx, self.reg, desc, (a, opts), b, bias, c)?;
-        ks.into_iter().try_for_each(|k| self.push(k))
+    ) -> Result<Option<StagedRows>, GpuError> {
+        let op = bind_matmul_coop_staging(self.ctx, self.reg, desc, (a, opts), b, bias, c)?;
+        op.kernels.into_iter().try_for_each(|k| self.push(k))?;
+        let [a_rows, _] = op.staged;
+        Ok(a_rows)
+    }
+
+    /// Keeps a forward linear's staged input for its weight's gradient.
+    fn keep_input(&mut self, weight: (ParamKind, usize), rows: Option<StagedRows>) -> R {
+        if let Some(rows) = rows {
+            self.inputs_staged.insert(weight, rows);
+        }
+        Ok(())
     }
 
     fn embedding(&self) -> EmbeddingDesc {
@@ -263,7 +283,10 @@ impl<'a, 'r> Builder<'a, 'r> {
                 let k = bind_matmul_f16w(self.ctx, self.reg, desc, x, f.at(wv.offset), bias, out)?;
                 self.push(k)
             }
-            None => self.matmul(desc, (x.into(), 1.0), wv, bias, out.into()),
+            None => {
+                let rows = self.matmul(desc, (x.into(), 1.0), wv, bias, out.into())?;
+                self.keep_input((w, l), rows)
+            }
         }
     }
 
@@ -304,7 +327,8 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
-        self.coop_matmul(desc, (x.into(), opts), wv, bias, fch.into())
+        let rows = self.coop_matmul(desc, (x.into(), opts), wv, bias, fch.into())?;
+        self.keep_input((w, l), rows)
     }
 
     /// `out (N, width) = GELU(x)`.
@@ -324,7 +348,8 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let tok = self.params.at(ParamKind::TokEmb, 0);
-        self.matmul(desc, (x.into(), 1.0), tok, None, logits.into())
+        let rows = self.matmul(desc, (x.into(), 1.0), tok, None, logits.into())?;
+        self.keep_input((ParamKind::TokEmb, 0), rows)
     }
 
     /// Per-row `losses (N)`, their mean `loss (1)`, and `dlogits` when given.
@@ -358,16 +383,29 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let scale = self.grad_scale();
-        self.matmul(dx_desc, (dlogits.into(), scale), tok, None, dx.into())?;
-        self.weight_grad(dlogits, x, (v, c), (self.grad(ParamKind::TokEmb, 0), None))
+        let dy_rows = self.matmul(dx_desc, (dlogits.into(), scale), tok, None, dx.into())?;
+        let reuse = (dy_rows, (ParamKind::TokEmb, 0));
+        self.weight_grad(
+            (dlogits, x),
+            (v, c),
+            (self.grad(ParamKind::TokEmb, 0), None),
+            reuse,
+        )
     }
 
     /// `dW (rows, cols) += dyᵀ · x` (and `db += Σ dy` when given), summed
     /// over the N rows: K-split through the shared scratch when its few
     /// output tiles would idle a GPU — with `db` as the split's row sums
     /// where it splits on the f32 small-output kernel, else `db` by the
-    /// column sum.
-    fn weight_grad(&mut self, dy: &Buf, x: &Buf, dims: (u32, u32), (dw, db): Grads<'a>) -> R {
+    /// column sum. On cooperative matrices it reads `dy` as the dX product
+    /// staged it (`dy_rows`) and `x` as the weight's forward product did.
+    fn weight_grad(
+        &mut self,
+        (dy, x): (&Buf, &Buf),
+        dims: (u32, u32),
+        (dw, db): Grads<'a>,
+        (dy_rows, weight): (Option<StagedRows>, (ParamKind, usize)),
+    ) -> R {
         let (rows, cols) = dims;
         let desc = MatmulDesc {
             m: rows,
@@ -380,8 +418,13 @@ impl<'a, 'r> Builder<'a, 'r> {
         let scratch = self.scratch.as_ref();
         if self.coop {
             let a = (dy.into(), CoopOptions::scaled(self.grad_scale()));
+            let reuse = Reuse {
+                a: dy_rows.as_ref(),
+                b: self.inputs_staged.get(&weight),
+            };
+            let (ctx, x) = (self.ctx, x.into());
             let op =
-                bind_matmul_coop_split_k(self.ctx, self.reg, desc, a, x.into(), None, dw, scratch)?;
+                bind_matmul_coop_split_k(ctx, self.reg, desc, a, x, None, dw, (scratch, reuse))?;
             self.push(op)?;
         } else {
             let (ctx, layout) = (self.ctx, self.layout);
@@ -423,9 +466,9 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let (wv, scale) = (self.params.at(w, l), self.grad_scale());
-        self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?;
+        let dy_rows = self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?;
         let grads = (self.grad(w, l), Some(self.grad(b, l)));
-        self.weight_grad(dy, x, (u(d_out), u(d_in)), grads)
+        self.weight_grad((dy, x), (u(d_out), u(d_in)), grads, (dy_rows, (w, l)))
     }
 
     /// LayerNorm backward from `dout`: `dx` overwritten (`accumulate` false)

@@ -80,6 +80,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &GEMV_F32_COLS,
     ];
     all.extend(MATMUL_COOP.iter().chain(&MATMUL_COOP_TILED));
+    all.push(&matmul::MATMUL_COOP_TILED_AKM);
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
     #[cfg(feature = "fault-injection")]

@@ -9,11 +9,10 @@
 //! Native devices where [`GpuContext::coop_matrix`] holds; elsewhere
 //! binding fails with a message that says why.
 
+use super::coop_stage::{bind_operands, pads, Reuse, StagedRows};
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
-use super::kernels::{
-    COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP, MATMUL_COOP_TILED,
-};
+use super::kernels::{MATMUL_COOP, MATMUL_COOP_TILED, MATMUL_COOP_TILED_AKM};
 use super::split_k::{bind_reduce, check_scratch};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_dim, shape_error};
@@ -24,9 +23,9 @@ use tinygpt_protocol::memory::SPLIT_TARGET_WORKGROUPS_SMALL;
 
 /// The staged operands' padding (`coop_pad.wgsl`): M′, K′ and N′ are
 /// multiples of these.
-const PAD_M: u32 = 128;
-const PAD_K: u32 = 32;
-const PAD_N: u32 = 128;
+pub(super) const PAD_M: u32 = 128;
+pub(super) const PAD_K: u32 = 32;
+pub(super) const PAD_N: u32 = 128;
 
 /// The cooperative-matrix kernels; both sum a 32×64 block of C per
 /// subgroup in 16×16×16 f16 → f32 products.
@@ -62,7 +61,16 @@ impl CoopKernel {
     /// The kernel of `fault` with `epilogue`'s pipeline constant: the real
     /// one, or (fault injection, plain epilogue) the one that drops its last
     /// K block, the only fault these kernels [`carry`](carries).
-    fn source(self, fault: Option<Fault>, epilogue: Epilogue<'_>) -> &'static KernelSource {
+    fn source(
+        self,
+        fault: Option<Fault>,
+        epilogue: Epilogue<'_>,
+        a_km: bool,
+    ) -> &'static KernelSource {
+        if a_km {
+            // Reuse only offers it to the tiled kernel's plain epilogue.
+            return &MATMUL_COOP_TILED_AKM;
+        }
         #[cfg(feature = "fault-injection")]
         if fault.is_some_and(carries) {
             return match self {
@@ -177,38 +185,6 @@ fn refuse(ctx: &GpuContext) -> Result<(), GpuError> {
     }
 }
 
-/// Elements one workgroup of the element-wise stage kernels stages
-/// (`coop_stage.wgsl`'s `PER_GROUP`).
-const PER_GROUP: u32 = 2048;
-
-/// Workgroups of [`PER_GROUP`] elements for `n` elements, as a grid within
-/// the 65,535 limit per dimension (the stage kernels flatten it back).
-fn stage_grid(n: u32) -> [u32; 3] {
-    let groups = n.div_ceil(PER_GROUP).max(1);
-    let x = groups.min(65_535);
-    [x, groups.div_ceil(x), 1]
-}
-
-/// The staging kernel of an operand, its grid and the binding its output
-/// takes: element-wise (four halves a write, binding 7), or for a
-/// transposed operand (whose element-wise reads would stride by a whole
-/// row) the tiled kernel, a 32 × 16 tile (`outer` × K) per workgroup
-/// (binding 5), while its grid fits the 65,535 limit. (Staging a
-/// transposed operand in its storage order and loading its fragments
-/// column-major instead measured 8 % slower products on the H200: run 24.)
-fn stage(
-    transposed: bool,
-    (outer, kp): (u32, u32),
-    plain: &'static KernelSource,
-    tiled: &'static KernelSource,
-) -> (&'static KernelSource, [u32; 3], u32) {
-    if transposed && kp / 16 <= 65_535 {
-        (tiled, [outer / 32, kp / 16, 1], 5)
-    } else {
-        (plain, stage_grid(outer * kp), 7)
-    }
-}
-
 /// The stage and matmul kernels' flag (`coop_pad.wgsl`): op(A) scaled.
 const SCALED: u32 = 32;
 
@@ -258,7 +234,44 @@ pub fn bind_matmul_coop_variant<'a>(
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
     check(ctx, &desc, (a, opts), b, bias, c)?;
-    bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), 1)
+    let op = bind_staged(
+        ctx,
+        registry,
+        desc,
+        (a, opts),
+        (b, bias, c),
+        (1, Reuse::default()),
+    )?;
+    Ok(op.kernels)
+}
+
+/// A product's dispatches and the operands it staged as rows
+/// ([`StagedRows`]: op(A) when A is not transposed, op(B) when B is not),
+/// which later products of the same graph may read ([`Reuse`]).
+pub struct StagedOp {
+    pub kernels: Vec<BoundKernel>,
+    pub staged: [Option<StagedRows>; 2],
+}
+
+/// [`bind_matmul_coop_variant`], keeping what it staged for later products.
+pub fn bind_matmul_coop_staging<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    (a, opts): (View<'a>, CoopOptions<'a>),
+    b: View<'a>,
+    bias: Option<View<'a>>,
+    c: View<'a>,
+) -> Result<StagedOp, GpuError> {
+    check(ctx, &desc, (a, opts), b, bias, c)?;
+    bind_staged(
+        ctx,
+        registry,
+        desc,
+        (a, opts),
+        (b, bias, c),
+        (1, Reuse::default()),
+    )
 }
 
 /// Refuses a device without the kernel, a scale that is not a power of
@@ -290,25 +303,18 @@ fn check(
     check_operands("matmul_coop", desc, a, (Some(b), b.buffer), bias, c)
 }
 
-/// The staging and the kernel for checked operands, over `slices` K
-/// slices (each into its `(M, N)` slice of `c`, which is then a scratch
-/// and `desc` neither biased nor accumulating).
+/// The staging (or the [`Reuse`]d operands) and the kernel for checked
+/// operands, over `slices` K slices (each into its `(M, N)` slice of `c`,
+/// which is then a scratch and `desc` neither biased nor accumulating).
 fn bind_staged(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
     (a, opts): (View<'_>, CoopOptions<'_>),
     (b, bias, c): (View<'_>, Option<View<'_>>, View<'_>),
-    slices: u32,
-) -> Result<Vec<BoundKernel>, GpuError> {
-    let (mp, kp, np) = (
-        desc.m.next_multiple_of(PAD_M),
-        desc.k.next_multiple_of(PAD_K),
-        desc.n.next_multiple_of(PAD_N),
-    );
-    // f16 halves, in whole words.
-    let a16 = ctx.zeros("coop_a16", (mp * kp).div_ceil(2) as usize)?;
-    let b16 = ctx.zeros("coop_b16", (kp * np).div_ceil(2) as usize)?;
+    (slices, reuse): (u32, Reuse<'_>),
+) -> Result<StagedOp, GpuError> {
+    let (mp, kp, np) = pads(&desc);
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
     let (extra, flags) = match opts.scale == 1.0 {
@@ -325,35 +331,25 @@ fn bind_staged(
         None => Some(ctx.zeros("coop_no_aux", 1)?),
     };
     let aux = aux.map_or_else(|| unused.as_ref().expect("made above"), |v| v.buffer);
-    let (stage_a, grid_a, out_a) = stage(desc.trans_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
-    let stage_a = bind_kernel(
-        ctx,
-        registry,
-        stage_a,
-        &uniform,
-        &[(1, a.buffer), (out_a, &a16)],
-        grid_a,
-    );
-    let (stage_b, grid_b, out_b) = stage(desc.trans_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
-    let stage_b = bind_kernel(
-        ctx,
-        registry,
-        stage_b,
-        &uniform,
-        &[(2, b.buffer), (out_b, &b16)],
-        grid_b,
-    );
+    let shape = (&desc, (mp, kp, np), &uniform);
+    let ops = bind_operands(ctx, registry, shape, (a, &opts), b, reuse)?;
     let buffers = [
         (3, bias.buffer),
         (4, c.buffer),
-        (5, &a16),
-        (6, &b16),
+        (5, &ops.a16),
+        (6, &ops.b16),
         (8, aux),
     ];
     let groups = [np / 128, mp / opts.kernel.tile_m(), slices];
-    let kernel = opts.kernel.source(opts.fault, opts.epilogue);
-    let main = bind_kernel(ctx, registry, kernel, &uniform, &buffers, groups);
-    Ok(vec![stage_a, stage_b, main])
+    let kernel = opts.kernel.source(opts.fault, opts.epilogue, ops.a_km);
+    let mut kernels = ops.kernels;
+    kernels.push(bind_kernel(
+        ctx, registry, kernel, &uniform, &buffers, groups,
+    ));
+    Ok(StagedOp {
+        kernels,
+        staged: ops.staged,
+    })
 }
 
 /// [`bind_matmul_coop_variant`] split along K through `scratch` where the
@@ -362,7 +358,7 @@ fn bind_staged(
 /// at least 256 of K, as many as `scratch` holds; the slices' f32 partial
 /// products are then added in order by the f32 path's `reduce_slices`
 /// (with the bias, and C when accumulating). Unsplit without a scratch or
-/// where one slice fills the GPU.
+/// where one slice fills the GPU. Operands in `reuse` are read, not staged.
 #[allow(clippy::too_many_arguments)]
 pub fn bind_matmul_coop_split_k<'a>(
     ctx: &GpuContext,
@@ -372,7 +368,7 @@ pub fn bind_matmul_coop_split_k<'a>(
     b: View<'a>,
     bias: Option<View<'a>>,
     c: View<'a>,
-    scratch: Option<&wgpu::Buffer>,
+    (scratch, reuse): (Option<&wgpu::Buffer>, Reuse<'_>),
 ) -> Result<BoundOp, GpuError> {
     check(ctx, &desc, (a, opts), b, bias, c)?;
     if !matches!(opts.epilogue, Epilogue::Plain) {
@@ -391,9 +387,9 @@ pub fn bind_matmul_coop_split_k<'a>(
         .min(desc.k / 256)
         .min(fit);
     let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
-        let kernels = bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), 1)?;
+        let op = bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), (1, reuse))?;
         return Ok(BoundOp {
-            kernels,
+            kernels: op.kernels,
             scratch: Vec::new(),
         });
     };
@@ -408,7 +404,8 @@ pub fn bind_matmul_coop_split_k<'a>(
         ..desc
     };
     let parts = (b, None, View::from(scratch));
-    let mut kernels = bind_staged(ctx, registry, partial, (a, opts), parts, slices)?;
+    let mut kernels =
+        bind_staged(ctx, registry, partial, (a, opts), parts, (slices, reuse))?.kernels;
     let reduce = bind_reduce(ctx, registry, desc, slices, scratch, bias, c, None);
     kernels.push(reduce);
     Ok(BoundOp {

@@ -106,6 +106,14 @@ pub const MATMUL_COOP_TILED: [KernelSource; 2] = [
     },
 ];
 
+/// [`MATMUL_COOP_TILED`] (plain) reading op(A) staged as op(A)ᵀ (`A_KM`):
+/// a weight gradient reading the gradient its dX product staged.
+pub const MATMUL_COOP_TILED_AKM: KernelSource = KernelSource {
+    key: "matmul_coop_128x128_k32_akm",
+    constants: &[("A_KM", 1.0)],
+    ..COOP_TILED
+};
+
 /// Each kernel (plain) skipping its last K block: the dropped-K-tail fault
 /// (`ops/matmul/fault.rs`), which the tensor-core gate must fail.
 #[cfg(feature = "fault-injection")]

@@ -5,6 +5,7 @@
 //! the same product on cooperative matrices (tensor cores, `coop.rs`).
 
 pub mod coop;
+pub mod coop_stage;
 mod desc;
 pub mod f16c;
 pub mod f16w;
@@ -27,8 +28,8 @@ pub use gemv::{
 };
 pub use kernels::{
     COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T, MATMUL_COOP, MATMUL_COOP_TILED,
-    MATMUL_F32, MATMUL_F32_128, MATMUL_F32_CELLS, MATMUL_F32_SMALL, MATMUL_F32_SMALL_ROW_SUMS,
-    MATMUL_REDUCE, MATMUL_TILE_LARGE,
+    MATMUL_COOP_TILED_AKM, MATMUL_F32, MATMUL_F32_128, MATMUL_F32_CELLS, MATMUL_F32_SMALL,
+    MATMUL_F32_SMALL_ROW_SUMS, MATMUL_REDUCE, MATMUL_TILE_LARGE,
 };
 #[cfg(feature = "fault-injection")]
 pub use kernels::{MATMUL_COOP_DROPTAIL, MATMUL_COOP_TILED_DROPTAIL};
