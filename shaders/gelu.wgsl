@@ -1,7 +1,8 @@
 // Exact GELU, element-wise:
 //   forward   y  = x·Φ(x) = ½x(1 + erf(x/√2))
 //   backward  dx (+)= dy·(Φ(x) + x·φ(x)),  φ(x) = e^{−x²/2}/√(2π)
-// `gelu_f32` and `gelu_grad_f32` are in erf.wgsl, appended to this source.
+// `gelu_f32` and `gelu_grad_f32` are in erf.wgsl, and the element-wise
+// kernels' layout in elementwise.wgsl, both appended to this source.
 
 struct Params {
     n: u32,
@@ -20,24 +21,23 @@ struct Params {
 @group(0) @binding(3) var<storage, read> dy: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;
 
-const WG: u32 = 256u;
-
-fn flat_index(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
-    return (wg.y * nwg.x + wg.x) * WG + lid;
-}
-
 @compute @workgroup_size(256)
 fn forward(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i = flat_index(wg, nwg, lid);
-    if (i >= p.n) {
-        return;
+    let i0 = first_index(wg, nwg, lid);
+    var v: array<f32, PER_INVOCATION>;
+    for (var j = 0u; j < PER_INVOCATION; j++) {
+        v[j] = x[p.x_off + clamped(i0 + j * EW_WG, p.n)];
     }
-    let v = x[p.x_off + i];
-    y[p.y_off + i] = gelu_f32(v);
+    for (var j = 0u; j < PER_INVOCATION; j++) {
+        let i = i0 + j * EW_WG;
+        if (i < p.n) {
+            y[p.y_off + i] = gelu_f32(v[j]);
+        }
+    }
 }
 
 @compute @workgroup_size(256)
@@ -46,14 +46,23 @@ fn backward(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i = flat_index(wg, nwg, lid);
-    if (i >= p.n) {
-        return;
+    let i0 = first_index(wg, nwg, lid);
+    var xs: array<f32, PER_INVOCATION>;
+    var ds: array<f32, PER_INVOCATION>;
+    for (var j = 0u; j < PER_INVOCATION; j++) {
+        let i = clamped(i0 + j * EW_WG, p.n);
+        xs[j] = x[p.x_off + i];
+        ds[j] = dy[p.dy_off + i];
     }
-    var d = dy[p.dy_off + i] * gelu_grad_f32(x[p.x_off + i]);
-    let o = p.dx_off + i;
-    if (p.accumulate != 0u) {
-        d = dx[o] + d;
+    for (var j = 0u; j < PER_INVOCATION; j++) {
+        let i = i0 + j * EW_WG;
+        if (i < p.n) {
+            var d = ds[j] * gelu_grad_f32(xs[j]);
+            let o = p.dx_off + i;
+            if (p.accumulate != 0u) {
+                d = dx[o] + d;
+            }
+            dx[o] = d;
+        }
     }
-    dx[o] = d;
 }

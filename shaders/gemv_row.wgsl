@@ -21,7 +21,8 @@
 // writing output row r (N from c_off), every sum in the one row's order, so
 // a row's bits do not depend on M. Each entry point calls `set_row` first.
 //
-// Appended to the kernel's source (with erf.wgsl); the kernel declares
+// Appended to the kernel's source (with ln_sum.wgsl and erf.wgsl); the
+// kernel declares
 // `p` (fields k, n, flags, a_off, bias_off, c_off, ln_w_off, ln_b_off),
 // `a` (f32 input row), `bias` and `c` at bindings 1, 3, 4, and runs 256
 // invocations per workgroup.
@@ -29,7 +30,6 @@
 const HAS_BIAS: u32 = 4u;
 const ACCUMULATE: u32 = 8u;
 const GELU: u32 = 64u;
-const LN_THREADS: u32 = 128u;
 const LN_EPS: f32 = 1e-5;
 
 // Where this workgroup's input and output rows start (`set_row`).
@@ -44,45 +44,8 @@ fn set_row(wg: vec3<u32>) {
 // LayerNorm weight at ln_w_off and bias at ln_b_off (the flat parameters).
 @group(0) @binding(5) var<storage, read> lnp: array<f32>;
 
-// In turn: the LayerNorm's two sums (a region each), chunks of the
-// normalised row, the lanes' partial dot products.
-const LN_REGION: u32 = 136u;
-var<workgroup> red: array<f32, 272>;
-
-// layernorm.wgsl's tree over the 128 values from red[b]: the node at level
-// s of leaf j < s (pairs 64 apart are added first, then 32, … 1).
-fn ln_tree64(b: u32, j: u32) -> f32 {
-    return red[b + j] + red[b + j + 64u];
-}
-
-fn ln_tree32(b: u32, j: u32) -> f32 {
-    return ln_tree64(b, j) + ln_tree64(b, j + 32u);
-}
-
-fn ln_tree16(b: u32, j: u32) -> f32 {
-    return ln_tree32(b, j) + ln_tree32(b, j + 16u);
-}
-
-// Sum of `v` over the first LN_THREADS invocations, added exactly as
-// layernorm.wgsl's tree adds them but with two barriers instead of nine
-// (barriers are what CPU implementations pay for most): eight invocations
-// add the subtrees under the tree's eight nodes at level 8, then every
-// invocation adds those eight as the last three levels. The sums go to
-// red[b …] and the eight nodes after them, so that the mean (b = 0) and the
-// variance (b = LN_REGION) need no barrier between them.
-fn ln_sum(t: u32, v: f32, b: u32) -> f32 {
-    if (t < LN_THREADS) {
-        red[b + t] = v;
-    }
-    workgroupBarrier();
-    let n = b + LN_THREADS;
-    if (t < 8u) {
-        red[n + t] = ln_tree16(b, t) + ln_tree16(b, t + 8u);
-    }
-    workgroupBarrier();
-    return ((red[n] + red[n + 4u]) + (red[n + 2u] + red[n + 6u]))
-        + ((red[n + 1u] + red[n + 5u]) + (red[n + 3u] + red[n + 7u]));
-}
+// `red` (ln_sum.wgsl) holds in turn: the LayerNorm's two sums (a region
+// each), chunks of the normalised row, the lanes' partial dot products.
 
 // Mean and 1/σ of the K inputs. Every invocation calls it (barriers).
 fn ln_stats(t: u32) -> vec2<f32> {

@@ -2,7 +2,9 @@
 //   y = (x − μ)·σ̂ · w + b,  σ̂ = 1/√(var + 1e-5), var biased,
 // keeping μ and σ̂ per row for the backward. Two passes over the row (mean,
 // then the centred variance) like the CPU reference; each thread sums a
-// strided slice, then a fixed tree combines the slices: deterministic.
+// strided slice, then a fixed tree combines the slices (ln_sum.wgsl,
+// appended; two barriers a sum): deterministic, and the tree the GEMVs'
+// LayerNorm prologue adds with.
 
 struct Params {
     n: u32,          // rows N
@@ -25,23 +27,6 @@ struct Params {
 
 const WG: u32 = 128u;
 const EPS: f32 = 1e-5;
-var<workgroup> red: array<f32, 128>;
-
-// Sum of `v` over the workgroup, returned to every thread.
-fn workgroup_sum(lid: u32, v: f32) -> f32 {
-    red[lid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            red[lid] += red[lid + s];
-        }
-        workgroupBarrier();
-    }
-    let total = red[0];
-    // Everyone has read the total before `red` is reused.
-    workgroupBarrier();
-    return total;
-}
 
 @compute @workgroup_size(128)
 fn forward(
@@ -58,13 +43,13 @@ fn forward(
     for (var i = lid; i < p.c; i += WG) {
         s += x[x0 + i];
     }
-    let mu = workgroup_sum(lid, s) / f32(p.c);
+    let mu = ln_sum(lid, s, 0u) / f32(p.c);
     var q = 0.0;
     for (var i = lid; i < p.c; i += WG) {
         let d = x[x0 + i] - mu;
         q += d * d;
     }
-    let variance = workgroup_sum(lid, q) / f32(p.c);
+    let variance = ln_sum(lid, q, LN_REGION) / f32(p.c);
     let rs = 1.0 / sqrt(variance + EPS);
     let y0 = p.y_off + row * p.c;
     for (var i = lid; i < p.c; i += WG) {

@@ -32,21 +32,36 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> partials: array<f32>;
 
 const WG: u32 = 128u;
-var<workgroup> red: array<vec2<f32>, 128>;
+// The 128 threads' pairs, then the tree's eight nodes at level 8.
+var<workgroup> red: array<vec2<f32>, 136>;
 
-// (Σ g, Σ g·x̂) over the workgroup, returned to every thread.
+// The tree over the 128 pairs: the node at level s of leaf j < s (pairs
+// 64 apart added first, then 32, … 1), as ln_sum.wgsl adds the forward's.
+fn tree64(j: u32) -> vec2<f32> {
+    return red[j] + red[j + 64u];
+}
+
+fn tree32(j: u32) -> vec2<f32> {
+    return tree64(j) + tree64(j + 32u);
+}
+
+fn tree16(j: u32) -> vec2<f32> {
+    return tree32(j) + tree32(j + 16u);
+}
+
+// (Σ g, Σ g·x̂) over the workgroup, returned to every thread: eight
+// threads add the subtrees under the level-8 nodes, then every thread the
+// last three levels — two barriers instead of eight.
 fn workgroup_sum2(lid: u32, v: vec2<f32>) -> vec2<f32> {
     red[lid] = v;
     workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            red[lid] += red[lid + s];
-        }
-        workgroupBarrier();
+    if (lid < 8u) {
+        red[WG + lid] = tree16(lid) + tree16(lid + 8u);
     }
-    let total = red[0];
     workgroupBarrier();
-    return total;
+    let n = WG;
+    return ((red[n] + red[n + 4u]) + (red[n + 2u] + red[n + 6u]))
+        + ((red[n + 1u] + red[n + 5u]) + (red[n + 3u] + red[n + 7u]));
 }
 
 @compute @workgroup_size(128)

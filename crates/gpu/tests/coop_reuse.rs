@@ -45,8 +45,11 @@ fn stage_both(
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let ctx = &gpu.ctx;
     let fwd = MatmulDesc {
+        m: n,
+        k: d_in,
+        n: d_out,
         trans_b: true,
-        ..MatmulDesc::linear(n, d_in, d_out)
+        ..Default::default()
     };
     let f = bind_matmul_coop_staging(ctx, &mut reg, fwd, (x, CoopOptions::default()), w, None, y);
     let back = MatmulDesc {

@@ -36,14 +36,16 @@ fn forward_matches_reference() {
     let mut want = vec![0.0; x.len()];
     gelu_forward(&mut want, &x);
     let x_buf = ctx.upload("x", &x).unwrap();
-    // The output is a view 3 floats into its buffer.
-    let y = ctx.zeros("y", x.len() + 3).unwrap();
+    // The output is a view 3 floats into its buffer, 5 floats before its end
+    // (the last workgroup's invocations past N write nothing).
+    let y = ctx.zeros("y", x.len() + 8).unwrap();
     let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
     let k = bind_gelu_forward(ctx, &mut reg, x.len() as u32, &x_buf, View::at(&y, 3)).unwrap();
     tinygpt_gpu::kernel::submit(ctx, "gelu", &[&k]);
-    let got = read(ctx, &y, x.len() + 3);
-    assert_close("gelu forward", &got[3..], &want, ATOL, RTOL);
+    let got = read(ctx, &y, x.len() + 8);
+    assert_close("gelu forward", &got[3..x.len() + 3], &want, ATOL, RTOL);
     assert_eq!(&got[..3], &[0.0; 3]);
+    assert_eq!(&got[x.len() + 3..], &[0.0; 5]);
 }
 
 #[test]

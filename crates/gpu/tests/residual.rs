@@ -16,8 +16,9 @@ fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
     pollster::block_on(ctx.read_f32(buf, len)).unwrap()
 }
 
-/// N·C for (7, 13), (37, 96), and one more than a whole number of workgroups.
-const LENS: [usize; 3] = [7 * 13, 37 * 96, 257];
+/// N·C for (7, 13), (37, 96), one more than a workgroup's 2,048 elements,
+/// and three workgroups and a bit.
+const LENS: [usize; 4] = [7 * 13, 37 * 96, 2049, 3 * 2048 + 5];
 
 #[test]
 fn forward_matches_reference() {
@@ -30,7 +31,8 @@ fn forward_matches_reference() {
         residual_forward(&mut want, &a, &b);
         // a and b as two views of one buffer; y in another.
         let ab = ctx.upload("ab", &[a, b].concat()).unwrap();
-        let y = ctx.zeros("y", n).unwrap();
+        // Four floats past y: the last workgroup's invocations past N write nothing.
+        let y = ctx.zeros("y", n + 4).unwrap();
         let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
         let k = bind_residual_forward(
             ctx,
@@ -42,13 +44,9 @@ fn forward_matches_reference() {
         )
         .unwrap();
         tinygpt_gpu::kernel::submit(ctx, "residual", &[&k]);
-        assert_close(
-            &format!("residual n={n}"),
-            &read(ctx, &y, n),
-            &want,
-            EXACT,
-            0.0,
-        );
+        let got = read(ctx, &y, n + 4);
+        assert_close(&format!("residual n={n}"), &got[..n], &want, EXACT, 0.0);
+        assert_eq!(&got[n..], &[0.0; 4], "n={n}");
     }
 }
 

@@ -114,6 +114,15 @@ pub(crate) fn grid(ctx: &GpuContext, groups: u32) -> [u32; 3] {
     }
 }
 
+/// Elements a workgroup of the element-wise kernels takes
+/// (`shaders/elementwise.wgsl`'s `PER_GROUP`).
+pub(crate) const ELEMENTWISE_PER_GROUP: u32 = 2048;
+
+/// The grid of an element-wise kernel over `n` elements.
+pub(crate) fn elementwise_grid(ctx: &GpuContext, n: u32) -> [u32; 3] {
+    grid(ctx, n.div_ceil(ELEMENTWISE_PER_GROUP))
+}
+
 /// Refuses a dispatch dimension the device cannot launch.
 pub(crate) fn check_dim(
     ctx: &GpuContext,

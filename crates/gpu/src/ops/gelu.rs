@@ -1,15 +1,17 @@
 //! Exact (erf) GELU, forward and backward, as `gelu_forward` /
 //! `gelu_backward` of `tinygpt_core::model::layers`.
 
-use super::common::{bind_kernel, check_no_alias, grid, uniform, View};
+use super::common::{bind_kernel, check_no_alias, elementwise_grid, uniform, View};
 use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-/// gelu.wgsl with erf.wgsl (the erf and GELU it shares with the GEMV epilogue).
+/// gelu.wgsl with erf.wgsl (the erf and GELU it shares with the GEMV
+/// epilogue) and the element-wise kernels' layout (elementwise.wgsl).
 const GELU_WGSL: &str = concat!(
     include_str!("../../../../shaders/gelu.wgsl"),
-    include_str!("../../../../shaders/erf.wgsl")
+    include_str!("../../../../shaders/erf.wgsl"),
+    include_str!("../../../../shaders/elementwise.wgsl")
 );
 
 pub const GELU_FORWARD: KernelSource = KernelSource {
@@ -45,7 +47,7 @@ pub fn bind_gelu_forward<'a>(
         &GELU_FORWARD,
         &params,
         &[(1, x.buffer), (2, y.buffer)],
-        grid(ctx, n.div_ceil(256)),
+        elementwise_grid(ctx, n),
     ))
 }
 
@@ -80,6 +82,6 @@ pub fn bind_gelu_backward<'a>(
         &GELU_BACKWARD,
         &params,
         &[(1, x.buffer), (3, dy.buffer), (4, dx.buffer)],
-        grid(ctx, n.div_ceil(256)),
+        elementwise_grid(ctx, n),
     ))
 }

@@ -11,9 +11,16 @@ use crate::kernel::{BoundKernel, Layout};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
+/// layernorm.wgsl with the row sums it shares with the GEMVs' LayerNorm
+/// prologue (ln_sum.wgsl).
+const LAYERNORM_WGSL: &str = concat!(
+    include_str!("../../../../shaders/layernorm.wgsl"),
+    include_str!("../../../../shaders/ln_sum.wgsl")
+);
+
 pub const LAYERNORM_FORWARD: KernelSource = KernelSource {
     key: "layernorm_forward",
-    wgsl: include_str!("../../../../shaders/layernorm.wgsl"),
+    wgsl: LAYERNORM_WGSL,
     entry: "forward",
     constants: &[],
 };
@@ -21,7 +28,7 @@ pub const LAYERNORM_FORWARD: KernelSource = KernelSource {
 /// [`LAYERNORM_FORWARD`] in the [`Layout::Cpu`] layout: a row per invocation.
 pub const LAYERNORM_FORWARD_SERIAL: KernelSource = KernelSource {
     key: "layernorm_forward_serial",
-    wgsl: include_str!("../../../../shaders/layernorm.wgsl"),
+    wgsl: LAYERNORM_WGSL,
     entry: "forward_serial",
     constants: &[],
 };

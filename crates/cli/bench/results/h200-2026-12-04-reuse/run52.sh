@@ -3,7 +3,7 @@
 # their dX and forward products staged (`tinygpt`, this build) against the
 # commit before (`tinygpt-before`, 6628c29). First the touched test
 # binaries on the H200 (coop_reuse: bit identity with a product staging
-# its own; matmul_coop; coop_training with the training gate; gate_model;
+# its own; matmul_coop; coop_training with the training gate;
 # debug builds, stripped), then `tinygpt bench --shape` of both builds
 # alternating (nanogpt and small twice, tiny once), PyTorch's training
 # (fp32 and TF32) in the same command, this build's training profiles,
@@ -16,7 +16,7 @@ R=/tmp/r52; mkdir -p $R $OUT
 save() { tar czf $OUT/results.tar.gz -C $R .; }
 t0=$(date +%s)
 ok=1
-for t in coop_reuse matmul_coop coop_training gate_model; do
+for t in coop_reuse matmul_coop coop_training; do
   timeout 150 .carry/tests/$t --test-threads 1 > $R/test-$t.txt 2>&1; rc=$?; echo "test $t rc=$rc"; [ $rc = 0 ] || ok=0
 done
 grep -h "DID NOT\|FAILED\|panicked\|coop\|training gate" $R/test-*.txt | cut -c1-220 | head -40

@@ -32,6 +32,7 @@ const F16C_WGSL: &str = concat!(
     include_str!("../../../../../shaders/matmul_f16c.wgsl"),
     include_str!("../../../../../shaders/matmul_f16c_128.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../../shaders/ln_sum.wgsl"),
     include_str!("../../../../../shaders/erf.wgsl")
 );
 

@@ -17,6 +17,7 @@ macro_rules! f16w_source {
             include_str!("../../../../../shaders/matmul_f16w.wgsl"),
             include_str!("../../../../../shaders/gemv_f16w.wgsl"),
             include_str!("../../../../../shaders/gemv_row.wgsl"),
+            include_str!("../../../../../shaders/ln_sum.wgsl"),
             include_str!($lanes),
             include_str!("../../../../../shaders/erf.wgsl")
         )

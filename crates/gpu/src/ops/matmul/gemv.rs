@@ -15,6 +15,7 @@ use crate::{GpuContext, GpuError};
 const GEMV_WGSL: &str = concat!(
     include_str!("../../../../../shaders/gemv.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../../shaders/ln_sum.wgsl"),
     include_str!("../../../../../shaders/lanes_wg.wgsl"),
     include_str!("../../../../../shaders/erf.wgsl")
 );
@@ -24,6 +25,7 @@ const GEMV_WGSL: &str = concat!(
 const GEMV_SG_WGSL: &str = concat!(
     include_str!("../../../../../shaders/gemv.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
+    include_str!("../../../../../shaders/ln_sum.wgsl"),
     include_str!("../../../../../shaders/lanes_sg.wgsl"),
     include_str!("../../../../../shaders/erf.wgsl")
 );
