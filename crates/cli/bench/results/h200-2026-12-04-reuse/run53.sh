@@ -5,7 +5,8 @@
 # this build) against the
 # commit before (`tinygpt-before`, 6628c29). First the touched test
 # binaries on the H200 (coop_reuse: bit identity with a product staging
-# its own; coop_training with the training gate; gelu, residual, layernorm;
+# its own; coop_training with the training gate; the element-wise and
+# LayerNorm kernels are checked by comparing final losses, bit for bit;
 # debug builds, stripped), then `tinygpt bench --shape` of both builds
 # alternating (two rounds of each shape; each row's final loss, to compare
 # bits), PyTorch's training (fp32 and TF32 at every shape, bf16 and
@@ -20,7 +21,7 @@ R=/tmp/r53; mkdir -p $R $OUT
 save() { tar czf $OUT/results.tar.gz -C $R .; }
 t0=$(date +%s)
 ok=1
-for t in coop_reuse coop_training gelu residual layernorm; do
+for t in coop_reuse coop_training; do
   timeout 150 .carry/tests/$t --test-threads 1 > $R/test-$t.txt 2>&1; rc=$?; echo "test $t rc=$rc"; [ $rc = 0 ] || ok=0
 done
 grep -h "DID NOT\|FAILED\|panicked\|coop\|training gate" $R/test-*.txt | cut -c1-220 | head -40
