@@ -28,7 +28,7 @@ fn forward(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i0 = first_index(wg, nwg, lid);
-    var v: array<f32, PER_INVOCATION>;
+    var v: array<f32, MAX_PER_INVOCATION>;
     for (var j = 0u; j < PER_INVOCATION; j++) {
         v[j] = x[p.x_off + clamped(i0 + j * EW_WG, p.n)];
     }
@@ -47,8 +47,8 @@ fn backward(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i0 = first_index(wg, nwg, lid);
-    var xs: array<f32, PER_INVOCATION>;
-    var ds: array<f32, PER_INVOCATION>;
+    var xs: array<f32, MAX_PER_INVOCATION>;
+    var ds: array<f32, MAX_PER_INVOCATION>;
     for (var j = 0u; j < PER_INVOCATION; j++) {
         let i = clamped(i0 + j * EW_WG, p.n);
         xs[j] = x[p.x_off + i];

@@ -24,7 +24,7 @@ fn forward(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i0 = first_index(wg, nwg, lid);
-    var s: array<f32, PER_INVOCATION>;
+    var s: array<f32, MAX_PER_INVOCATION>;
     for (var j = 0u; j < PER_INVOCATION; j++) {
         let i = clamped(i0 + j * EW_WG, p.n);
         s[j] = a[p.a_off + i] + b[p.b_off + i];
@@ -44,7 +44,7 @@ fn accumulate(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let i0 = first_index(wg, nwg, lid);
-    var s: array<f32, PER_INVOCATION>;
+    var s: array<f32, MAX_PER_INVOCATION>;
     for (var j = 0u; j < PER_INVOCATION; j++) {
         s[j] = b[p.b_off + clamped(i0 + j * EW_WG, p.n)];
     }

@@ -6,7 +6,7 @@ use tinygpt_core::model::layers::{gelu_backward, gelu_forward};
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
-use tinygpt_gpu::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
+use tinygpt_gpu::ops::gelu::{bind_gelu_backward_per, bind_gelu_forward_per};
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::GpuContext;
 
@@ -14,6 +14,9 @@ use tinygpt_gpu::GpuContext;
 /// about 2 ulp of the result, and 2e-7 absolute where it is near zero.
 const ATOL: f64 = 2e-7;
 const RTOL: f64 = 2.5e-7;
+
+/// Elements an invocation: every variant of the kernels.
+const PER: [u32; 2] = [1, 8];
 
 fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
     pollster::block_on(ctx.read_f32(buf, len)).unwrap()
@@ -36,16 +39,24 @@ fn forward_matches_reference() {
     let mut want = vec![0.0; x.len()];
     gelu_forward(&mut want, &x);
     let x_buf = ctx.upload("x", &x).unwrap();
-    // The output is a view 3 floats into its buffer, 5 floats before its end
-    // (the last workgroup's invocations past N write nothing).
-    let y = ctx.zeros("y", x.len() + 8).unwrap();
+    for per in PER {
+        // The output is a view 3 floats into its buffer, 5 floats before its
+        // end (the last workgroup's invocations past N write nothing).
+        let y = ctx.zeros("y", x.len() + 8).unwrap();
+        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let n = (x.len() as u32, per);
+        let k = bind_gelu_forward_per(ctx, &mut reg, n, &x_buf, View::at(&y, 3)).unwrap();
+        tinygpt_gpu::kernel::submit(ctx, "gelu", &[&k]);
+        let got = read(ctx, &y, x.len() + 8);
+        let what = format!("gelu forward, {per} an invocation");
+        assert_close(&what, &got[3..x.len() + 3], &want, ATOL, RTOL);
+        assert_eq!(&got[..3], &[0.0; 3]);
+        assert_eq!(&got[x.len() + 3..], &[0.0; 5]);
+    }
     let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
-    let k = bind_gelu_forward(ctx, &mut reg, x.len() as u32, &x_buf, View::at(&y, 3)).unwrap();
-    tinygpt_gpu::kernel::submit(ctx, "gelu", &[&k]);
-    let got = read(ctx, &y, x.len() + 8);
-    assert_close("gelu forward", &got[3..x.len() + 3], &want, ATOL, RTOL);
-    assert_eq!(&got[..3], &[0.0; 3]);
-    assert_eq!(&got[x.len() + 3..], &[0.0; 5]);
+    let y = ctx.zeros("y", x.len()).unwrap();
+    let e = bind_gelu_forward_per(ctx, &mut reg, (x.len() as u32, 4), &x_buf, &y);
+    assert!(e.is_err(), "4 an invocation has no pipeline");
 }
 
 #[test]
@@ -56,7 +67,7 @@ fn backward_matches_reference_accumulating_and_overwriting() {
     let mut rng = Rng::new(501);
     let dy: Vec<f32> = (0..x.len()).map(|_| rng.uniform(-1.0, 1.0)).collect();
     let dx0: Vec<f32> = (0..x.len()).map(|_| rng.uniform(-1.0, 1.0)).collect();
-    for accumulate in [true, false] {
+    for (accumulate, per) in [true, false].into_iter().flat_map(|a| PER.map(|p| (a, p))) {
         let start = if accumulate {
             dx0.clone()
         } else {
@@ -69,12 +80,13 @@ fn backward_matches_reference_accumulating_and_overwriting() {
             .upload("dx", if accumulate { &dx0 } else { &dy })
             .unwrap();
         let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
-        let n = x.len() as u32;
-        let k = bind_gelu_backward(ctx, &mut reg, n, accumulate, &x_buf, &dy_buf, &dx).unwrap();
+        let n = (x.len() as u32, per);
+        let k = bind_gelu_backward_per(ctx, &mut reg, n, accumulate, (&x_buf, &dy_buf), &dx);
+        let k = k.unwrap();
         tinygpt_gpu::kernel::submit(ctx, "gelu_backward", &[&k]);
         let got = read(ctx, &dx, x.len());
         assert_close(
-            &format!("gelu backward, accumulate {accumulate}"),
+            &format!("gelu backward, accumulate {accumulate}, {per} an invocation"),
             &got,
             &want,
             ATOL,

@@ -1,7 +1,10 @@
 //! Exact (erf) GELU, forward and backward, as `gelu_forward` /
 //! `gelu_backward` of `tinygpt_core::model::layers`.
 
-use super::common::{bind_kernel, check_no_alias, elementwise_grid, uniform, View};
+use super::common::{
+    bind_kernel, check_no_alias, elementwise_grid, elementwise_per_invocation, shape_error,
+    uniform, View,
+};
 use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
@@ -28,6 +31,35 @@ pub const GELU_BACKWARD: KernelSource = KernelSource {
     constants: &[],
 };
 
+/// Both at eight elements an invocation (large `n`:
+/// [`elementwise_per_invocation`]).
+pub const GELU_FORWARD_X8: KernelSource = KernelSource {
+    key: "gelu_forward_x8",
+    constants: &[("PER_INVOCATION", 8.0)],
+    ..GELU_FORWARD
+};
+pub const GELU_BACKWARD_X8: KernelSource = KernelSource {
+    key: "gelu_backward_x8",
+    constants: &[("PER_INVOCATION", 8.0)],
+    ..GELU_BACKWARD
+};
+
+/// The kernel taking `per` elements an invocation, of `[one, eight]`.
+fn variant(
+    op: &'static str,
+    per: u32,
+    [one, eight]: [&'static KernelSource; 2],
+) -> Result<&'static KernelSource, GpuError> {
+    match per {
+        1 => Ok(one),
+        8 => Ok(eight),
+        _ => Err(shape_error(
+            op,
+            format!("{per} elements an invocation: 1 or 8"),
+        )),
+    }
+}
+
 /// Binds `y (n) = gelu(x (n))`, overwriting `y`.
 pub fn bind_gelu_forward<'a>(
     ctx: &GpuContext,
@@ -36,6 +68,20 @@ pub fn bind_gelu_forward<'a>(
     x: impl Into<View<'a>>,
     y: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
+    let per = elementwise_per_invocation(n);
+    bind_gelu_forward_per(ctx, registry, (n, per), x, y)
+}
+
+/// [`bind_gelu_forward`] taking `per` (1 or 8) elements an invocation
+/// (tests run both).
+pub fn bind_gelu_forward_per<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    (n, per): (u32, u32),
+    x: impl Into<View<'a>>,
+    y: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let kernel = variant("gelu", per, [&GELU_FORWARD, &GELU_FORWARD_X8])?;
     let (x, y) = (x.into(), y.into());
     x.need("gelu", "x", n as u64)?;
     y.need("gelu", "y", n as u64)?;
@@ -44,10 +90,10 @@ pub fn bind_gelu_forward<'a>(
     Ok(bind_kernel(
         ctx,
         registry,
-        &GELU_FORWARD,
+        kernel,
         &params,
         &[(1, x.buffer), (2, y.buffer)],
-        elementwise_grid(ctx, n),
+        elementwise_grid(ctx, n, per),
     ))
 }
 
@@ -62,6 +108,21 @@ pub fn bind_gelu_backward<'a>(
     dy: impl Into<View<'a>>,
     dx: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
+    let per = elementwise_per_invocation(n);
+    bind_gelu_backward_per(ctx, registry, (n, per), accumulate, (x, dy), dx)
+}
+
+/// [`bind_gelu_backward`] taking `per` (1 or 8) elements an invocation
+/// (tests run both).
+pub fn bind_gelu_backward_per<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    (n, per): (u32, u32),
+    accumulate: bool,
+    (x, dy): (impl Into<View<'a>>, impl Into<View<'a>>),
+    dx: impl Into<View<'a>>,
+) -> Result<BoundKernel, GpuError> {
+    let kernel = variant("gelu_backward", per, [&GELU_BACKWARD, &GELU_BACKWARD_X8])?;
     let (x, dy, dx) = (x.into(), dy.into(), dx.into());
     x.need("gelu_backward", "x", n as u64)?;
     dy.need("gelu_backward", "dy", n as u64)?;
@@ -79,9 +140,9 @@ pub fn bind_gelu_backward<'a>(
     Ok(bind_kernel(
         ctx,
         registry,
-        &GELU_BACKWARD,
+        kernel,
         &params,
         &[(1, x.buffer), (3, dy.buffer), (4, dx.buffer)],
-        elementwise_grid(ctx, n),
+        elementwise_grid(ctx, n, per),
     ))
 }

@@ -65,6 +65,8 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &crossentropy::CROSSENTROPY_MEAN,
         &gelu::GELU_FORWARD,
         &gelu::GELU_BACKWARD,
+        &gelu::GELU_FORWARD_X8,
+        &gelu::GELU_BACKWARD_X8,
         &residual::RESIDUAL_FORWARD,
         &residual::RESIDUAL_ACCUMULATE,
         &MATMUL_F32,

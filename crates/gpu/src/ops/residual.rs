@@ -6,7 +6,9 @@ use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-/// residual.wgsl in the element-wise kernels' layout (elementwise.wgsl).
+/// residual.wgsl in the element-wise kernels' layout (elementwise.wgsl),
+/// an element an invocation at every size (eight measured slower: see
+/// `elementwise_per_invocation`).
 const RESIDUAL_WGSL: &str = concat!(
     include_str!("../../../../shaders/residual.wgsl"),
     include_str!("../../../../shaders/elementwise.wgsl")
@@ -51,7 +53,7 @@ pub fn bind_residual_forward<'a>(
         &RESIDUAL_FORWARD,
         &params,
         &[(1, a.buffer), (2, b.buffer), (3, y.buffer)],
-        elementwise_grid(ctx, n),
+        elementwise_grid(ctx, n, 1),
     ))
 }
 
@@ -83,6 +85,6 @@ pub fn bind_residual_accumulate<'a>(
         &RESIDUAL_ACCUMULATE,
         &params,
         &[(2, b.buffer), (4, acc.buffer)],
-        elementwise_grid(ctx, n),
+        elementwise_grid(ctx, n, 1),
     ))
 }
