@@ -1,5 +1,5 @@
 //! The training graph, read like llm.c's `gpt2_forward`/`gpt2_backward`:
-//! one line per op per layer (the op vocabulary is `builder.rs`). Bound
+//! one line per op per layer (the op vocabulary is `builder/`). Bound
 //! once per batch shape; a step only records it. Shapes: `N = B·T` rows,
 //! `C` channels, `V` vocab, `L` layers.
 

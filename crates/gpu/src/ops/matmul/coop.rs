@@ -9,7 +9,7 @@
 //! Native devices where [`GpuContext::coop_matrix`] holds; elsewhere
 //! binding fails with a message that says why.
 
-use super::coop_stage::{bind_operands, pads, Reuse, StagedRows};
+use super::coop_stage::{bind_operands, pads, Reuse, StagedRows, PAD_K};
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
 use super::kernels::{MATMUL_COOP, MATMUL_COOP_TILED, MATMUL_COOP_TILED_AKM};
@@ -20,12 +20,6 @@ use crate::ops::{BoundOp, View};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_protocol::memory::SPLIT_TARGET_WORKGROUPS_SMALL;
-
-/// The staged operands' padding (`coop_pad.wgsl`): M′, K′ and N′ are
-/// multiples of these.
-pub(super) const PAD_M: u32 = 128;
-pub(super) const PAD_K: u32 = 32;
-pub(super) const PAD_N: u32 = 128;
 
 /// The cooperative-matrix kernels; both sum a 32×64 block of C per
 /// subgroup in 16×16×16 f16 → f32 products.
@@ -233,15 +227,7 @@ pub fn bind_matmul_coop_variant<'a>(
     c: impl Into<View<'a>>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
-    check(ctx, &desc, (a, opts), b, bias, c)?;
-    let op = bind_staged(
-        ctx,
-        registry,
-        desc,
-        (a, opts),
-        (b, bias, c),
-        (1, Reuse::default()),
-    )?;
+    let op = bind_matmul_coop_staging(ctx, registry, desc, (a, opts), b, bias, c)?;
     Ok(op.kernels)
 }
 
@@ -332,7 +318,10 @@ fn bind_staged(
     };
     let aux = aux.map_or_else(|| unused.as_ref().expect("made above"), |v| v.buffer);
     let shape = (&desc, (mp, kp, np), &uniform);
-    let ops = bind_operands(ctx, registry, shape, (a, &opts), b, reuse)?;
+    // Only the tiled kernel's plain, fault-free form has an `A_KM` pipeline.
+    let plain = opts.fault.is_none() && matches!(opts.epilogue, Epilogue::Plain);
+    let a_km = opts.kernel == CoopKernel::Tiled && plain;
+    let ops = bind_operands(ctx, registry, shape, (a, opts.scale, a_km), b, reuse)?;
     let buffers = [
         (3, bias.buffer),
         (4, c.buffer),

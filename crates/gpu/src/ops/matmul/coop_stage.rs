@@ -8,7 +8,6 @@
 //! halves are the same, so the products are: only the staging dispatches
 //! (a read of the f32 operand and a write of its f16 copy each) go.
 
-use super::coop::{CoopKernel, CoopOptions, Epilogue, PAD_K, PAD_M, PAD_N};
 use super::desc::MatmulDesc;
 use super::kernels::{COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T};
 use crate::kernel::BoundKernel;
@@ -16,6 +15,12 @@ use crate::ops::common::{bind_kernel, shape_error};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
+
+/// The staged operands' padding (`coop_pad.wgsl`): M′, K′ and N′ are
+/// multiples of these.
+pub(super) const PAD_M: u32 = 128;
+pub(super) const PAD_K: u32 = 32;
+pub(super) const PAD_N: u32 = 128;
 
 /// Elements one workgroup of the element-wise stage kernels stages
 /// (`coop_stage.wgsl`'s `PER_GROUP`).
@@ -114,22 +119,21 @@ pub(super) struct Operands {
     pub staged: [Option<StagedRows>; 2],
 }
 
-/// Stages op(A) and op(B) of `desc` (padded to `(M′, K′, N′)`) with the
-/// params in `uniform`, or takes them from `reuse` where they fit.
+/// Stages op(A) (times `scale`) and op(B) of `desc` (padded to `(M′, K′,
+/// N′)`) with the params in `uniform`, or takes them from `reuse` where
+/// they fit — op(A)ᵀ's rows only where the kernel has an `A_KM` pipeline
+/// (`a_km`).
 pub(super) fn bind_operands(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     (desc, pads, uniform): (&MatmulDesc, (u32, u32, u32), &wgpu::Buffer),
-    (a, opts): (View<'_>, &CoopOptions<'_>),
+    (a, scale, a_km): (View<'_>, f32, bool),
     b: View<'_>,
     reuse: Reuse<'_>,
 ) -> Result<Operands, GpuError> {
     let (mp, kp, np) = pads;
-    let plain = opts.fault.is_none() && matches!(opts.epilogue, Epilogue::Plain);
     let a_reuse = match reuse.a {
-        Some(s) if desc.trans_a && opts.kernel == CoopKernel::Tiled && plain => {
-            s.fits(a, (desc.k, desc.m, mp, opts.scale))?.then_some(s)
-        }
+        Some(s) if desc.trans_a && a_km => s.fits(a, (desc.k, desc.m, mp, scale))?.then_some(s),
         _ => None,
     };
     let b_reuse = match reuse.b {
@@ -153,7 +157,7 @@ pub(super) fn bind_operands(
                 grid,
             ));
             if !desc.trans_a {
-                let at = (desc.m, desc.k, kp, opts.scale);
+                let at = (desc.m, desc.k, kp, scale);
                 staged[0] = Some(rows_of(&a16, a, at));
             }
             a16

@@ -1,0 +1,191 @@
+//! The training graph's backward ops (the vocabulary's second half; see
+//! the parent module).
+
+use super::{u, Buf, Builder, Grads, Linear, R};
+use crate::ops::attention::{bind_attention_backward, AttentionBackwardBuffers};
+use crate::ops::bias_grad::{bind_bias_grad, BiasGradDesc};
+use crate::ops::embedding::bind_embedding_backward;
+use crate::ops::gelu::bind_gelu_backward;
+use crate::ops::layernorm::{bind_layernorm_backward, LayerNormGrads};
+use crate::ops::matmul::coop::{bind_matmul_coop_split_k, CoopOptions};
+use crate::ops::matmul::coop_stage::{Reuse, StagedRows};
+use crate::ops::matmul::MatmulDesc;
+use crate::ops::BoundOp;
+use crate::GpuError;
+use tinygpt_core::model::Site;
+use tinygpt_core::ParamKind;
+
+/// The backward ops: every parameter gradient accumulates into `grads`
+/// (zeroed by the step first).
+impl<'a, 'r> Builder<'a, 'r> {
+    /// Tied head: `dx (N, C) = dlogits · tok_emb`; `dtok_emb += dlogitsᵀ · x`.
+    pub fn head_backward(&mut self, dlogits: &Buf, x: &Buf, dx: &Buf) -> R {
+        let (c, v) = (u(self.cfg.d_model), u(self.cfg.vocab_size));
+        let tok = self.params.at(ParamKind::TokEmb, 0);
+        let dx_desc = MatmulDesc {
+            m: self.n(),
+            k: v,
+            n: c,
+            ..Default::default()
+        };
+        let scale = self.grad_scale();
+        let dy_rows = self.matmul(dx_desc, (dlogits.into(), scale), tok, None, dx.into())?;
+        let reuse = (dy_rows, (ParamKind::TokEmb, 0));
+        self.weight_grad(
+            (dlogits, x),
+            (v, c),
+            (self.grad(ParamKind::TokEmb, 0), None),
+            reuse,
+        )
+    }
+
+    /// `dW (rows, cols) += dyᵀ · x` (and `db += Σ dy` when given), summed
+    /// over the N rows: K-split through the shared scratch when its few
+    /// output tiles would idle a GPU — with `db` as the split's row sums
+    /// where it splits on the f32 small-output kernel, else `db` by the
+    /// column sum. On cooperative matrices it reads `dy` as the dX product
+    /// staged it (`dy_rows`) and `x` as the weight's forward product did.
+    fn weight_grad(
+        &mut self,
+        (dy, x): (&Buf, &Buf),
+        dims: (u32, u32),
+        (dw, db): Grads<'a>,
+        (dy_rows, weight): (Option<StagedRows>, (ParamKind, usize)),
+    ) -> R {
+        let (rows, cols) = dims;
+        let desc = MatmulDesc {
+            m: rows,
+            k: self.n(),
+            n: cols,
+            trans_a: true,
+            accumulate: true,
+            ..Default::default()
+        };
+        let scratch = self.scratch.as_ref();
+        if self.coop {
+            let a = (dy.into(), CoopOptions::scaled(self.grad_scale()));
+            let reuse = Reuse {
+                a: dy_rows.as_ref(),
+                b: self.inputs_staged.get(&weight),
+            };
+            let (ctx, x) = (self.ctx, x.into());
+            let op =
+                bind_matmul_coop_split_k(ctx, self.reg, desc, a, x, None, dw, (scratch, reuse))?;
+            self.push(op)?;
+        } else {
+            let (ctx, layout) = (self.ctx, self.layout);
+            if let Some(db) = db {
+                let split =
+                    layout.bind_split_k_row_sums(ctx, self.reg, desc, dy, x, dw, db, scratch)?;
+                if let Some(op) = split {
+                    return self.push(op);
+                }
+            }
+            let op = layout.bind_split_k(ctx, self.reg, desc, dy, x, None, dw, scratch)?;
+            self.push(op)?;
+        }
+        let Some(db) = db else { return Ok(()) };
+        let desc = BiasGradDesc {
+            rows: self.n(),
+            cols: rows,
+            accumulate: true,
+            layout: self.layout,
+        };
+        let k = bind_bias_grad(self.ctx, self.reg, desc, dy, db)?;
+        self.push(k)
+    }
+
+    /// For `y = x·Wᵀ + b` with `W (d_out, d_in)`: `dx = dy·W`, `dW += dyᵀ·x`,
+    /// `db += Σ dy`.
+    pub fn linear_backward(
+        &mut self,
+        dy: &Buf,
+        x: &Buf,
+        dx: &Buf,
+        (w, b, l): Linear,
+        (d_in, d_out): (usize, usize),
+    ) -> R {
+        let dx_desc = MatmulDesc {
+            m: self.n(),
+            k: u(d_out),
+            n: u(d_in),
+            ..Default::default()
+        };
+        let (wv, scale) = (self.params.at(w, l), self.grad_scale());
+        let dy_rows = self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?;
+        let grads = (self.grad(w, l), Some(self.grad(b, l)));
+        self.weight_grad((dy, x), (u(d_out), u(d_in)), grads, (dy_rows, (w, l)))
+    }
+
+    /// LayerNorm backward from `dout`: `dx` overwritten (`accumulate` false)
+    /// or added to, `dw`/`db` accumulated.
+    #[allow(clippy::too_many_arguments)]
+    pub fn layernorm_backward(
+        &mut self,
+        accumulate: bool,
+        dout: &Buf,
+        x: &Buf,
+        (w, b, l): Linear,
+        (mean, rstd): (&Buf, &Buf),
+        dx: &Buf,
+    ) -> R {
+        let grads = LayerNormGrads {
+            dout: dout.into(),
+            x: x.into(),
+            w: self.params.at(w, l),
+            mean: mean.into(),
+            rstd: rstd.into(),
+            dx: dx.into(),
+            dw: self.grad(w, l),
+            db: self.grad(b, l),
+        };
+        let k = bind_layernorm_backward(self.ctx, self.reg, self.ln(accumulate), grads)?;
+        self.push(k)
+    }
+
+    /// A residual branch's output gradient: `dres` itself, or (with
+    /// dropout) `dres` through the branch's mask into `scratch`.
+    pub fn branch_grad<'b>(
+        &mut self,
+        site: Site,
+        dres: &'b Buf,
+        scratch: &'b Buf,
+    ) -> Result<&'b Buf, GpuError> {
+        Ok(match self.dropout {
+            Some(_) => {
+                self.dropout(site, dres, scratch)?;
+                scratch
+            }
+            None => dres,
+        })
+    }
+
+    /// `dfch (N, width) = GELU'(fch) ⊙ dout`.
+    pub fn gelu_backward(&mut self, fch: &Buf, dout: &Buf, dfch: &Buf, width: usize) -> R {
+        let n = u(self.b * self.t * width);
+        let k = bind_gelu_backward(self.ctx, self.reg, n, false, fch, dout, dfch)?;
+        self.push(k)
+    }
+
+    /// Attention backward of layer `l` into `dqkv (N, 3C)`.
+    pub fn attention_backward(&mut self, bufs: AttentionBackwardBuffers<'_>, l: usize) -> R {
+        let drop = self.dropout.map(|d| (d, Site::Attention(l)));
+        let kernels = bind_attention_backward(self.ctx, self.reg, self.att(), bufs, drop)?;
+        self.push(BoundOp {
+            kernels,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// `dtok_emb[inputs] += dy`, `dpos_emb[t] += dy`.
+    pub fn encoder_backward(&mut self, inputs: &Buf, dy: &Buf) -> R {
+        let (dtok, dpos) = (
+            self.grad(ParamKind::TokEmb, 0),
+            self.grad(ParamKind::PosEmb, 0),
+        );
+        let emb = self.embedding();
+        let k =
+            bind_embedding_backward(self.ctx, self.reg, self.layout, emb, inputs, dy, dtok, dpos)?;
+        self.push(k)
+    }
+}
