@@ -76,21 +76,25 @@ fn backward_matches_reference_accumulating_and_overwriting() {
         let mut want = start.clone();
         gelu_backward(&mut want, &x, &dy);
         let (x_buf, dy_buf) = (ctx.upload("x", &x).unwrap(), ctx.upload("dy", &dy).unwrap());
+        // Four floats past dx: the last workgroup's invocations past N
+        // write nothing.
+        let start_dx = if accumulate { &dx0 } else { &dy };
         let dx = ctx
-            .upload("dx", if accumulate { &dx0 } else { &dy })
+            .upload("dx", &[&start_dx[..], &[7.0; 4]].concat())
             .unwrap();
         let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
         let n = (x.len() as u32, per);
         let k = bind_gelu_backward_per(ctx, &mut reg, n, accumulate, (&x_buf, &dy_buf), &dx);
         let k = k.unwrap();
         tinygpt_gpu::kernel::submit(ctx, "gelu_backward", &[&k]);
-        let got = read(ctx, &dx, x.len());
+        let got = read(ctx, &dx, x.len() + 4);
         assert_close(
             &format!("gelu backward, accumulate {accumulate}, {per} an invocation"),
-            &got,
+            &got[..x.len()],
             &want,
             ATOL,
             RTOL,
         );
+        assert_eq!(&got[x.len()..], &[7.0; 4]);
     }
 }

@@ -16,8 +16,9 @@ fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
     pollster::block_on(ctx.read_f32(buf, len)).unwrap()
 }
 
-/// N·C for (7, 13), (37, 96), one more than a workgroup's 2,048 elements,
-/// and three workgroups and a bit.
+/// N·C for (7, 13), (37, 96), and two sizes over several workgroups with
+/// a partial last one (the residual takes one element an invocation, 256 a
+/// workgroup).
 const LENS: [usize; 4] = [7 * 13, 37 * 96, 2049, 3 * 2048 + 5];
 
 #[test]
