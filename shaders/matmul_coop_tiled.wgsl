@@ -20,6 +20,14 @@ enable wgpu_cooperative_matrix;
 // values in the same fragments, so the same products.
 override A_KM: bool = false;
 
+// B_NK (a pipeline of its own): op(B) comes staged as op(B)ᵀ, [N′][K″]
+// with K″ = padded(K, PAD_N) — a dX product dY·W reading the Wᵀ that the
+// weight's forward product (X·Wᵀ) staged, instead of staging W again. Each
+// invocation copies 8 K of a row of it, as op(A)'s rows are copied, into
+// op(B)'s tile transposed (8 halves a row apart): the same tile, so the
+// same fragments and products.
+override B_NK: bool = false;
+
 @group(0) @binding(5) var<storage, read> a16: array<vec4<u32>>;
 @group(0) @binding(6) var<storage, read> b16: array<vec4<u32>>;
 
@@ -32,21 +40,22 @@ const SB: u32 = 136u;
 const TB: u32 = 5120u; // 128 × SA
 var<workgroup> tiles: array<f16, 9472>; // TB + 32 × SB
 
-// Eight halves (one 16-byte load) into the tiles at `at` (through f32,
-// which holds every f16 exactly: naga 30 has no bitcast to vec2<f16>).
-fn put(at: u32, w: vec4<u32>) {
+// Eight halves (one 16-byte load) into the tiles at `at`, `step` apart
+// (through f32, which holds every f16 exactly: naga 30 has no bitcast to
+// vec2<f16>).
+fn put(at: u32, step: u32, w: vec4<u32>) {
     let h0 = vec2<f16>(unpack2x16float(w.x));
     let h1 = vec2<f16>(unpack2x16float(w.y));
     let h2 = vec2<f16>(unpack2x16float(w.z));
     let h3 = vec2<f16>(unpack2x16float(w.w));
     tiles[at] = h0.x;
-    tiles[at + 1u] = h0.y;
-    tiles[at + 2u] = h1.x;
-    tiles[at + 3u] = h1.y;
-    tiles[at + 4u] = h2.x;
-    tiles[at + 5u] = h2.y;
-    tiles[at + 6u] = h3.x;
-    tiles[at + 7u] = h3.y;
+    tiles[at + step] = h0.y;
+    tiles[at + 2u * step] = h1.x;
+    tiles[at + 3u * step] = h1.y;
+    tiles[at + 4u * step] = h2.x;
+    tiles[at + 5u * step] = h2.y;
+    tiles[at + 6u * step] = h3.x;
+    tiles[at + 7u * step] = h3.y;
 }
 
 @compute @workgroup_size(256)
@@ -69,7 +78,7 @@ fn main(
     let bk = t / 16u;
     let bc = (t % 16u) * 8u;
     var ga = (wg.y * 128u + ar) * lda + ak;
-    let gb = bk * ldb + wg.x * 128u + bc;
+    var gb = bk * ldb + wg.x * 128u + bc;
     var ga_far = 64u * lda;
     // Halves from one K to the next in the staged op(A), and where the two
     // copies land in its tile.
@@ -84,7 +93,21 @@ fn main(
         at = bk * SB + bc;
         at_far = (bk + 16u) * SB + bc;
     }
-    let gb_far = 16u * ldb;
+    var gb_far = 16u * ldb;
+    // The same for op(B).
+    var b_step = ldb;
+    var bt = TB + bk * SB + bc;
+    var bt_far = TB + (bk + 16u) * SB + bc;
+    var b_put = 1u;
+    if (B_NK) {
+        let ldk = padded(p.k, PAD_N);
+        gb = (wg.x * 128u + ar) * ldk + ak;
+        gb_far = 64u * ldk;
+        b_step = 1u;
+        bt = TB + ak * SB + ar;
+        bt_far = bt + 64u;
+        b_put = SB;
+    }
     // This subgroup's 32×64 block of the tile.
     let sr = (sg / 2u) * 32u;
     let sc = (sg % 2u) * 64u;
@@ -103,22 +126,22 @@ fn main(
     if (range.x < range.y) {
         wa0 = a16[(ga + range.x * a_step) / 8u];
         wa1 = a16[(ga + ga_far + range.x * a_step) / 8u];
-        wb0 = b16[(gb + range.x * ldb) / 8u];
-        wb1 = b16[(gb + gb_far + range.x * ldb) / 8u];
+        wb0 = b16[(gb + range.x * b_step) / 8u];
+        wb1 = b16[(gb + gb_far + range.x * b_step) / 8u];
     }
     for (var k0 = range.x; k0 < range.y; k0 += PAD_K) {
         workgroupBarrier();
-        put(at, wa0);
-        put(at_far, wa1);
-        put(TB + bk * SB + bc, wb0);
-        put(TB + (bk + 16u) * SB + bc, wb1);
+        put(at, 1u, wa0);
+        put(at_far, 1u, wa1);
+        put(bt, b_put, wb0);
+        put(bt_far, b_put, wb1);
         workgroupBarrier();
         let kn = k0 + PAD_K;
         if (kn < range.y) {
             wa0 = a16[(ga + kn * a_step) / 8u];
             wa1 = a16[(ga + ga_far + kn * a_step) / 8u];
-            wb0 = b16[(gb + kn * ldb) / 8u];
-            wb1 = b16[(gb + gb_far + kn * ldb) / 8u];
+            wb0 = b16[(gb + kn * b_step) / 8u];
+            wb1 = b16[(gb + gb_far + kn * b_step) / 8u];
         }
         for (var kk = 0u; kk < PAD_K; kk += 16u) {
             var a0 = coop_mat16x16<f16, A>();

@@ -1,11 +1,12 @@
-//! A tensor-core weight gradient `dW = dYᵀ·X` reading the dY its dX
-//! product staged and the X its forward product staged
-//! (`ops/matmul/coop_stage.rs`'s `Reuse`) gives the bits of the same
-//! product staging its own operands — split along K and not, with the
-//! gradient scaled — and stages only what does not fit (a dW whose rows are
-//! not a whole number of 128-row tiles stages its dYᵀ again). Native
-//! devices with cooperative matrices; elsewhere each test says it did not
-//! run.
+//! Tensor-core products reading operands that earlier products staged
+//! (`ops/matmul/coop_stage.rs`'s `Reuse`) give the bits of the same
+//! products staging their own: a weight gradient `dW = dYᵀ·X` reading the
+//! dY its dX product staged (`A_KM`) and the X its forward product staged,
+//! split along K and not, the gradient scaled; a dX product `dY·W` reading
+//! the Wᵀ the forward product staged (`B_NK`). Copies that do not fit are
+//! staged again (rows that are not whole 128-row tiles), and a copy of
+//! another operand is refused. Native devices with cooperative matrices;
+//! elsewhere each test says it did not run.
 
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
@@ -36,12 +37,22 @@ fn unavailable(gpu: &TestGpu, test: &str) -> bool {
 const SCALE: f32 = 512.0;
 
 /// What the forward and dX products of a linear `W (d_out, d_in)` over `n`
-/// rows staged: `(X's rows, dY's rows)`, and their dispatches.
+/// rows staged (X's rows, dY's rows), their dispatches, and the dispatch
+/// counts of the dX product staging its own W (into `dx`) and reading the
+/// forward's Wᵀ (into `dx1`).
+struct Staged {
+    x_rows: StagedRows,
+    dy_rows: StagedRows,
+    kernels: Vec<BoundKernel>,
+    dx_counts: [usize; 2],
+}
+
 fn stage_both(
     gpu: &TestGpu,
     (n, d_in, d_out): (u32, u32, u32),
-    [x, dy, w, y, dx]: [View<'_>; 5],
-) -> (StagedRows, StagedRows, Vec<BoundKernel>) {
+    [x, dy, w, y]: [View<'_>; 4],
+    [dx, dx1]: [View<'_>; 2],
+) -> Staged {
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let ctx = &gpu.ctx;
     let fwd = MatmulDesc {
@@ -51,7 +62,9 @@ fn stage_both(
         trans_b: true,
         ..Default::default()
     };
-    let f = bind_matmul_coop_staging(ctx, &mut reg, fwd, (x, CoopOptions::default()), w, None, y);
+    let (plain, none) = (CoopOptions::default(), Reuse::default());
+    let f = bind_matmul_coop_staging(ctx, &mut reg, fwd, (x, plain), (w, none), None, y);
+    let f = f.unwrap();
     let back = MatmulDesc {
         m: n,
         k: d_out,
@@ -59,16 +72,25 @@ fn stage_both(
         ..Default::default()
     };
     let opts = CoopOptions::scaled(SCALE);
-    let d = bind_matmul_coop_staging(ctx, &mut reg, back, (dy, opts), w, None, dx);
-    let (f, d) = (f.unwrap(), d.unwrap());
-    let [x_rows, _] = f.staged;
+    let d = bind_matmul_coop_staging(ctx, &mut reg, back, (dy, opts), (w, none), None, dx);
+    let d = d.unwrap();
+    let [x_rows, w_rows] = f.staged;
+    let w_rows = w_rows.expect("Wᵀ staged");
+    let reuse = Reuse {
+        a: None,
+        b: Some(&w_rows),
+    };
+    let d1 = bind_matmul_coop_staging(ctx, &mut reg, back, (dy, opts), (w, reuse), None, dx1);
+    let d1 = d1.unwrap();
+    let dx_counts = [d.kernels.len(), d1.kernels.len()];
     let [dy_rows, _] = d.staged;
-    let kernels = f.kernels.into_iter().chain(d.kernels).collect();
-    (
-        x_rows.expect("X staged"),
-        dy_rows.expect("dY staged"),
-        kernels,
-    )
+    let kernels = f.kernels.into_iter().chain(d.kernels).chain(d1.kernels);
+    Staged {
+        x_rows: x_rows.expect("X staged"),
+        dy_rows: dy_rows.expect("dY staged"),
+        kernels: kernels.collect(),
+        dx_counts,
+    }
 }
 
 /// `dW (d_out, d_in) = dYᵀ·X` into `dw`, through a scratch when `split`.
@@ -94,35 +116,54 @@ fn weight_grad(
     op.kernels
 }
 
-/// Both weight gradients of one shape: the one staging its own operands
-/// and the one reusing; returns their outputs and dispatch counts.
-fn both(gpu: &TestGpu, shape: (u32, u32, u32), split: bool) -> ([Vec<f32>; 2], [usize; 2]) {
+/// Outputs and dispatch counts, each `[staging its own, reusing]`.
+struct Both {
+    dw: [Vec<f32>; 2],
+    dw_counts: [usize; 2],
+    dx: [Vec<f32>; 2],
+    dx_counts: [usize; 2],
+}
+
+/// Both weight gradients of one shape — the one staging its own operands
+/// and the one reusing — and both dX products likewise.
+fn both(gpu: &TestGpu, shape: (u32, u32, u32), split: bool) -> Both {
     let (n, d_in, d_out) = shape;
     let ctx = &gpu.ctx;
     let mut rng = Rng::new(u64::from(n + d_in + d_out));
     let mut up = |len: u32| ctx.upload("operand", &random(&mut rng, len)).unwrap();
     let (x, dy, w) = (up(n * d_in), up(n * d_out), up(d_out * d_in));
     let zeros = |len: u32| ctx.zeros("out", len as usize).unwrap();
-    let (y, dx, dw0, dw1) = (
-        zeros(n * d_out),
-        zeros(n * d_in),
-        zeros(d_out * d_in),
-        zeros(d_out * d_in),
-    );
-    let (x_rows, dy_rows, mut ks) = stage_both(gpu, shape, [v(&x), v(&dy), v(&w), v(&y), v(&dx)]);
+    let (y, dx0, dx1) = (zeros(n * d_out), zeros(n * d_in), zeros(n * d_in));
+    let (dw0, dw1) = (zeros(d_out * d_in), zeros(d_out * d_in));
+    let ops = [v(&x), v(&dy), v(&w), v(&y)];
+    let st = stage_both(gpu, shape, ops, [v(&dx0), v(&dx1)]);
     let dims = (n, d_in, d_out, split);
     let own = weight_grad(gpu, dims, [v(&dy), v(&x), v(&dw0)], Reuse::default());
     let reuse = Reuse {
-        a: Some(&dy_rows),
-        b: Some(&x_rows),
+        a: Some(&st.dy_rows),
+        b: Some(&st.x_rows),
     };
     let reused = weight_grad(gpu, dims, [v(&dy), v(&x), v(&dw1)], reuse);
-    let counts = [own.len(), reused.len()];
+    let dw_counts = [own.len(), reused.len()];
+    let mut ks = st.kernels;
     ks.extend(own);
     ks.extend(reused);
     submit(ctx, "coop_reuse", &ks.iter().collect::<Vec<_>>());
-    let read = |b| pollster::block_on(ctx.read_f32(b, (d_out * d_in) as usize)).unwrap();
-    ([read(&dw0), read(&dw1)], counts)
+    let read = |b, len: u32| pollster::block_on(ctx.read_f32(b, len as usize)).unwrap();
+    Both {
+        dw: [read(&dw0, d_out * d_in), read(&dw1, d_out * d_in)],
+        dw_counts,
+        dx: [read(&dx0, n * d_in), read(&dx1, n * d_in)],
+        dx_counts: st.dx_counts,
+    }
+}
+
+/// How many outputs of `a` and `b` differ in their bits.
+fn differ(a: &[f32], b: &[f32]) -> usize {
+    a.iter()
+        .zip(b)
+        .filter(|(x, y)| x.to_bits() != y.to_bits())
+        .count()
 }
 
 #[test]
@@ -143,21 +184,29 @@ fn a_weight_gradient_reading_staged_operands_gives_the_bits_of_staging_its_own()
         (1000, 128, 100),
     ] {
         for split in [false, true] {
-            let ([own, reused], [n_own, n_reused]) = both(gpu, shape, split);
-            let differ = own
-                .iter()
-                .zip(&reused)
-                .filter(|(a, b)| a.to_bits() != b.to_bits())
-                .count();
+            let r = both(gpu, shape, split);
+            let [own, reused] = &r.dw;
+            let d = differ(own, reused);
+            let len = own.len();
             assert_eq!(
-                differ,
-                0,
-                "{shape:?} split {split}: {differ} of {} outputs differ",
-                own.len()
+                d, 0,
+                "{shape:?} split {split}: {d} of {len} dW outputs differ"
             );
             assert!(own.iter().any(|v| *v != 0.0), "{shape:?}: the product ran");
             // Both staging dispatches gone.
-            assert_eq!(n_reused + 2, n_own, "{shape:?} split {split}: dispatches");
+            let [n_own, n_reused] = r.dw_counts;
+            assert_eq!(
+                n_reused + 2,
+                n_own,
+                "{shape:?} split {split}: dW dispatches"
+            );
+            // The dX product reading the forward's Wᵀ (`B_NK`): the same
+            // bits, W's staging gone.
+            let d = differ(&r.dx[0], &r.dx[1]);
+            assert_eq!(d, 0, "{shape:?}: {d} dX outputs differ");
+            assert!(r.dx[0].iter().any(|v| *v != 0.0), "{shape:?}: dX ran");
+            let [x_own, x_reused] = r.dx_counts;
+            assert_eq!(x_reused + 1, x_own, "{shape:?}: dX dispatches");
         }
     }
 }
@@ -170,20 +219,22 @@ fn operands_that_do_not_fit_are_staged_again() {
     }
     // d_out 96: dY's staged rows are 96 halves apart, the dW's 128-row
     // tiles want 128, so dYᵀ is staged again; X (d_in 128) is reused.
-    // d_in 160: X's rows are 160 apart, op(B) wants 256; staged again.
+    // d_in 160: X's rows are 160 apart, op(B) wants 256; staged again; and
+    // the forward's Wᵀ has 160 rows where dX's 128-column tiles want 256,
+    // so dX stages W again too.
     for (shape, staged) in [
         ((320, 128, 96), 1),
         ((320, 160, 128), 1),
         ((320, 160, 96), 2),
     ] {
-        let ([own, reused], [n_own, n_reused]) = both(gpu, shape, true);
-        assert!(
-            own.iter()
-                .zip(&reused)
-                .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "{shape:?}"
-        );
-        assert_eq!(n_reused + 2 - staged, n_own, "{shape:?}: dispatches");
+        let r = both(gpu, shape, true);
+        assert_eq!(differ(&r.dw[0], &r.dw[1]), 0, "{shape:?}: dW");
+        assert_eq!(differ(&r.dx[0], &r.dx[1]), 0, "{shape:?}: dX");
+        let [n_own, n_reused] = r.dw_counts;
+        assert_eq!(n_reused + 2 - staged, n_own, "{shape:?}: dW dispatches");
+        let w_staged = usize::from(shape.1 % 128 != 0);
+        let [x_own, x_reused] = r.dx_counts;
+        assert_eq!(x_reused + 1 - w_staged, x_own, "{shape:?}: dX dispatches");
     }
 }
 
@@ -196,15 +247,15 @@ fn a_staged_copy_of_another_operand_is_refused() {
     let (n, d_in, d_out) = (256, 128, 128);
     let ctx = &gpu.ctx;
     let zeros = |len: u32| ctx.zeros("operand", len as usize).unwrap();
-    let (x, dy, w, y, dx, dw) = (
+    let (x, dy, w) = (zeros(n * d_in), zeros(n * d_out), zeros(d_out * d_in));
+    let (y, dx0, dx1, dw) = (
+        zeros(n * d_out),
         zeros(n * d_in),
-        zeros(n * d_out),
-        zeros(d_out * d_in),
-        zeros(n * d_out),
         zeros(n * d_in),
         zeros(d_out * d_in),
     );
-    let (x_rows, _, _) = stage_both(gpu, (n, d_in, d_out), [v(&x), v(&dy), v(&w), v(&y), v(&dx)]);
+    let ops = [v(&x), v(&dy), v(&w), v(&y)];
+    let x_rows = stage_both(gpu, (n, d_in, d_out), ops, [v(&dx0), v(&dx1)]).x_rows;
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let desc = MatmulDesc {
         m: d_out,

@@ -83,6 +83,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     ];
     all.extend(MATMUL_COOP.iter().chain(&MATMUL_COOP_TILED));
     all.push(&matmul::MATMUL_COOP_TILED_AKM);
+    all.push(&matmul::MATMUL_COOP_TILED_BNK);
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
     #[cfg(feature = "fault-injection")]

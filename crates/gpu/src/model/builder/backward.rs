@@ -29,7 +29,9 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let scale = self.grad_scale();
-        let dy_rows = self.matmul(dx_desc, (dlogits.into(), scale), tok, None, dx.into())?;
+        let tok_rows = self.weights_staged.get(&(ParamKind::TokEmb, 0)).cloned();
+        let b = (tok, tok_rows.as_ref());
+        let [dy_rows, _] = self.matmul(dx_desc, (dlogits.into(), scale), b, None, dx.into())?;
         let reuse = (dy_rows, (ParamKind::TokEmb, 0));
         self.weight_grad(
             (dlogits, x),
@@ -112,7 +114,9 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let (wv, scale) = (self.params.at(w, l), self.grad_scale());
-        let dy_rows = self.matmul(dx_desc, (dy.into(), scale), wv, None, dx.into())?;
+        let w_rows = self.weights_staged.get(&(w, l)).cloned();
+        let wb = (wv, w_rows.as_ref());
+        let [dy_rows, _] = self.matmul(dx_desc, (dy.into(), scale), wb, None, dx.into())?;
         let grads = (self.grad(w, l), Some(self.grad(b, l)));
         self.weight_grad((dy, x), (u(d_out), u(d_in)), grads, (dy_rows, (w, l)))
     }

@@ -15,7 +15,7 @@ use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::gelu::bind_gelu_forward;
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
 use crate::ops::matmul::coop::{bind_matmul_coop_staging, CoopOptions, Epilogue};
-use crate::ops::matmul::coop_stage::StagedRows;
+use crate::ops::matmul::coop_stage::{Reuse, StagedRows};
 use crate::ops::matmul::f16w::bind_matmul_f16w;
 use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
 use crate::ops::residual::bind_residual_forward;
@@ -50,6 +50,9 @@ pub type Linear = (ParamKind, ParamKind, usize);
 
 type Buf = wgpu::Buffer;
 type R = Result<(), GpuError>;
+/// A product's staged copies of op(A) and op(B), when on cooperative
+/// matrices (`coop::StagedOp::staged`).
+type Staged = [Option<StagedRows>; 2];
 /// A weight's gradient and its bias's, when it has one.
 type Grads<'a> = (View<'a>, Option<View<'a>>);
 
@@ -78,6 +81,9 @@ pub struct Builder<'a, 'r> {
     /// product staged it, by weight, for the weight's gradient to read
     /// (the graph writes a linear's input once, before the linear).
     inputs_staged: HashMap<(ParamKind, usize), StagedRows>,
+    /// Each forward linear's weight as its product staged it (Wᵀ's rows),
+    /// for the dX product to read (weights change only after the step).
+    weights_staged: HashMap<(ParamKind, usize), StagedRows>,
     pub ops: Vec<BoundOp>,
 }
 
@@ -111,6 +117,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             t: a.t,
             scratch: None,
             inputs_staged: HashMap::new(),
+            weights_staged: HashMap::new(),
             ops: Vec::new(),
         }
     }
@@ -149,45 +156,52 @@ impl<'a, 'r> Builder<'a, 'r> {
     }
 
     /// `C = op(A)·op(B) [+ bias] [+ C]` on cooperative matrices when the
-    /// path is active (op(A) times `scale` as staged), else in the layout's
-    /// f32 kernel (`scale` unused). On cooperative matrices: op(A)'s rows
-    /// as staged, when A is not transposed.
+    /// path is active (op(A) times `scale` as staged; op(B) read from
+    /// `b_rows` where that copy fits), else in the layout's f32 kernel
+    /// (`scale` and `b_rows` unused). On cooperative matrices: the
+    /// operands' copies as staged ([`StagedOp::staged`]).
     fn matmul<'v>(
         &mut self,
         desc: MatmulDesc,
         (a, scale): (View<'v>, f32),
-        b: View<'v>,
+        (b, b_rows): (View<'v>, Option<&StagedRows>),
         bias: Option<View<'v>>,
         c: View<'v>,
-    ) -> Result<Option<StagedRows>, GpuError> {
+    ) -> Result<Staged, GpuError> {
         if !self.coop {
             let k = self.layout.bind(self.ctx, self.reg, desc, a, b, bias, c)?;
             self.push(k)?;
-            return Ok(None);
+            return Ok([None, None]);
         }
-        self.coop_matmul(desc, (a, CoopOptions::scaled(scale)), b, bias, c)
+        self.coop_matmul(desc, (a, CoopOptions::scaled(scale)), (b, b_rows), bias, c)
     }
 
     /// `C = op(A)·op(B) [+ bias] [+ C]` on cooperative matrices, as `opts`
-    /// say; op(A)'s rows as staged, when A is not transposed.
+    /// say, op(B) read from `b_rows` where it fits; the operands' copies as
+    /// staged.
     fn coop_matmul<'v>(
         &mut self,
         desc: MatmulDesc,
         (a, opts): (View<'v>, CoopOptions<'v>),
-        b: View<'v>,
+        (b, b_rows): (View<'v>, Option<&StagedRows>),
         bias: Option<View<'v>>,
         c: View<'v>,
-    ) -> Result<Option<StagedRows>, GpuError> {
-        let op = bind_matmul_coop_staging(self.ctx, self.reg, desc, (a, opts), b, bias, c)?;
+    ) -> Result<Staged, GpuError> {
+        let reuse = Reuse { a: None, b: b_rows };
+        let (ctx, b) = (self.ctx, (b, reuse));
+        let op = bind_matmul_coop_staging(ctx, self.reg, desc, (a, opts), b, bias, c)?;
         op.kernels.into_iter().try_for_each(|k| self.push(k))?;
-        let [a_rows, _] = op.staged;
-        Ok(a_rows)
+        Ok(op.staged)
     }
 
-    /// Keeps a forward linear's staged input for its weight's gradient.
-    fn keep_input(&mut self, weight: (ParamKind, usize), rows: Option<StagedRows>) -> R {
-        if let Some(rows) = rows {
-            self.inputs_staged.insert(weight, rows);
+    /// Keeps a forward linear's staged input and weight for the weight's
+    /// gradient and its input's.
+    fn keep_staged(&mut self, weight: (ParamKind, usize), [x, w]: Staged) -> R {
+        if let Some(x) = x {
+            self.inputs_staged.insert(weight, x);
+        }
+        if let Some(w) = w {
+            self.weights_staged.insert(weight, w);
         }
         Ok(())
     }
@@ -279,8 +293,8 @@ impl<'a, 'r> Builder<'a, 'r> {
                 self.push(k)
             }
             None => {
-                let rows = self.matmul(desc, (x.into(), 1.0), wv, bias, out.into())?;
-                self.keep_input((w, l), rows)
+                let staged = self.matmul(desc, (x.into(), 1.0), (wv, None), bias, out.into())?;
+                self.keep_staged((w, l), staged)
             }
         }
     }
@@ -322,8 +336,8 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
-        let rows = self.coop_matmul(desc, (x.into(), opts), wv, bias, fch.into())?;
-        self.keep_input((w, l), rows)
+        let staged = self.coop_matmul(desc, (x.into(), opts), (wv, None), bias, fch.into())?;
+        self.keep_staged((w, l), staged)
     }
 
     /// `out (N, width) = GELU(x)`.
@@ -343,8 +357,8 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let tok = self.params.at(ParamKind::TokEmb, 0);
-        let rows = self.matmul(desc, (x.into(), 1.0), tok, None, logits.into())?;
-        self.keep_input((ParamKind::TokEmb, 0), rows)
+        let staged = self.matmul(desc, (x.into(), 1.0), (tok, None), None, logits.into())?;
+        self.keep_staged((ParamKind::TokEmb, 0), staged)
     }
 
     /// Per-row `losses (N)`, their mean `loss (1)`, and `dlogits` when given.

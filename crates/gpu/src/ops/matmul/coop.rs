@@ -9,10 +9,12 @@
 //! Native devices where [`GpuContext::coop_matrix`] holds; elsewhere
 //! binding fails with a message that says why.
 
-use super::coop_stage::{bind_operands, pads, Reuse, StagedRows, PAD_K};
+use super::coop_stage::{bind_operands, pads, Layout, Reuse, StagedRows, PAD_K};
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
-use super::kernels::{MATMUL_COOP, MATMUL_COOP_TILED, MATMUL_COOP_TILED_AKM};
+use super::kernels::{
+    MATMUL_COOP, MATMUL_COOP_TILED, MATMUL_COOP_TILED_AKM, MATMUL_COOP_TILED_BNK,
+};
 use super::split_k::{bind_reduce, check_scratch};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_dim, shape_error};
@@ -59,11 +61,13 @@ impl CoopKernel {
         self,
         fault: Option<Fault>,
         epilogue: Epilogue<'_>,
-        a_km: bool,
+        layout: Layout,
     ) -> &'static KernelSource {
-        if a_km {
-            // Reuse only offers it to the tiled kernel's plain epilogue.
-            return &MATMUL_COOP_TILED_AKM;
+        // Reuse only offers these to the tiled kernel's plain epilogue.
+        match layout {
+            Layout::AKm => return &MATMUL_COOP_TILED_AKM,
+            Layout::BNk => return &MATMUL_COOP_TILED_BNK,
+            Layout::Staged => {}
         }
         #[cfg(feature = "fault-injection")]
         if fault.is_some_and(carries) {
@@ -227,6 +231,7 @@ pub fn bind_matmul_coop_variant<'a>(
     c: impl Into<View<'a>>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
+    let b = (b, Reuse::default());
     let op = bind_matmul_coop_staging(ctx, registry, desc, (a, opts), b, bias, c)?;
     Ok(op.kernels)
 }
@@ -239,25 +244,19 @@ pub struct StagedOp {
     pub staged: [Option<StagedRows>; 2],
 }
 
-/// [`bind_matmul_coop_variant`], keeping what it staged for later products.
+/// [`bind_matmul_coop_variant`] reading the operands in `reuse` where they
+/// fit, keeping what it staged for later products.
 pub fn bind_matmul_coop_staging<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
     (a, opts): (View<'a>, CoopOptions<'a>),
-    b: View<'a>,
+    (b, reuse): (View<'a>, Reuse<'_>),
     bias: Option<View<'a>>,
     c: View<'a>,
 ) -> Result<StagedOp, GpuError> {
     check(ctx, &desc, (a, opts), b, bias, c)?;
-    bind_staged(
-        ctx,
-        registry,
-        desc,
-        (a, opts),
-        (b, bias, c),
-        (1, Reuse::default()),
-    )
+    bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), (1, reuse))
 }
 
 /// Refuses a device without the kernel, a scale that is not a power of
@@ -318,10 +317,11 @@ fn bind_staged(
     };
     let aux = aux.map_or_else(|| unused.as_ref().expect("made above"), |v| v.buffer);
     let shape = (&desc, (mp, kp, np), &uniform);
-    // Only the tiled kernel's plain, fault-free form has an `A_KM` pipeline.
+    // Only the tiled kernel's plain, fault-free form has the `A_KM` and
+    // `B_NK` pipelines.
     let plain = opts.fault.is_none() && matches!(opts.epilogue, Epilogue::Plain);
-    let a_km = opts.kernel == CoopKernel::Tiled && plain;
-    let ops = bind_operands(ctx, registry, shape, (a, opts.scale, a_km), b, reuse)?;
+    let transposes = opts.kernel == CoopKernel::Tiled && plain;
+    let ops = bind_operands(ctx, registry, shape, (a, opts.scale, transposes), b, reuse)?;
     let buffers = [
         (3, bias.buffer),
         (4, c.buffer),
@@ -330,7 +330,7 @@ fn bind_staged(
         (8, aux),
     ];
     let groups = [np / 128, mp / opts.kernel.tile_m(), slices];
-    let kernel = opts.kernel.source(opts.fault, opts.epilogue, ops.a_km);
+    let kernel = opts.kernel.source(opts.fault, opts.epilogue, ops.layout);
     let mut kernels = ops.kernels;
     kernels.push(bind_kernel(
         ctx, registry, kernel, &uniform, &buffers, groups,

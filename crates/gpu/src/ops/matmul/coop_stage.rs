@@ -57,39 +57,53 @@ fn stage(
 }
 
 /// A matrix (`rows × cols`, row-major at `source`) that one product staged
-/// as f16, times `scale`, rows `stride` halves apart (zero padded): op(A)
-/// of a product whose A is not transposed, or op(B) of one whose B is not.
+/// as f16, times `scale`: its rows, or with `transposed` its transpose's
+/// rows (a transposed operand's staging), `stride` halves apart and
+/// `padded` of them, zero past the matrix.
 #[derive(Clone, Debug)]
 pub struct StagedRows {
     buffer: wgpu::Buffer,
     source: (wgpu::Buffer, u32),
     rows: u32,
     cols: u32,
+    transposed: bool,
     stride: u32,
+    padded: u32,
+    scale: f32,
+}
+
+/// What a product needs of a staged copy: the source's shape, which rows
+/// (the matrix's or its transpose's), their stride, at least how many of
+/// them, and the scale.
+struct Need {
+    rows: u32,
+    cols: u32,
+    transposed: bool,
+    stride: u32,
+    padded: u32,
     scale: f32,
 }
 
 impl StagedRows {
-    /// Whether this is `view`'s `rows × cols` staged with rows `stride`
-    /// apart and times `scale`: what a product needs to read it. A copy of
-    /// another operand is a caller's mistake, and an error.
-    fn fits(
-        &self,
-        view: View<'_>,
-        (rows, cols, stride, scale): (u32, u32, u32, f32),
-    ) -> Result<bool, GpuError> {
+    /// Whether this copy is what `need` asks of `view`. A copy of another
+    /// operand (buffer, offset or shape) is a caller's mistake, and an
+    /// error; one laid out otherwise is staged again.
+    fn fits(&self, view: View<'_>, need: Need) -> Result<bool, GpuError> {
         if self.source != (view.buffer.clone(), view.offset)
-            || (self.rows, self.cols) != (rows, cols)
+            || (self.rows, self.cols) != (need.rows, need.cols)
         {
             return Err(shape_error(
                 "matmul_coop",
                 format!(
-                    "a staged {}×{} operand offered for a {rows}×{cols} one, or another buffer",
-                    self.rows, self.cols
+                    "a staged {}×{} operand offered for a {}×{} one, or another buffer",
+                    self.rows, self.cols, need.rows, need.cols
                 ),
             ));
         }
-        Ok(self.stride == stride && self.scale == scale)
+        Ok(self.transposed == need.transposed
+            && self.stride == need.stride
+            && self.padded >= need.padded
+            && self.scale == need.scale)
     }
 }
 
@@ -102,91 +116,151 @@ pub struct Reuse<'s> {
     /// them as its op(A), read through the `A_KM` pipeline.
     pub a: Option<&'s StagedRows>,
     /// For a B that is not transposed: its rows, staged as another
-    /// product's op(A) or op(B).
+    /// product's op(A) or op(B); or its transpose's rows, staged as a
+    /// product's transposed op(B), read through the `B_NK` pipeline.
     pub b: Option<&'s StagedRows>,
 }
 
+/// The pipeline a product's reused operands need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Layout {
+    /// Both operands in the staging's own layout.
+    Staged,
+    /// op(A) as op(A)ᵀ's rows (`A_KM`).
+    AKm,
+    /// op(B) as op(B)ᵀ's rows (`B_NK`).
+    BNk,
+}
+
 /// The staged operands of one product: the dispatches that stage them
-/// (none where reused), the buffers the kernel reads, and whether op(A)
-/// is op(A)ᵀ's rows (`A_KM`).
+/// (none where reused), the buffers the kernel reads, and the layout its
+/// pipeline must read them in.
 pub(super) struct Operands {
     pub kernels: Vec<BoundKernel>,
     pub a16: wgpu::Buffer,
     pub b16: wgpu::Buffer,
-    pub a_km: bool,
-    /// op(A)'s rows (A not transposed) and op(B)'s (B not transposed), for
-    /// later products to reuse.
+    pub layout: Layout,
+    /// op(A)'s rows (A not transposed) and op(B)'s or its transpose's,
+    /// for later products to reuse.
     pub staged: [Option<StagedRows>; 2],
+}
+
+/// The reused copy for a product's operand, and whether it is read as
+/// its transpose's rows (`A_KM`/`B_NK`).
+type Pick<'s> = Option<(&'s StagedRows, bool)>;
+
+/// Which of `reuse` fits `desc` (padded to `(M′, K′, N′)`): op(A)ᵀ's rows
+/// and op(B)ᵀ's only where the kernel has those pipelines (`transposes`),
+/// and never both.
+fn pick<'s>(
+    desc: &MatmulDesc,
+    (mp, kp, np): (u32, u32, u32),
+    (a, scale, b): (View<'_>, f32, View<'_>),
+    reuse: Reuse<'s>,
+    transposes: bool,
+) -> Result<(Pick<'s>, Pick<'s>), GpuError> {
+    let (m, k, n) = (desc.m, desc.k, desc.n);
+    let a_pick = match reuse.a {
+        Some(s) if desc.trans_a && transposes => {
+            let need = Need {
+                rows: k,
+                cols: m,
+                transposed: false,
+                stride: mp,
+                padded: kp,
+                scale,
+            };
+            s.fits(a, need)?.then_some((s, true))
+        }
+        _ => None,
+    };
+    let b_pick = match reuse.b {
+        Some(s) if !desc.trans_b && !s.transposed => {
+            let need = Need {
+                rows: k,
+                cols: n,
+                transposed: false,
+                stride: np,
+                padded: kp,
+                scale: 1.0,
+            };
+            s.fits(b, need)?.then_some((s, false))
+        }
+        Some(s) if !desc.trans_b && transposes && a_pick.is_none() => {
+            let stride = k.next_multiple_of(PAD_N);
+            let need = Need {
+                rows: k,
+                cols: n,
+                transposed: true,
+                stride,
+                padded: np,
+                scale: 1.0,
+            };
+            s.fits(b, need)?.then_some((s, true))
+        }
+        _ => None,
+    };
+    Ok((a_pick, b_pick))
 }
 
 /// Stages op(A) (times `scale`) and op(B) of `desc` (padded to `(M′, K′,
 /// N′)`) with the params in `uniform`, or takes them from `reuse` where
-/// they fit — op(A)ᵀ's rows only where the kernel has an `A_KM` pipeline
-/// (`a_km`).
+/// they fit — as their transposes' rows only where the kernel has the
+/// `A_KM` and `B_NK` pipelines (`transposes`).
 pub(super) fn bind_operands(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     (desc, pads, uniform): (&MatmulDesc, (u32, u32, u32), &wgpu::Buffer),
-    (a, scale, a_km): (View<'_>, f32, bool),
+    (a, scale, transposes): (View<'_>, f32, bool),
     b: View<'_>,
     reuse: Reuse<'_>,
 ) -> Result<Operands, GpuError> {
     let (mp, kp, np) = pads;
-    let a_reuse = match reuse.a {
-        Some(s) if desc.trans_a && a_km => s.fits(a, (desc.k, desc.m, mp, scale))?.then_some(s),
-        _ => None,
-    };
-    let b_reuse = match reuse.b {
-        Some(s) if !desc.trans_b => s.fits(b, (desc.k, desc.n, np, 1.0))?.then_some(s),
-        _ => None,
-    };
+    let (a_pick, b_pick) = pick(desc, pads, (a, scale, b), reuse, transposes)?;
     let mut kernels = Vec::new();
     let mut staged = [None, None];
-    let a16 = match a_reuse {
-        Some(s) => s.buffer.clone(),
+    let a16 = match a_pick {
+        Some((s, _)) => s.buffer.clone(),
         None => {
             // f16 halves, in whole words.
             let a16 = ctx.zeros("coop_a16", (mp * kp).div_ceil(2) as usize)?;
             let (k, grid, out) = stage(desc.trans_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
-            kernels.push(bind_kernel(
-                ctx,
-                registry,
-                k,
-                uniform,
-                &[(1, a.buffer), (out, &a16)],
-                grid,
-            ));
+            let buffers = [(1, a.buffer), (out, &a16)];
+            kernels.push(bind_kernel(ctx, registry, k, uniform, &buffers, grid));
             if !desc.trans_a {
-                let at = (desc.m, desc.k, kp, scale);
-                staged[0] = Some(rows_of(&a16, a, at));
+                let (rows, cols) = (desc.m, desc.k);
+                staged[0] = Some(rows_of(&a16, a, (rows, cols, false), (kp, mp, scale)));
             }
             a16
         }
     };
-    let b16 = match b_reuse {
-        Some(s) => s.buffer.clone(),
+    let b16 = match b_pick {
+        Some((s, _)) => s.buffer.clone(),
         None => {
             let b16 = ctx.zeros("coop_b16", (kp * np).div_ceil(2) as usize)?;
             let (k, grid, out) = stage(desc.trans_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
-            kernels.push(bind_kernel(
-                ctx,
-                registry,
-                k,
-                uniform,
-                &[(2, b.buffer), (out, &b16)],
-                grid,
-            ));
-            if !desc.trans_b {
-                staged[1] = Some(rows_of(&b16, b, (desc.k, desc.n, np, 1.0)));
-            }
+            let buffers = [(2, b.buffer), (out, &b16)];
+            kernels.push(bind_kernel(ctx, registry, k, uniform, &buffers, grid));
+            // B is (K, N), or (N, K) when transposed; either way the copy
+            // holds op(B)'s rows.
+            let shape = match desc.trans_b {
+                false => (desc.k, desc.n, false),
+                true => (desc.n, desc.k, true),
+            };
+            staged[1] = Some(rows_of(&b16, b, shape, (np, kp, 1.0)));
             b16
         }
+    };
+    let layout = match (a_pick, b_pick) {
+        (Some((_, true)), _) => Layout::AKm,
+        (_, Some((_, true))) => Layout::BNk,
+        _ => Layout::Staged,
     };
     Ok(Operands {
         kernels,
         a16,
         b16,
-        a_km: a_reuse.is_some(),
+        layout,
         staged,
     })
 }
@@ -194,14 +268,17 @@ pub(super) fn bind_operands(
 fn rows_of(
     buffer: &wgpu::Buffer,
     v: View<'_>,
-    (rows, cols, stride, scale): (u32, u32, u32, f32),
+    (rows, cols, transposed): (u32, u32, bool),
+    (stride, padded, scale): (u32, u32, f32),
 ) -> StagedRows {
     StagedRows {
         buffer: buffer.clone(),
         source: (v.buffer.clone(), v.offset),
         rows,
         cols,
+        transposed,
         stride,
+        padded,
         scale,
     }
 }

@@ -114,6 +114,14 @@ pub const MATMUL_COOP_TILED_AKM: KernelSource = KernelSource {
     ..COOP_TILED
 };
 
+/// [`MATMUL_COOP_TILED`] (plain) reading op(B) staged as op(B)ᵀ (`B_NK`):
+/// a dX product reading the weight its forward product staged.
+pub const MATMUL_COOP_TILED_BNK: KernelSource = KernelSource {
+    key: "matmul_coop_128x128_k32_bnk",
+    constants: &[("B_NK", 1.0)],
+    ..COOP_TILED
+};
+
 /// Each kernel (plain) skipping its last K block: the dropped-K-tail fault
 /// (`ops/matmul/fault.rs`), which the tensor-core gate must fail.
 #[cfg(feature = "fault-injection")]
