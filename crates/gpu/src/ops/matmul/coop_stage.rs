@@ -3,10 +3,12 @@
 //! buffers of its own, or reads what an earlier product of the same graph
 //! staged ([`Reuse`]). A weight gradient `dW = dYᵀ·X` stages nothing of
 //! its own: its dY is the one the same layer's dX product (`dY·W`) staged,
-//! read as op(A)ᵀ by the kernel's `A_KM` pipeline, and its X the one the
-//! forward product (`X·Wᵀ`) staged, already op(B)'s layout. The staged
-//! halves are the same, so the products are: only the staging dispatches
-//! (a read of the f32 operand and a write of its f16 copy each) go.
+//! read as op(A)ᵀ by the tiled kernel's `A_KM` pipeline, and its X the one
+//! the forward product (`X·Wᵀ`) staged, already op(B)'s layout. A dX
+//! product reads W as the forward product staged Wᵀ (op(B)ᵀ's rows,
+//! the `B_NK` pipeline). The staged halves are the same, so the products
+//! are: only the staging dispatches (a read of the f32 operand and a write
+//! of its f16 copy each) go.
 
 use super::desc::MatmulDesc;
 use super::kernels::{COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T};
@@ -222,11 +224,10 @@ pub(super) fn bind_operands(
     let a16 = match a_pick {
         Some((s, _)) => s.buffer.clone(),
         None => {
-            // f16 halves, in whole words.
-            let a16 = ctx.zeros("coop_a16", (mp * kp).div_ceil(2) as usize)?;
-            let (k, grid, out) = stage(desc.trans_a, (mp, kp), &COOP_STAGE_A, &COOP_STAGE_A_T);
-            let buffers = [(1, a.buffer), (out, &a16)];
-            kernels.push(bind_kernel(ctx, registry, k, uniform, &buffers, grid));
+            let kinds = (&COOP_STAGE_A, &COOP_STAGE_A_T);
+            let at = (1, a, desc.trans_a);
+            let (a16, k) = stage_operand(ctx, registry, uniform, at, (mp, kp), kinds)?;
+            kernels.push(k);
             if !desc.trans_a {
                 let (rows, cols) = (desc.m, desc.k);
                 staged[0] = Some(rows_of(&a16, a, (rows, cols, false), (kp, mp, scale)));
@@ -237,10 +238,10 @@ pub(super) fn bind_operands(
     let b16 = match b_pick {
         Some((s, _)) => s.buffer.clone(),
         None => {
-            let b16 = ctx.zeros("coop_b16", (kp * np).div_ceil(2) as usize)?;
-            let (k, grid, out) = stage(desc.trans_b, (np, kp), &COOP_STAGE_B, &COOP_STAGE_B_T);
-            let buffers = [(2, b.buffer), (out, &b16)];
-            kernels.push(bind_kernel(ctx, registry, k, uniform, &buffers, grid));
+            let kinds = (&COOP_STAGE_B, &COOP_STAGE_B_T);
+            let at = (2, b, desc.trans_b);
+            let (b16, k) = stage_operand(ctx, registry, uniform, at, (np, kp), kinds)?;
+            kernels.push(k);
             // B is (K, N), or (N, K) when transposed; either way the copy
             // holds op(B)'s rows.
             let shape = match desc.trans_b {
@@ -263,6 +264,24 @@ pub(super) fn bind_operands(
         layout,
         staged,
     })
+}
+
+/// A zeroed f16 buffer of `outer × kp` halves and the dispatch staging
+/// the operand bound at `binding` (`transposed` or not) into it.
+fn stage_operand(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    uniform: &wgpu::Buffer,
+    (binding, v, transposed): (u32, View<'_>, bool),
+    (outer, kp): (u32, u32),
+    (plain, tiled): (&'static KernelSource, &'static KernelSource),
+) -> Result<(wgpu::Buffer, BoundKernel), GpuError> {
+    // f16 halves, in whole words.
+    let buf = ctx.zeros("coop_staged", (outer * kp).div_ceil(2) as usize)?;
+    let (k, grid, out) = stage(transposed, (outer, kp), plain, tiled);
+    let buffers = [(binding, v.buffer), (out, &buf)];
+    let kernel = bind_kernel(ctx, registry, k, uniform, &buffers, grid);
+    Ok((buf, kernel))
 }
 
 fn rows_of(
