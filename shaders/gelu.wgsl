@@ -1,8 +1,17 @@
 // Exact GELU, element-wise:
 //   forward   y  = x·Φ(x) = ½x(1 + erf(x/√2))
 //   backward  dx (+)= dy·(Φ(x) + x·φ(x)),  φ(x) = e^{−x²/2}/√(2π)
-// `gelu_f32` and `gelu_grad_f32` are in erf.wgsl, and the element-wise
-// kernels' layout in elementwise.wgsl, both appended to this source.
+// `gelu_f32` and `gelu_grad_f32` are in erf.wgsl, appended to this source.
+//
+// A workgroup of 256 invocations takes 256 · PER_INVOCATION consecutive
+// elements, each invocation PER_INVOCATION of them 256 apart (neighbouring
+// invocations read neighbouring elements), its loads issued before it
+// computes. PER_INVOCATION is a pipeline constant, 1 or 8 (ops/gelu.rs's
+// `per_invocation` picks): at nanoGPT's shapes one element an invocation
+// launched so many workgroups that scheduling them, not memory, set the
+// time (as for coop_stage.wgsl), while at small shapes eight left the GPU
+// idle. The per-element arithmetic is the same either way. Workgroups in
+// rows of the grid's x.
 
 struct Params {
     n: u32,
@@ -21,6 +30,22 @@ struct Params {
 @group(0) @binding(3) var<storage, read> dy: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;
 
+override PER_INVOCATION: u32 = 1u;
+const WG: u32 = 256u;
+// The largest PER_INVOCATION (the private arrays' size).
+const MAX_PER_INVOCATION: u32 = 8u;
+
+// This invocation's first element; its others follow every WG.
+fn first_index(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+    return (wg.y * nwg.x + wg.x) * WG * PER_INVOCATION + lid;
+}
+
+// Index i clamped into the n elements: an invocation past the end loads
+// the last element and writes nothing.
+fn clamped(i: u32) -> u32 {
+    return min(i, p.n - 1u);
+}
+
 @compute @workgroup_size(256)
 fn forward(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -30,10 +55,10 @@ fn forward(
     let i0 = first_index(wg, nwg, lid);
     var v: array<f32, MAX_PER_INVOCATION>;
     for (var j = 0u; j < PER_INVOCATION; j++) {
-        v[j] = x[p.x_off + clamped(i0 + j * EW_WG, p.n)];
+        v[j] = x[p.x_off + clamped(i0 + j * WG)];
     }
     for (var j = 0u; j < PER_INVOCATION; j++) {
-        let i = i0 + j * EW_WG;
+        let i = i0 + j * WG;
         if (i < p.n) {
             y[p.y_off + i] = gelu_f32(v[j]);
         }
@@ -50,12 +75,12 @@ fn backward(
     var xs: array<f32, MAX_PER_INVOCATION>;
     var ds: array<f32, MAX_PER_INVOCATION>;
     for (var j = 0u; j < PER_INVOCATION; j++) {
-        let i = clamped(i0 + j * EW_WG, p.n);
+        let i = clamped(i0 + j * WG);
         xs[j] = x[p.x_off + i];
         ds[j] = dy[p.dy_off + i];
     }
     for (var j = 0u; j < PER_INVOCATION; j++) {
-        let i = i0 + j * EW_WG;
+        let i = i0 + j * WG;
         if (i < p.n) {
             var d = ds[j] * gelu_grad_f32(xs[j]);
             let o = p.dx_off + i;

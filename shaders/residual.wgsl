@@ -2,7 +2,6 @@
 //   `forward`     y = a + b
 //   `accumulate`  acc += b   (the backward adds a branch's gradient into the
 //                             stream's; `acc` and `b` must be distinct buffers)
-// in elementwise.wgsl's layout (appended).
 
 struct Params {
     n: u32,
@@ -17,23 +16,21 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> acc: array<f32>;
 
+const WG: u32 = 256u;
+
+fn flat_index(wg: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+    return (wg.y * nwg.x + wg.x) * WG + lid;
+}
+
 @compute @workgroup_size(256)
 fn forward(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i0 = first_index(wg, nwg, lid);
-    var s: array<f32, MAX_PER_INVOCATION>;
-    for (var j = 0u; j < PER_INVOCATION; j++) {
-        let i = clamped(i0 + j * EW_WG, p.n);
-        s[j] = a[p.a_off + i] + b[p.b_off + i];
-    }
-    for (var j = 0u; j < PER_INVOCATION; j++) {
-        let i = i0 + j * EW_WG;
-        if (i < p.n) {
-            y[p.y_off + i] = s[j];
-        }
+    let i = flat_index(wg, nwg, lid);
+    if (i < p.n) {
+        y[p.y_off + i] = a[p.a_off + i] + b[p.b_off + i];
     }
 }
 
@@ -43,16 +40,8 @@ fn accumulate(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i0 = first_index(wg, nwg, lid);
-    var s: array<f32, MAX_PER_INVOCATION>;
-    for (var j = 0u; j < PER_INVOCATION; j++) {
-        s[j] = b[p.b_off + clamped(i0 + j * EW_WG, p.n)];
-    }
-    // `acc` only where this invocation owns the element.
-    for (var j = 0u; j < PER_INVOCATION; j++) {
-        let i = i0 + j * EW_WG;
-        if (i < p.n) {
-            acc[p.a_off + i] += s[j];
-        }
+    let i = flat_index(wg, nwg, lid);
+    if (i < p.n) {
+        acc[p.a_off + i] += b[p.b_off + i];
     }
 }

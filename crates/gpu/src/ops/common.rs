@@ -114,25 +114,6 @@ pub(crate) fn grid(ctx: &GpuContext, groups: u32) -> [u32; 3] {
     }
 }
 
-/// Elements an invocation of an element-wise kernel takes over `n`
-/// (`shaders/elementwise.wgsl`'s `PER_INVOCATION`, a pipeline each): 8
-/// where that still leaves at least 8,192 workgroups, else 1. On the H200
-/// (run 53) eight made nanoGPT's GELU backward 153 → 131 µs (25 M
-/// elements) but tiny's 9.5 → 12.0 (1 M) and the residual at nanoGPT's
-/// shape (6.3 M) 30.7 → 32.6.
-pub(crate) fn elementwise_per_invocation(n: u32) -> u32 {
-    match n >= 8 * 256 * 8192 {
-        true => 8,
-        false => 1,
-    }
-}
-
-/// The grid of an element-wise kernel over `n` elements, `per` an
-/// invocation.
-pub(crate) fn elementwise_grid(ctx: &GpuContext, n: u32, per: u32) -> [u32; 3] {
-    grid(ctx, n.div_ceil(256 * per))
-}
-
 /// Refuses a dispatch dimension the device cannot launch.
 pub(crate) fn check_dim(
     ctx: &GpuContext,

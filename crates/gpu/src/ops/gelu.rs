@@ -1,20 +1,15 @@
 //! Exact (erf) GELU, forward and backward, as `gelu_forward` /
 //! `gelu_backward` of `tinygpt_core::model::layers`.
 
-use super::common::{
-    bind_kernel, check_no_alias, elementwise_grid, elementwise_per_invocation, shape_error,
-    uniform, View,
-};
+use super::common::{bind_kernel, check_no_alias, grid, shape_error, uniform, View};
 use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-/// gelu.wgsl with erf.wgsl (the erf and GELU it shares with the GEMV
-/// epilogue) and the element-wise kernels' layout (elementwise.wgsl).
+/// gelu.wgsl with erf.wgsl (the erf and GELU it shares with the GEMV epilogue).
 const GELU_WGSL: &str = concat!(
     include_str!("../../../../shaders/gelu.wgsl"),
-    include_str!("../../../../shaders/erf.wgsl"),
-    include_str!("../../../../shaders/elementwise.wgsl")
+    include_str!("../../../../shaders/erf.wgsl")
 );
 
 pub const GELU_FORWARD: KernelSource = KernelSource {
@@ -31,8 +26,7 @@ pub const GELU_BACKWARD: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// Both at eight elements an invocation (large `n`:
-/// [`elementwise_per_invocation`]).
+/// Both at eight elements an invocation (large `n`: [`per_invocation`]).
 pub const GELU_FORWARD_X8: KernelSource = KernelSource {
     key: "gelu_forward_x8",
     constants: &[("PER_INVOCATION", 8.0)],
@@ -43,6 +37,19 @@ pub const GELU_BACKWARD_X8: KernelSource = KernelSource {
     constants: &[("PER_INVOCATION", 8.0)],
     ..GELU_BACKWARD
 };
+
+/// Elements an invocation takes over `n` (gelu.wgsl's `PER_INVOCATION`, a
+/// pipeline each): 8 where that still leaves at least 8,192 workgroups,
+/// else 1. On the H200 (run 53) eight made nanoGPT's GELU backward 153 →
+/// 131 µs (25 M elements) but tiny's 9.5 → 12.0 (1 M); the residual at
+/// nanoGPT's shape (6.3 M) was slower with eight too (30.7 → 32.6) and
+/// stays one element an invocation.
+fn per_invocation(n: u32) -> u32 {
+    match n >= 8 * 256 * 8192 {
+        true => 8,
+        false => 1,
+    }
+}
 
 /// The kernel taking `per` elements an invocation, of `[one, eight]`.
 fn variant(
@@ -68,7 +75,7 @@ pub fn bind_gelu_forward<'a>(
     x: impl Into<View<'a>>,
     y: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    let per = elementwise_per_invocation(n);
+    let per = per_invocation(n);
     bind_gelu_forward_per(ctx, registry, (n, per), x, y)
 }
 
@@ -93,7 +100,7 @@ pub fn bind_gelu_forward_per<'a>(
         kernel,
         &params,
         &[(1, x.buffer), (2, y.buffer)],
-        elementwise_grid(ctx, n, per),
+        grid(ctx, n.div_ceil(256 * per)),
     ))
 }
 
@@ -108,7 +115,7 @@ pub fn bind_gelu_backward<'a>(
     dy: impl Into<View<'a>>,
     dx: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    let per = elementwise_per_invocation(n);
+    let per = per_invocation(n);
     bind_gelu_backward_per(ctx, registry, (n, per), accumulate, (x, dy), dx)
 }
 
@@ -143,6 +150,6 @@ pub fn bind_gelu_backward_per<'a>(
         kernel,
         &params,
         &[(1, x.buffer), (3, dy.buffer), (4, dx.buffer)],
-        elementwise_grid(ctx, n, per),
+        grid(ctx, n.div_ceil(256 * per)),
     ))
 }

@@ -1,29 +1,21 @@
 //! Residual connections: `y = a + b` forward, and `acc += b` for the
 //! backward, where a branch's gradient joins the stream's.
 
-use super::common::{bind_kernel, check_no_alias, elementwise_grid, uniform, View};
+use super::common::{bind_kernel, check_no_alias, grid, uniform, View};
 use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-/// residual.wgsl in the element-wise kernels' layout (elementwise.wgsl),
-/// an element an invocation at every size (eight measured slower: see
-/// `elementwise_per_invocation`).
-const RESIDUAL_WGSL: &str = concat!(
-    include_str!("../../../../shaders/residual.wgsl"),
-    include_str!("../../../../shaders/elementwise.wgsl")
-);
-
 pub const RESIDUAL_FORWARD: KernelSource = KernelSource {
     key: "residual_forward",
-    wgsl: RESIDUAL_WGSL,
+    wgsl: include_str!("../../../../shaders/residual.wgsl"),
     entry: "forward",
     constants: &[],
 };
 
 pub const RESIDUAL_ACCUMULATE: KernelSource = KernelSource {
     key: "residual_accumulate",
-    wgsl: RESIDUAL_WGSL,
+    wgsl: include_str!("../../../../shaders/residual.wgsl"),
     entry: "accumulate",
     constants: &[],
 };
@@ -53,7 +45,7 @@ pub fn bind_residual_forward<'a>(
         &RESIDUAL_FORWARD,
         &params,
         &[(1, a.buffer), (2, b.buffer), (3, y.buffer)],
-        elementwise_grid(ctx, n, 1),
+        grid(ctx, n.div_ceil(256)),
     ))
 }
 
@@ -85,6 +77,6 @@ pub fn bind_residual_accumulate<'a>(
         &RESIDUAL_ACCUMULATE,
         &params,
         &[(2, b.buffer), (4, acc.buffer)],
-        elementwise_grid(ctx, n, 1),
+        grid(ctx, n.div_ceil(256)),
     ))
 }

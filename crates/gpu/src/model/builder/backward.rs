@@ -29,7 +29,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let scale = self.grad_scale();
-        let tok_rows = self.weights_staged.get(&(ParamKind::TokEmb, 0)).cloned();
+        let tok_rows = self.forward_copy((ParamKind::TokEmb, 0), 1);
         let b = (tok, tok_rows.as_ref());
         let [dy_rows, _] = self.matmul(dx_desc, (dlogits.into(), scale), b, None, dx.into())?;
         let reuse = (dy_rows, (ParamKind::TokEmb, 0));
@@ -66,9 +66,10 @@ impl<'a, 'r> Builder<'a, 'r> {
         let scratch = self.scratch.as_ref();
         if self.coop {
             let a = (dy.into(), CoopOptions::scaled(self.grad_scale()));
+            let x_rows = self.forward_copy(weight, 0);
             let reuse = Reuse {
                 a: dy_rows.as_ref(),
-                b: self.inputs_staged.get(&weight),
+                b: x_rows.as_ref(),
             };
             let (ctx, x) = (self.ctx, x.into());
             let op =
@@ -114,7 +115,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             ..Default::default()
         };
         let (wv, scale) = (self.params.at(w, l), self.grad_scale());
-        let w_rows = self.weights_staged.get(&(w, l)).cloned();
+        let w_rows = self.forward_copy((w, l), 1);
         let wb = (wv, w_rows.as_ref());
         let [dy_rows, _] = self.matmul(dx_desc, (dy.into(), scale), wb, None, dx.into())?;
         let grads = (self.grad(w, l), Some(self.grad(b, l)));

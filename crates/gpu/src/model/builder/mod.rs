@@ -77,13 +77,12 @@ pub struct Builder<'a, 'r> {
     pub t: usize,
     /// The K-split weight gradients' shared scratch (backward only).
     scratch: Option<Buf>,
-    /// On cooperative matrices: each forward linear's input as its
-    /// product staged it, by weight, for the weight's gradient to read
-    /// (the graph writes a linear's input once, before the linear).
-    inputs_staged: HashMap<(ParamKind, usize), StagedRows>,
-    /// Each forward linear's weight as its product staged it (Wᵀ's rows),
-    /// for the dX product to read (weights change only after the step).
-    weights_staged: HashMap<(ParamKind, usize), StagedRows>,
+    /// On cooperative matrices: each forward linear's input and weight as
+    /// its product staged them (X's rows, Wᵀ's rows), by weight, for the
+    /// weight's gradient and the dX product to read (the graph writes a
+    /// linear's input once, before the linear; weights change only after
+    /// the step).
+    forward_staged: HashMap<(ParamKind, usize), Staged>,
     pub ops: Vec<BoundOp>,
 }
 
@@ -116,8 +115,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             b: a.b,
             t: a.t,
             scratch: None,
-            inputs_staged: HashMap::new(),
-            weights_staged: HashMap::new(),
+            forward_staged: HashMap::new(),
             ops: Vec::new(),
         }
     }
@@ -196,14 +194,14 @@ impl<'a, 'r> Builder<'a, 'r> {
 
     /// Keeps a forward linear's staged input and weight for the weight's
     /// gradient and its input's.
-    fn keep_staged(&mut self, weight: (ParamKind, usize), [x, w]: Staged) -> R {
-        if let Some(x) = x {
-            self.inputs_staged.insert(weight, x);
-        }
-        if let Some(w) = w {
-            self.weights_staged.insert(weight, w);
-        }
+    fn keep_staged(&mut self, weight: (ParamKind, usize), staged: Staged) -> R {
+        self.forward_staged.insert(weight, staged);
         Ok(())
+    }
+
+    /// The forward's staged copy of a linear's input (0) or weight (1).
+    fn forward_copy(&self, weight: (ParamKind, usize), which: usize) -> Option<StagedRows> {
+        self.forward_staged.get(&weight)?[which].clone()
     }
 
     fn embedding(&self) -> EmbeddingDesc {

@@ -9,7 +9,7 @@
 //! Native devices where [`GpuContext::coop_matrix`] holds; elsewhere
 //! binding fails with a message that says why.
 
-use super::coop_stage::{bind_operands, pads, Layout, Reuse, StagedRows, PAD_K};
+use super::coop_stage::{bind_operands, pads, Reuse, StagedLayout, StagedRows, PAD_K};
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
 use super::kernels::{
@@ -61,13 +61,13 @@ impl CoopKernel {
         self,
         fault: Option<Fault>,
         epilogue: Epilogue<'_>,
-        layout: Layout,
+        layout: StagedLayout,
     ) -> &'static KernelSource {
         // Reuse only offers these to the tiled kernel's plain epilogue.
         match layout {
-            Layout::AKm => return &MATMUL_COOP_TILED_AKM,
-            Layout::BNk => return &MATMUL_COOP_TILED_BNK,
-            Layout::Staged => {}
+            StagedLayout::AKm => return &MATMUL_COOP_TILED_AKM,
+            StagedLayout::BNk => return &MATMUL_COOP_TILED_BNK,
+            StagedLayout::Staged => {}
         }
         #[cfg(feature = "fault-injection")]
         if fault.is_some_and(carries) {
@@ -236,9 +236,9 @@ pub fn bind_matmul_coop_variant<'a>(
     Ok(op.kernels)
 }
 
-/// A product's dispatches and the operands it staged as rows
-/// ([`StagedRows`]: op(A) when A is not transposed, op(B) when B is not),
-/// which later products of the same graph may read ([`Reuse`]).
+/// A product's dispatches and the operands it staged ([`StagedRows`]:
+/// op(A) when A is not transposed, op(B) always), which later products of
+/// the same graph may read ([`Reuse`]).
 pub struct StagedOp {
     pub kernels: Vec<BoundKernel>,
     pub staged: [Option<StagedRows>; 2],

@@ -125,7 +125,7 @@ pub struct Reuse<'s> {
 
 /// The pipeline a product's reused operands need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Layout {
+pub(super) enum StagedLayout {
     /// Both operands in the staging's own layout.
     Staged,
     /// op(A) as op(A)ᵀ's rows (`A_KM`).
@@ -141,7 +141,7 @@ pub(super) struct Operands {
     pub kernels: Vec<BoundKernel>,
     pub a16: wgpu::Buffer,
     pub b16: wgpu::Buffer,
-    pub layout: Layout,
+    pub layout: StagedLayout,
     /// op(A)'s rows (A not transposed) and op(B)'s or its transpose's,
     /// for later products to reuse.
     pub staged: [Option<StagedRows>; 2],
@@ -253,9 +253,9 @@ pub(super) fn bind_operands(
         }
     };
     let layout = match (a_pick, b_pick) {
-        (Some((_, true)), _) => Layout::AKm,
-        (_, Some((_, true))) => Layout::BNk,
-        _ => Layout::Staged,
+        (Some((_, true)), _) => StagedLayout::AKm,
+        (_, Some((_, true))) => StagedLayout::BNk,
+        _ => StagedLayout::Staged,
     };
     Ok(Operands {
         kernels,
