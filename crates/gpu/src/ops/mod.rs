@@ -4,6 +4,7 @@ pub mod attention;
 pub mod bias_grad;
 pub mod common;
 pub mod crossentropy;
+pub mod decode_whole;
 pub mod dropout;
 pub mod embedding;
 pub mod floor;
@@ -51,6 +52,8 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &attention::ATTENTION_BWD_DKV_SERIAL,
         &attention::ATTENTION_DECODE,
         &attention::ATTENTION_DECODE_SG,
+        &decode_whole::DECODE_WHOLE,
+        &decode_whole::DECODE_WHOLE_SG,
         &attention::ATTENTION_DECODE_SERIAL,
         &bias_grad::COLUMN_SUM,
         &bias_grad::COLUMN_SUM_SERIAL,

@@ -22,8 +22,9 @@ use tinygpt_core::model::{Dropout, Site};
 mod decode;
 mod shape;
 pub use decode::*;
+use shape::need;
 pub use shape::MAX_HEAD_SIZE;
-use shape::{head_size, need, scale};
+pub(crate) use shape::{head_size, scale};
 
 /// A training kernel's source with what the three share appended: the
 /// guarded head loads and the tiles' origin, swizzles, reads and chunked
