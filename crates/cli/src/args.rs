@@ -189,7 +189,7 @@ pub struct BenchArgs {
     /// With `--profile`: lay the decoder out this way instead of the
     /// device's way (`columns` on a CPU implementation, `fused` on a GPU) —
     /// e.g. `fused` on lavapipe, to time the lanes' subgroup sums there.
-    #[arg(long, requires = "profile", value_parser = ["fused", "separate", "columns", "whole"])]
+    #[arg(long, requires = "profile", value_parser = ["fused", "separate", "columns"])]
     pub decoder: Option<String>,
 }
 

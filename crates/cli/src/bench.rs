@@ -12,7 +12,7 @@ use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::engine::generate_rows;
 use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::kernel::submit;
-use tinygpt_gpu::model::{Decoder, DecoderKernels, GpuModel};
+use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::matmul::coop::{
     bind_matmul_coop_variant, CoopKernel, CoopOptions, COOP_KERNEL,
@@ -131,7 +131,7 @@ fn bench_sample(
     name: &str,
     shape: (usize, usize, usize, usize, usize),
     (n, samples, timed): (usize, usize, usize),
-    (fast, params, layout): (FastPaths, SampleParams, DecoderKernels),
+    (fast, params): (FastPaths, SampleParams),
 ) -> Result<Value> {
     let (l, h, c, t, _) = shape;
     let cfg = config(l, h, c, t);
@@ -144,7 +144,6 @@ fn bench_sample(
         OptState::default(),
     )?;
     model.set_fast_paths(ctx, reg, fast)?;
-    model.set_decoder_kernels(layout);
     let dec = model.decoder_for(ctx, reg, samples)?;
     let n = n.min(dec.capacity() - 1);
     let run = |dec: &mut Decoder| {
@@ -183,7 +182,6 @@ fn bench_sample(
     Ok(json!({
         "config": name,
         "path": path,
-        "decoder": format!("{layout:?}").to_lowercase(),
         "mode": mode,
         "samples": samples,
         "tokens": n * samples, "sample_tokens_per_s": median, "sample_tokens_per_s_runs": rates }))
@@ -360,24 +358,11 @@ fn bench_models(
         for (params, samples) in runs {
             let n = (tokens, samples, timed);
             for &fast in decoders {
-                for layout in layouts(ctx, fast) {
-                    let how = (fast, params, layout);
-                    sample.push(bench_sample(ctx, reg, name, shape, n, how)?);
-                }
+                sample.push(bench_sample(ctx, reg, name, shape, n, (fast, params))?);
             }
         }
     }
     Ok((train, sample))
-}
-
-/// The decoder layouts sampling is timed in: the device's own, and on a
-/// GPU with f32 weights also the one-dispatch step (`Whole`).
-fn layouts(ctx: &GpuContext, fast: FastPaths) -> Vec<DecoderKernels> {
-    let own = DecoderKernels::for_device(ctx);
-    let whole = own == DecoderKernels::Fused && fast.f16_storage.is_none();
-    std::iter::once(own)
-        .chain(whole.then_some(DecoderKernels::Whole))
-        .collect()
 }
 
 /// Which kernel a matmul row measures.

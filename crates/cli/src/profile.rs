@@ -52,7 +52,6 @@ fn decoder_kernels(name: &str) -> DecoderKernels {
     match name {
         "separate" => DecoderKernels::Separate,
         "columns" => DecoderKernels::Columns,
-        "whole" => DecoderKernels::Whole,
         _ => DecoderKernels::Fused,
     }
 }

@@ -4,7 +4,6 @@ pub mod attention;
 pub mod bias_grad;
 pub mod common;
 pub mod crossentropy;
-pub mod decode_whole;
 pub mod dropout;
 pub mod embedding;
 pub mod floor;
@@ -52,8 +51,6 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &attention::ATTENTION_BWD_DKV_SERIAL,
         &attention::ATTENTION_DECODE,
         &attention::ATTENTION_DECODE_SG,
-        &decode_whole::DECODE_WHOLE,
-        &decode_whole::DECODE_WHOLE_SG,
         &attention::ATTENTION_DECODE_SERIAL,
         &bias_grad::COLUMN_SUM,
         &bias_grad::COLUMN_SUM_SERIAL,

@@ -16,18 +16,12 @@ use crate::GpuContext;
 /// CPU implementation of WebGPU, which pays per workgroup and per barrier,
 /// the fastest by far (BENCHMARKS.md, "The decoder on CPU devices").
 /// Its sums run in another order, so
-/// its logits differ from the others' in the last bits. `Whole`: the
-/// blocks and the head in one dispatch, a workgroup per sample running
-/// `Fused`'s ops one after another (`ops::decode_whole`): `Fused`'s bits,
-/// two dispatches a token instead of five a layer and two, at one
-/// workgroup's bandwidth — faster where a model is small; f32 weights
-/// only (with f16 storage the decoder runs `Fused`).
+/// its logits differ from the others' in the last bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
     Fused,
     Separate,
     Columns,
-    Whole,
 }
 
 impl DecoderKernels {

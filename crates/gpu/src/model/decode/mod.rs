@@ -36,7 +36,6 @@
 mod layout;
 mod profile;
 mod rows;
-mod whole;
 
 pub use layout::DecoderKernels;
 
@@ -48,11 +47,9 @@ use crate::ops::argmax::{
     bind_greedy_pick, bind_sample_pick, sample_params_words, Pick, PICK_BYTES,
 };
 use crate::ops::attention::{DecodeDesc, KvCache, POSITION_BYTES};
-use crate::ops::decode_whole::WholeRows;
 use crate::profile::TimedPass;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use rows::{RowBuilder, Rows};
-use std::ops::Range;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{ModelConfig, ParamKind::*};
 
@@ -75,12 +72,10 @@ struct Step {
     /// The embedding: only where a step starts from the host's token (a
     /// pick writes the next step's input row itself).
     embedding: BoundKernel,
-    kernels: Vec<BoundKernel>,
-    /// The kernels of a step without logits (the blocks), and of one with
-    /// them (the blocks, the final LayerNorm and the tied head): a prefix
-    /// and the whole of `kernels`, or (`Whole`) one dispatch each.
-    bare: Range<usize>,
-    full: Range<usize>,
+    blocks: Vec<BoundKernel>,
+    /// The final LayerNorm and the tied head: one GEMV, or the LayerNorm
+    /// and the GEMV.
+    head: Vec<BoundKernel>,
     pick: BoundKernel,
     /// The seeded pick.
     sample: BoundKernel,
@@ -101,8 +96,7 @@ pub struct Decoder {
     /// submission's first step and each prompt step.
     positions: wgpu::Buffer,
     position: wgpu::Buffer,
-    /// The logits: their buffer and where they start (words).
-    logits: (wgpu::Buffer, u32),
+    logits: wgpu::Buffer,
     /// The pick made at each position for each sample ([`PICK_BYTES`]
     /// each, position-major).
     picks: wgpu::Buffer,
@@ -153,29 +147,9 @@ impl Decoder {
         let positions = ctx.upload_bytes("decode_positions", bytemuck::cast_slice(&table))?;
         let host_tokens = ctx.zeros("decode_host_tokens", rows_of(t_max))?;
         let records = Records::new(ctx, v, rows_of(t_max))?;
-        // `Whole` reads the f32 weights only: with f16 storage, `Fused`.
-        let layout = match (layout, f16) {
-            (DecoderKernels::Whole, Some(_)) => DecoderKernels::Fused,
-            (layout, _) => layout,
-        };
-        let whole = (layout == DecoderKernels::Whole).then(|| WholeRows::new(c, v, batch));
-        // `Whole`: every layer's cache in one (a block a layer).
-        let caches: Vec<KvCache> = match whole {
-            Some(_) => {
-                let all = DecodeDesc {
-                    batch: batch * cfg.n_layer as u32,
-                    ..desc
-                };
-                vec![KvCache::new(ctx, all)?]
-            }
-            None => (0..cfg.n_layer)
-                .map(|_| KvCache::new(ctx, desc))
-                .collect::<Result<_, _>>()?,
-        };
-        let whole_rows = match whole {
-            Some(l) => Some((ctx.zeros("decode_whole_rows", l.len as usize)?, l)),
-            None => None,
-        };
+        let caches: Vec<KvCache> = (0..cfg.n_layer)
+            .map(|_| KvCache::new(ctx, desc))
+            .collect::<Result<_, _>>()?;
         let rows = Rows::new(ctx, c as usize, v as usize, batch as usize)?;
         let mut g = RowBuilder {
             ctx,
@@ -190,20 +164,9 @@ impl Decoder {
             parity: 0,
             kernels: Vec::new(),
         };
-        let mut steps = Vec::with_capacity(2);
-        for parity in 0..2 {
-            g.parity = parity;
-            steps.push(match &whole_rows {
-                Some((buffer, l)) => {
-                    whole::bind_step(&mut g, cfg.n_layer, (&caches[0], &records), (buffer, *l))?
-                }
-                None => bind_step(&mut g, &caches, &records)?,
-            });
-        }
-        let [first, second]: [Step; 2] = steps.try_into().map_err(|_| GpuError::Shape {
-            op: "decoder",
-            detail: "two steps".into(),
-        })?;
+        let first = bind_step(&mut g, &caches, &records)?;
+        g.parity = 1;
+        let second = bind_step(&mut g, &caches, &records)?;
         let Rows {
             token,
             position: [position, other],
@@ -228,10 +191,7 @@ impl Decoder {
             host_tokens,
             positions,
             position,
-            logits: match whole_rows {
-                Some((buffer, l)) => (buffer, l.logits),
-                None => (logits, 0),
-            },
+            logits,
             picks,
             vocab: v as usize,
             steps: [first, second],
@@ -269,10 +229,7 @@ impl Decoder {
     /// is full.
     pub async fn push(&mut self, ctx: &GpuContext, token: u32) -> Result<Vec<f32>, GpuError> {
         self.submit(ctx, &vec![token; self.batch], 1, Out::Logits, None)?;
-        let (buffer, at) = &self.logits;
-        let bytes = 4 * (self.vocab * self.batch) as u64;
-        let read = ctx.start_read(&[(buffer, 4 * *at as u64, bytes)]);
-        Ok(bytemuck::cast_slice(&read.finish(ctx).await?).to_vec())
+        ctx.read_f32(&self.logits, self.vocab * self.batch).await
     }
 
     /// Appends `token` without computing the logits (prompt prefill).
@@ -424,11 +381,10 @@ impl Decoder {
     fn kernels(&self, parity: usize, out: Out, embed: bool) -> Vec<&BoundKernel> {
         let step = &self.steps[parity];
         let embedding = embed.then_some(&step.embedding);
-        let range = match out {
-            Out::None => step.bare.clone(),
-            Out::Logits | Out::Pick | Out::Sample => step.full.clone(),
-        };
-        let mut k: Vec<&BoundKernel> = embedding.into_iter().chain(&step.kernels[range]).collect();
+        let mut k: Vec<&BoundKernel> = embedding.into_iter().chain(&step.blocks).collect();
+        if out != Out::None {
+            k.extend(&step.head);
+        }
         match out {
             Out::Pick => k.push(&step.pick),
             Out::Sample => k.push(&step.sample),
@@ -498,12 +454,11 @@ fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Resul
         g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
         g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), true, &r.x)?; // x += (C)
     }
-    let bare = 0..g.kernels.len();
+    let blocks = g.take();
     let lnf = g.layernorm((LnfW, LnfB, 0))?;
     g.head(lnf)?; // logits (V)
-    let kernels = g.take();
-    let full = 0..kernels.len();
+    let head = g.take();
     let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
     let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;
-    Ok(Step { embedding, kernels, bare, full, pick, sample })
+    Ok(Step { embedding, blocks, head, pick, sample })
 }

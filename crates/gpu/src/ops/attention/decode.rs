@@ -7,11 +7,9 @@ use crate::ops::common::{bind_kernel, shape_error};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-/// attention_decode.wgsl and its body with the reductions through
-/// workgroup memory.
+/// attention_decode.wgsl with its reductions through workgroup memory.
 const DECODE_WGSL: &str = concat!(
     include_str!("../../../../../shaders/attention_decode.wgsl"),
-    include_str!("../../../../../shaders/attention_decode_body.wgsl"),
     include_str!("../../../../../shaders/reduce_wg.wgsl")
 );
 
@@ -29,7 +27,6 @@ pub const ATTENTION_DECODE_SG: KernelSource = KernelSource {
     key: "attention_decode_sg",
     wgsl: concat!(
         include_str!("../../../../../shaders/attention_decode.wgsl"),
-        include_str!("../../../../../shaders/attention_decode_body.wgsl"),
         include_str!("../../../../../shaders/reduce_sg.wgsl")
     ),
     entry: "main",

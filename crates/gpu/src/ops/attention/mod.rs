@@ -22,9 +22,8 @@ use tinygpt_core::model::{Dropout, Site};
 mod decode;
 mod shape;
 pub use decode::*;
-use shape::need;
 pub use shape::MAX_HEAD_SIZE;
-pub(crate) use shape::{head_size, scale};
+use shape::{head_size, need, scale};
 
 /// A training kernel's source with what the three share appended: the
 /// guarded head loads and the tiles' origin, swizzles, reads and chunked

@@ -28,7 +28,7 @@ pub(super) fn need(
 }
 
 /// Checks `c = nh·HS` with `1 ≤ HS ≤ MAX_HEAD_SIZE`; returns HS.
-pub(crate) fn head_size(c: u32, nh: u32) -> Result<u32, GpuError> {
+pub(super) fn head_size(c: u32, nh: u32) -> Result<u32, GpuError> {
     if nh == 0 || !c.is_multiple_of(nh) {
         return Err(shape_error(
             "attention",
@@ -46,6 +46,6 @@ pub(crate) fn head_size(c: u32, nh: u32) -> Result<u32, GpuError> {
 }
 
 /// `1/√HS` rounded to f32, as the CPU reference's `F::of` rounds it.
-pub(crate) fn scale(hs: u32) -> f32 {
+pub(super) fn scale(hs: u32) -> f32 {
     (1.0 / (hs as f64).sqrt()) as f32
 }

@@ -10,12 +10,10 @@ use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-/// gemv.wgsl with its lanes' dot products (gemv_lanes.wgsl), what it
-/// folds around them (gemv_row.wgsl,
+/// gemv.wgsl with what it folds around the dot products (gemv_row.wgsl,
 /// erf.wgsl) and the lanes' sum through workgroup memory (lanes_wg.wgsl).
 const GEMV_WGSL: &str = concat!(
     include_str!("../../../../../shaders/gemv.wgsl"),
-    include_str!("../../../../../shaders/gemv_lanes.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
     include_str!("../../../../../shaders/ln_sum.wgsl"),
     include_str!("../../../../../shaders/lanes_wg.wgsl"),
@@ -26,7 +24,6 @@ const GEMV_WGSL: &str = concat!(
 /// (lanes_sg.wgsl: the same bits, [`RowFusion::subgroups`]).
 const GEMV_SG_WGSL: &str = concat!(
     include_str!("../../../../../shaders/gemv.wgsl"),
-    include_str!("../../../../../shaders/gemv_lanes.wgsl"),
     include_str!("../../../../../shaders/gemv_row.wgsl"),
     include_str!("../../../../../shaders/ln_sum.wgsl"),
     include_str!("../../../../../shaders/lanes_sg.wgsl"),
