@@ -4,7 +4,8 @@
 // into workgroup memory (16-byte loads, the next block's loaded while this
 // one is multiplied), then each of the eight 32-wide subgroups loads its
 // 2 + 4 fragments per 16-wide step from there and sums a 32×64 block of C
-// in f32 accumulators (a 128×128 tile per workgroup). coop_pad.wgsl and
+// in f32 accumulators (a 128×128 tile per workgroup). The tiles' file
+// (coop_tiles_vec.wgsl or coop_tiles_half.wgsl), coop_pad.wgsl and
 // matmul_coop_common.wgsl (the epilogue) are appended, then
 // matmul_common.wgsl. Strides inside the K loop are constants (naga 30's
 // SPIR-V writer fails on a uniform read there).
@@ -28,35 +29,20 @@ override A_KM: bool = false;
 // same fragments and products.
 override B_NK: bool = false;
 
-@group(0) @binding(5) var<storage, read> a16: array<vec4<u32>>;
-@group(0) @binding(6) var<storage, read> b16: array<vec4<u32>>;
-
-// The block's tiles, op(A)'s (128 rows × 32 K, row stride SA) then op(B)'s
-// (32 K × 128 columns, row stride SB, from TB); each row padded by 8
-// halves, which keeps every row 16-byte aligned and shifts consecutive
-// rows across the banks.
+// The block's tiles, in halves: op(A)'s (128 rows × 32 K, row stride SA)
+// then op(B)'s from TB (32 K × 128 columns, row stride SB); each row
+// padded by 8 halves, which keeps every row 16-byte aligned and shifts
+// consecutive rows across the banks. The staged operands (`a16`, `b16`),
+// `Staged8` (eight of their halves in registers), `fetch8`, `tiles`, `E`
+// (halves an element of the tiles: a cooperative-matrix load counts its
+// stride in elements) and `put` come from the file appended after this
+// one: coop_tiles_vec.wgsl (four halves an element, a copy stored as it
+// was loaded: the plain pipelines) or coop_tiles_half.wgsl (one half an
+// element, a copy stored half by half, transposed under B_NK: the A_KM
+// and B_NK pipelines, which runs 60 and 61 measured slower on the other).
 const SA: u32 = 40u;
 const SB: u32 = 136u;
 const TB: u32 = 5120u; // 128 × SA
-var<workgroup> tiles: array<f16, 9472>; // TB + 32 × SB
-
-// Eight halves (one 16-byte load) into the tiles at `at`, `step` apart
-// (through f32, which holds every f16 exactly: naga 30 has no bitcast to
-// vec2<f16>).
-fn put(at: u32, step: u32, w: vec4<u32>) {
-    let h0 = vec2<f16>(unpack2x16float(w.x));
-    let h1 = vec2<f16>(unpack2x16float(w.y));
-    let h2 = vec2<f16>(unpack2x16float(w.z));
-    let h3 = vec2<f16>(unpack2x16float(w.w));
-    tiles[at] = h0.x;
-    tiles[at + step] = h0.y;
-    tiles[at + 2u * step] = h1.x;
-    tiles[at + 3u * step] = h1.y;
-    tiles[at + 4u * step] = h2.x;
-    tiles[at + 5u * step] = h2.y;
-    tiles[at + 6u * step] = h3.x;
-    tiles[at + 7u * step] = h3.y;
-}
 
 @compute @workgroup_size(256)
 fn main(
@@ -119,15 +105,15 @@ fn main(
     var c11 = coop_mat16x16<f32, C>();
     var c12 = coop_mat16x16<f32, C>();
     var c13 = coop_mat16x16<f32, C>();
-    var wa0 = vec4<u32>();
-    var wa1 = vec4<u32>();
-    var wb0 = vec4<u32>();
-    var wb1 = vec4<u32>();
+    var wa0 = Staged8();
+    var wa1 = Staged8();
+    var wb0 = Staged8();
+    var wb1 = Staged8();
     if (range.x < range.y) {
-        wa0 = a16[(ga + range.x * a_step) / 8u];
-        wa1 = a16[(ga + ga_far + range.x * a_step) / 8u];
-        wb0 = b16[(gb + range.x * b_step) / 8u];
-        wb1 = b16[(gb + gb_far + range.x * b_step) / 8u];
+        wa0 = fetch8(true, ga + range.x * a_step);
+        wa1 = fetch8(true, ga + ga_far + range.x * a_step);
+        wb0 = fetch8(false, gb + range.x * b_step);
+        wb1 = fetch8(false, gb + gb_far + range.x * b_step);
     }
     for (var k0 = range.x; k0 < range.y; k0 += PAD_K) {
         workgroupBarrier();
@@ -138,26 +124,29 @@ fn main(
         workgroupBarrier();
         let kn = k0 + PAD_K;
         if (kn < range.y) {
-            wa0 = a16[(ga + kn * a_step) / 8u];
-            wa1 = a16[(ga + ga_far + kn * a_step) / 8u];
-            wb0 = b16[(gb + kn * b_step) / 8u];
-            wb1 = b16[(gb + gb_far + kn * b_step) / 8u];
+            wa0 = fetch8(true, ga + kn * a_step);
+            wa1 = fetch8(true, ga + ga_far + kn * a_step);
+            wb0 = fetch8(false, gb + kn * b_step);
+            wb1 = fetch8(false, gb + gb_far + kn * b_step);
         }
         for (var kk = 0u; kk < PAD_K; kk += 16u) {
+            // Fragment offsets in halves, then in the tiles' elements.
             var a0 = coop_mat16x16<f16, A>();
             var a1 = coop_mat16x16<f16, A>();
             if (A_KM) {
-                a0 = coopLoad<coop_mat16x16<f16, A>>(&tiles[kk * SB + sr], SB);
-                a1 = coopLoad<coop_mat16x16<f16, A>>(&tiles[kk * SB + sr + 16u], SB);
+                let o = kk * SB + sr;
+                a0 = coopLoad<coop_mat16x16<f16, A>>(&tiles[o / E], SB / E);
+                a1 = coopLoad<coop_mat16x16<f16, A>>(&tiles[(o + 16u) / E], SB / E);
             } else {
-                a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[sr * SA + kk], SA);
-                a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(sr + 16u) * SA + kk], SA);
+                let o = sr * SA + kk;
+                a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[o / E], SA / E);
+                a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(o + 16u * SA) / E], SA / E);
             }
-            let bt = TB + kk * SB + sc;
-            let b0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt], SB);
-            let b1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 16u], SB);
-            let b2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 32u], SB);
-            let b3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[bt + 48u], SB);
+            let o = TB + kk * SB + sc;
+            let b0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[o / E], SB / E);
+            let b1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[(o + 16u) / E], SB / E);
+            let b2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[(o + 32u) / E], SB / E);
+            let b3 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[(o + 48u) / E], SB / E);
             c00 = coopMultiplyAdd(a0, b0, c00);
             c01 = coopMultiplyAdd(a0, b1, c01);
             c02 = coopMultiplyAdd(a0, b2, c02);

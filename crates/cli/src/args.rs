@@ -179,8 +179,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub profile: bool,
     /// Only this model shape (`tiny`, `small` or `nanogpt`): training and
-    /// sampling, or the profile, of that shape alone (matmuls skipped).
-    #[arg(long, value_parser = ["tiny", "small", "nanogpt"])]
+    /// sampling, or the profile, of that shape alone (matmuls skipped); or
+    /// `matmuls`: the matmul rows alone (not with `--profile`).
+    #[arg(long, value_parser = ["tiny", "small", "nanogpt", "matmuls"])]
     pub shape: Option<String>,
     /// With `--profile`: the decoded token only, no training step (a
     /// training step of `small` takes minutes on a CPU implementation).

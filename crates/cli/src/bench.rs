@@ -313,10 +313,11 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
         decoders.extend(decoders.iter().map(sg).collect::<Vec<_>>());
     }
     let (train, sample) = bench_models(ctx, &mut reg, (quick, only), (&decoders, &trains))?;
-    // A run of one shape is about that shape.
+    // A run of one shape is about that shape (`matmuls`: no model shape
+    // is wanted, only these).
     let matmul = match only {
-        Some(_) => Vec::new(),
-        None => bench_matmuls(ctx, &mut reg, quick, (f16.is_some(), compute.is_some()))?,
+        Some(s) if s != "matmuls" => Vec::new(),
+        _ => bench_matmuls(ctx, &mut reg, quick, (f16.is_some(), compute.is_some()))?,
     };
     Ok(json!({
         "adapter": ctx.adapter_desc(),

@@ -20,6 +20,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Info => info().await,
         Command::Gate(a) => gate(a).await,
         Command::Bench(a) => {
+            if a.profile && a.shape.as_deref() == Some("matmuls") {
+                anyhow::bail!("`--profile` profiles a model shape; `--shape matmuls` is for the matmul rows of `bench` without it");
+            }
             let ctx = GpuContext::new().await.context("opening the GPU")?;
             let report = if a.profile {
                 let decode = (a.decode_only, a.decoder.as_deref());

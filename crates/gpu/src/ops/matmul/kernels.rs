@@ -24,6 +24,15 @@ const MATMUL_COOP_WGSL: &str = with_common!(
 );
 const MATMUL_COOP_TILED_WGSL: &str = with_common!(
     "matmul_coop_tiled.wgsl",
+    "coop_tiles_vec.wgsl",
+    "coop_pad.wgsl",
+    "matmul_coop_common.wgsl",
+    "erf.wgsl"
+);
+/// The tiled kernel with its tiles a half an element (the reuse pipelines).
+const MATMUL_COOP_TILED_HALF_WGSL: &str = with_common!(
+    "matmul_coop_tiled.wgsl",
+    "coop_tiles_half.wgsl",
     "coop_pad.wgsl",
     "matmul_coop_common.wgsl",
     "erf.wgsl"
@@ -110,6 +119,7 @@ pub const MATMUL_COOP_TILED: [KernelSource; 2] = [
 /// a weight gradient reading the gradient its dX product staged.
 pub const MATMUL_COOP_TILED_AKM: KernelSource = KernelSource {
     key: "matmul_coop_128x128_k32_akm",
+    wgsl: MATMUL_COOP_TILED_HALF_WGSL,
     constants: &[("A_KM", 1.0)],
     ..COOP_TILED
 };
@@ -118,6 +128,7 @@ pub const MATMUL_COOP_TILED_AKM: KernelSource = KernelSource {
 /// a dX product reading the weight its forward product staged.
 pub const MATMUL_COOP_TILED_BNK: KernelSource = KernelSource {
     key: "matmul_coop_128x128_k32_bnk",
+    wgsl: MATMUL_COOP_TILED_HALF_WGSL,
     constants: &[("B_NK", 1.0)],
     ..COOP_TILED
 };
