@@ -417,6 +417,10 @@ fn bench_matmuls(
             "nanogpt qkv (16384, 384→1152)",
             MatmulDesc::linear(16384, 384, 1152),
         ),
+        (
+            "nanogpt proj (16384, 384→384)",
+            MatmulDesc::linear(16384, 384, 384),
+        ),
         ("square", square),
         ("GEMV M=1 (4096→4096)", MatmulDesc::linear(1, big, big)),
     ];

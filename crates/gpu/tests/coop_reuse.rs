@@ -174,9 +174,10 @@ fn a_weight_gradient_reading_staged_operands_gives_the_bits_of_staging_its_own()
     }
     // (N rows, d_in, d_out): N a whole number of 128-row tiles or not (320,
     // 1000: the staged copies' zero rows past N are read as K), nor of
-    // 32-wide K blocks (1000); split K where N allows (1000, 4096); d_out
-    // 100, fewer than a tile's 128 rows, whose copy is still 128 wide (the
-    // zero columns become rows of dW past M, never stored).
+    // 32-wide K blocks (1000); split K where N allows (1000: three slices
+    // of ≥ 256, 4096: sixteen); d_out 100, fewer than a tile's 128 rows,
+    // whose copy is still 128 wide (the zero columns become rows of dW past
+    // M, never stored).
     for shape in [
         (320, 128, 256),
         (1000, 256, 384),

@@ -54,6 +54,38 @@ pub const SPLIT_TARGET_WORKGROUPS: u32 = 512;
 pub const SPLIT_TARGET_WORKGROUPS_SMALL: u32 = 256;
 /// Fewest K per slice of a K-split matmul.
 pub const SPLIT_MIN_K: u32 = 128;
+/// Output tile edge of the tensor-core matmul (its tiled kernel).
+pub const COOP_TILE: u32 = 128;
+/// Most workgroups a K-split tensor-core matmul runs: one wave of two
+/// 128×128 workgroups an SM on a 132-SM GPU. (The H200, runs 65–67:
+/// nanoGPT's weight gradients at 135–144 workgroups, capped by a scratch
+/// sized for the f32 split, ran 248 µs a call; at 243–252, 151; at
+/// 261–288, the last few in a second wave, the step 1 ms slower than that.)
+pub const COOP_SPLIT_WORKGROUPS: u32 = 256;
+/// Fewest K per slice of a K-split tensor-core matmul filling its wave:
+/// sixteen of its 32-wide blocks to a 64 KiB partial tile. Half of it where
+/// only half a wave is filled ([`coop_split_k`]).
+pub const COOP_SPLIT_MIN_K: u32 = 512;
+
+/// K slices of an `m × n` output summed over `k` on the tensor-core
+/// kernel (1: not split): as many as fill at most [`COOP_SPLIT_WORKGROUPS`]
+/// workgroups of 128×128 tiles with slices of at least
+/// [`COOP_SPLIT_MIN_K`]; where those fill less than half of that, as many
+/// as fill half with slices of at least half as long. (The `small`
+/// preset's weight gradients, K = 4096, measured on the H200 in runs 66
+/// and 67: its QKV's and projection's 96 and 32 workgroups of 512 ran the
+/// step 1.3 % slower than 132 and 64 of 256–372, and 256 of 256 for the
+/// MLP's 4 % slower than 128 of 512.)
+pub fn coop_split_k(m: u32, k: u32, n: u32) -> u32 {
+    let tiles = (m.div_ceil(COOP_TILE) * n.div_ceil(COOP_TILE)).max(1);
+    let (wave, min_k) = (COOP_SPLIT_WORKGROUPS, COOP_SPLIT_MIN_K);
+    let full = (wave / tiles).min(k / min_k);
+    let half = ((wave / 2) / tiles).min(k / (min_k / 2));
+    match tiles * full < wave / 2 {
+        true => full.max(half).max(1),
+        false => full.max(1),
+    }
+}
 
 /// Whether the engine computes an `m × n` output with the small-output
 /// kernel (32×32 tiles) rather than the general one (64×64).
@@ -101,14 +133,17 @@ pub fn split_k(m: u32, k: u32, n: u32) -> SplitK {
 /// Σ_rows dyᵀ·x` of a training step shares (they run one after another):
 /// the largest `slices × (out × in + out)` among the tied head's and each
 /// block's four linears (the `out` row sums are the bias gradient's
-/// partials); 0 when none is split.
+/// partials), with the f32 kernels' slices or the tensor-core kernel's,
+/// whichever need more (the tensor-core path activates after a gate, on
+/// the same buffers); 0 when none is split.
 pub fn split_k_scratch_floats(cfg: &ModelConfig, rows: usize) -> u64 {
     let (c, v, rows) = (cfg.d_model as u32, cfg.vocab_size as u32, rows as u32);
     [(v, c), (3 * c, c), (c, c), (4 * c, c), (c, 4 * c)]
         .into_iter()
         .map(|(out, inp)| {
+            let slices = split_k(out, rows, inp).slices;
             (
-                split_k(out, rows, inp).slices,
+                slices.max(coop_split_k(out, rows, inp)),
                 out as u64 * (inp as u64 + 1),
             )
         })
@@ -200,7 +235,7 @@ pub fn check_fits(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Preset;
+    use crate::{Preset, PRESETS};
 
     #[test]
     fn presets_fit_the_budget_and_an_absurd_batch_is_refused_naming_the_limit() {
@@ -219,7 +254,8 @@ mod tests {
 
     /// tiny's weight gradients (K = 2048 rows) are too short to fill a GPU
     /// with 64×64 tiles: they split on the small-output kernel, and the
-    /// plan counts the largest of their scratches (QKV's six slices).
+    /// plan counts the largest of their scratches (QKV's six slices; the
+    /// tensor-core fc's eight, larger, where the tensor cores run tiny).
     /// nanogpt's (K = 16384) split on 64×64 tiles.
     #[test]
     fn weight_gradients_split_as_the_plan_counts() {
@@ -236,10 +272,15 @@ mod tests {
             assert_eq!(dw(out, inp), want, "{out} × {inp}");
         }
         let floats = split_k_scratch_floats(&cfg, rows);
+        assert!(
+            floats >= 6 * 3 * 128 * (128 + 1),
+            "QKV's slices and their row sums"
+        );
+        assert_eq!(coop_split_k(4 * c, rows as u32, c), 8);
         assert_eq!(
             floats,
-            6 * 3 * 128 * (128 + 1),
-            "QKV's slices and their row sums"
+            8 * 4 * 128 * (128 + 1),
+            "the tensor-core fc's slices"
         );
         let plan = training_memory(&cfg, tiny.batch_size, tiny.block_size);
         let without = training_memory(&cfg, 0, 0).activation_bytes;
@@ -255,5 +296,43 @@ mod tests {
             }
         );
         assert!(!split_k(384, rows, 384).small_tiles);
+    }
+
+    /// The tensor-core weight gradients split into at most one wave of
+    /// workgroups (half a wave at least where K allows), slices of ≥ 256
+    /// rows, and the plan's scratch holds every preset's, so that no split
+    /// is cut short by it.
+    #[test]
+    fn tensor_core_splits_fill_a_wave_within_the_scratch() {
+        for preset in PRESETS {
+            let cfg = preset.model(65);
+            let rows = preset.batch_size * preset.block_size;
+            let floats = split_k_scratch_floats(&cfg, rows);
+            let c = cfg.d_model as u32;
+            for (out, inp) in [(65, c), (3 * c, c), (c, c), (4 * c, c), (c, 4 * c)] {
+                let slices = coop_split_k(out, rows as u32, inp);
+                let tiles = out.div_ceil(COOP_TILE) * inp.div_ceil(COOP_TILE);
+                let (name, groups) = (preset.name, tiles * slices);
+                assert!(
+                    groups <= COOP_SPLIT_WORKGROUPS.max(tiles),
+                    "{name}: {out}×{inp}"
+                );
+                assert!(slices == 1 || rows as u32 / slices >= COOP_SPLIT_MIN_K / 2);
+                let need = slices as u64 * out as u64 * (inp as u64 + 1);
+                assert!(slices == 1 || need <= floats, "{name}: {out}×{inp}");
+            }
+        }
+        let splits = |name: &str| {
+            let p = Preset::by_name(name).unwrap();
+            let (rows, c) = ((p.batch_size * p.block_size) as u32, p.d_model as u32);
+            [(3 * c, c), (c, c), (4 * c, c), (c, 4 * c)].map(|(o, i)| coop_split_k(o, rows, i))
+        };
+        // 243, 252, 252 and 252 workgroups of ≥ 585 rows.
+        assert_eq!(splits("nanogpt"), [9, 28, 7, 7]);
+        // 96 and 32 workgroups of 512 fill less than half a wave: 120 and
+        // 64 of 409 and 256; then 128 and 128 of 512.
+        assert_eq!(splits("small"), [10, 16, 8, 8]);
+        // A K too short for two slices is not split.
+        assert_eq!(coop_split_k(384, 511, 384), 1);
     }
 }

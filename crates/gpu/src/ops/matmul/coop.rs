@@ -21,7 +21,7 @@ use crate::ops::common::{bind_kernel, check_dim, shape_error};
 use crate::ops::{BoundOp, View};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
-use tinygpt_protocol::memory::SPLIT_TARGET_WORKGROUPS_SMALL;
+use tinygpt_protocol::memory::coop_split_k;
 
 /// The cooperative-matrix kernels; both sum a 32×64 block of C per
 /// subgroup in 16×16×16 f16 → f32 products.
@@ -343,8 +343,10 @@ fn bind_staged(
 
 /// [`bind_matmul_coop_variant`] split along K through `scratch` where the
 /// output's tiles would leave the GPU idle (a weight gradient: few tiles,
-/// K = B·T): about [`SPLIT_TARGET_WORKGROUPS_SMALL`] workgroups, slices of
-/// at least 256 of K, as many as `scratch` holds; the slices' f32 partial
+/// K = B·T): [`coop_split_k`]'s slices (a wave of workgroups or half of
+/// one), as many as `scratch` holds (the memory plan's holds them:
+/// [`split_k_scratch_floats`](tinygpt_protocol::memory::split_k_scratch_floats));
+/// the slices' f32 partial
 /// products are then added in order by the f32 path's `reduce_slices`
 /// (with the bias, and C when accumulating). Unsplit without a scratch or
 /// where one slice fills the GPU. Operands in `reuse` are read, not staged.
@@ -370,11 +372,7 @@ pub fn bind_matmul_coop_split_k<'a>(
     let fit = scratch
         .map_or(0, |s| s.size() / 4 / slab.max(1))
         .min(1 << 16) as u32;
-    let tiles = desc.m.div_ceil(opts.kernel.tile_m()) * desc.n.div_ceil(128);
-    let wanted = SPLIT_TARGET_WORKGROUPS_SMALL
-        .div_ceil(tiles)
-        .min(desc.k / 256)
-        .min(fit);
+    let wanted = coop_split_k(desc.m, desc.k, desc.n).min(fit);
     let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
         let op = bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), (1, reuse))?;
         return Ok(BoundOp {
