@@ -20,7 +20,7 @@ use tinygpt_gpu::ops::matmul::coop::{
     bind_matmul_coop, bind_matmul_coop_split_k, bind_matmul_coop_variant, coop_unavailable,
     CoopKernel, CoopOptions, Epilogue,
 };
-use tinygpt_gpu::ops::matmul::{matmul_reference, MatmulDesc};
+use tinygpt_gpu::ops::matmul::{coop_split_k, matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::{every_layout, random, TestGpu};
 
@@ -318,4 +318,81 @@ fn binding_says_why_where_the_device_has_no_cooperative_matrices() {
         .expect("refused");
     eprintln!("{why}: {e}");
     assert!(e.to_string().contains("cooperative matrix"), "{e}");
+}
+
+/// A product of few 128×128 tiles (the `small` preset's MLP dX: 64, half
+/// a wave in two slices of K by `coop_split_k`) runs in two K slices and
+/// their f32 sum, bias and accumulation in the sum: the whole product's
+/// values but for the order of f32 additions (within 2⁻¹⁶ of the largest
+/// output here; a missing slice would be off by its whole).
+#[test]
+fn a_product_of_few_tiles_splits_in_two_and_keeps_its_values() {
+    let gpu = gpu_or_skip!();
+    if unavailable(gpu, "coop split of a product of few tiles") {
+        return;
+    }
+    let desc = MatmulDesc {
+        m: 4096,
+        k: 1024,
+        n: 256,
+        bias: true,
+        accumulate: true,
+        ..Default::default()
+    };
+    assert_eq!(coop_split_k(desc.m, desc.k, desc.n), 2);
+    let ctx = &gpu.ctx;
+    let mut rng = Rng::new(11);
+    let (m, k, n) = (desc.m, desc.k, desc.n);
+    let mut up = |len: u32| ctx.upload("operand", &random(&mut rng, len)).unwrap();
+    let (a, b, bias, c0) = (up(m * k), up(k * n), up(n), up(m * n));
+    let c_init = pollster::block_on(ctx.read_f32(&c0, (m * n) as usize)).unwrap();
+    let (whole, split) = (
+        ctx.upload("whole", &c_init).unwrap(),
+        ctx.upload("split", &c_init).unwrap(),
+    );
+    let scratch = ctx.zeros("scratch", 2 * (m * n) as usize).unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let (opts, bias) = (CoopOptions::default(), Some(View::from(&bias)));
+    let ks = bind_matmul_coop_variant(
+        ctx,
+        &mut reg,
+        desc,
+        (View::from(&a), opts),
+        &b,
+        bias,
+        &whole,
+    );
+    let ks = ks.unwrap();
+    let parts = (Some(&scratch), Default::default());
+    let a = (View::from(&a), opts);
+    let op = bind_matmul_coop_split_k(
+        ctx,
+        &mut reg,
+        desc,
+        a,
+        View::from(&b),
+        bias,
+        View::from(&split),
+        parts,
+    );
+    let op = op.unwrap();
+    drop(reg);
+    assert_eq!(op.kernels.len(), ks.len() + 1, "the slices, then their sum");
+    submit(
+        ctx,
+        "coop_split_wave",
+        &ks.iter().chain(&op.kernels).collect::<Vec<_>>(),
+    );
+    let read = |buf| pollster::block_on(ctx.read_f32(buf, (m * n) as usize)).unwrap();
+    let (want, got) = (read(&whole), read(&split));
+    let top = want.iter().fold(0.0f32, |t, v| t.max(v.abs()));
+    let worst = want
+        .iter()
+        .zip(&got)
+        .fold(0.0f32, |w, (x, y)| w.max((x - y).abs()));
+    eprintln!("coop split in two: worst |split − whole| {worst:.3e} of max |C| {top:.3e}");
+    assert!(
+        top > 1.0 && worst <= top / 65536.0,
+        "worst {worst} of {top}"
+    );
 }

@@ -75,7 +75,13 @@ pub const COOP_SPLIT_MIN_K: u32 = 512;
 /// preset's weight gradients, K = 4096, measured on the H200 in runs 66
 /// and 67: its QKV's and projection's 96 and 32 workgroups of 512 ran the
 /// step 1.3 % slower than 132 and 64 of 256–372, and 256 of 256 for the
-/// MLP's 4 % slower than 128 of 512.)
+/// MLP's 4 % slower than 128 of 512.) The rule serves every product of
+/// the graph: `small`'s 64-tile products of K ≥ 768 (its MLP's second
+/// product, its QKV's and MLP's dX) run in two slices, the step 3 % faster
+/// (run 70). Outputs of more tiles than half a wave are not split: two
+/// slices of nanoGPT's 384-wide products (384 workgroups, their last wave
+/// half empty) made its step 5 % slower in the same run, their sums
+/// costing more than the fuller wave saved.
 pub fn coop_split_k(m: u32, k: u32, n: u32) -> u32 {
     let tiles = (m.div_ceil(COOP_TILE) * n.div_ceil(COOP_TILE)).max(1);
     let (wave, min_k) = (COOP_SPLIT_WORKGROUPS, COOP_SPLIT_MIN_K);
@@ -135,18 +141,26 @@ pub fn split_k(m: u32, k: u32, n: u32) -> SplitK {
 /// block's four linears (the `out` row sums are the bias gradient's
 /// partials), with the f32 kernels' slices or the tensor-core kernel's,
 /// whichever need more (the tensor-core path activates after a gate, on
-/// the same buffers); 0 when none is split.
+/// the same buffers) — and the tensor-core products of `B·T` rows that
+/// [`coop_split_k`] splits (a linear's, its dX's, the head's), which
+/// share it too; 0 when none is split.
 pub fn split_k_scratch_floats(cfg: &ModelConfig, rows: usize) -> u64 {
     let (c, v, rows) = (cfg.d_model as u32, cfg.vocab_size as u32, rows as u32);
-    [(v, c), (3 * c, c), (c, c), (4 * c, c), (c, 4 * c)]
+    let linears = [(v, c), (3 * c, c), (c, c), (4 * c, c), (c, 4 * c)];
+    let weight_grads = linears.into_iter().map(|(out, inp)| {
+        let slices = split_k(out, rows, inp).slices;
+        (
+            slices.max(coop_split_k(out, rows, inp)),
+            out as u64 * (inp as u64 + 1),
+        )
+    });
+    // A linear's product (K = in, N = out) and its dX (K = out, N = in).
+    let products = linears
         .into_iter()
-        .map(|(out, inp)| {
-            let slices = split_k(out, rows, inp).slices;
-            (
-                slices.max(coop_split_k(out, rows, inp)),
-                out as u64 * (inp as u64 + 1),
-            )
-        })
+        .flat_map(|(out, inp)| [(inp, out), (out, inp)])
+        .map(|(k, n)| (coop_split_k(rows, k, n), rows as u64 * n as u64));
+    weight_grads
+        .chain(products)
         .filter(|&(slices, _)| slices > 1)
         .map(|(slices, slab)| slices as u64 * slab)
         .max()
@@ -329,6 +343,29 @@ mod tests {
         };
         // 243, 252, 252 and 252 workgroups of ≥ 585 rows.
         assert_eq!(splits("nanogpt"), [9, 28, 7, 7]);
+        // The products of B·T rows: nanoGPT's whole (384 tiles and more);
+        // small's 64-tile ones of K ≥ 768 in two slices (128 workgroups),
+        // its others whole.
+        let products = |rows: u32, c: u32| {
+            let split = |k: u32, n: u32| coop_split_k(rows, k, n);
+            [
+                (c, 3 * c),
+                (c, c),
+                (4 * c, c),
+                (3 * c, c),
+                (c, 4 * c),
+                (c, 65),
+            ]
+            .map(|(k, n)| split(k, n))
+        };
+        assert_eq!(products(16384, 384), [1; 6]);
+        assert_eq!(products(4096, 256), [1, 1, 2, 2, 1, 1]);
+        let cfg = Preset::by_name("small").unwrap().model(65);
+        let floats = split_k_scratch_floats(&cfg, 4096);
+        assert!(
+            floats >= 2 * 4096 * 256,
+            "two slices of small's 256-wide products"
+        );
         // 96 and 32 workgroups of 512 fill less than half a wave: 120 and
         // 64 of 409 and 256; then 128 and 128 of 512.
         assert_eq!(splits("small"), [10, 16, 8, 8]);

@@ -88,6 +88,7 @@ impl GpuModel {
             let (f16, layout) = (self.train_f16(), self.kernel_layout);
             let mut g = Builder::new(ctx, reg, &self.cfg, params, layout, f16, dropout, &acts);
             g.coop = self.fast.coop_matrix;
+            g.make_scratch()?;
             graph::forward(&mut g, &acts, true)?;
             g.backward(grads)?;
             graph::backward(&mut g, &acts)?;

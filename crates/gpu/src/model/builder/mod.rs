@@ -14,7 +14,7 @@ use crate::ops::dropout::{bind_dropout, DropoutDesc};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::gelu::bind_gelu_forward;
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
-use crate::ops::matmul::coop::{bind_matmul_coop_staging, CoopOptions, Epilogue};
+use crate::ops::matmul::coop::{bind_matmul_coop_staging_split, CoopOptions, Epilogue};
 use crate::ops::matmul::coop_stage::{Reuse, StagedRows};
 use crate::ops::matmul::f16w::bind_matmul_f16w;
 use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
@@ -75,7 +75,7 @@ pub struct Builder<'a, 'r> {
     pub coop: bool,
     pub b: usize,
     pub t: usize,
-    /// The K-split weight gradients' shared scratch (backward only).
+    /// The K-split products' shared scratch.
     scratch: Option<Buf>,
     /// On cooperative matrices: each forward linear's input and weight as
     /// its product staged them (X's rows, Wᵀ's rows), by weight, for the
@@ -123,11 +123,20 @@ impl<'a, 'r> Builder<'a, 'r> {
     /// Switches to the backward: gradients go into `grads`, and the K-split
     /// weight gradients share one scratch of the size the memory plan counts.
     pub fn backward(&mut self, grads: Flat<'a>) -> R {
-        let floats = split_k_scratch_floats(self.cfg, self.b * self.t) as usize;
-        self.scratch = (floats > 0)
-            .then(|| self.ctx.zeros("matmul_split_k_scratch", floats))
-            .transpose()?;
+        self.make_scratch()?;
         self.grads = Some(grads);
+        Ok(())
+    }
+
+    /// Makes the K-split products' one scratch, of the size the memory
+    /// plan counts, if there is none: before the forward, its tensor-core
+    /// products split too ([`bind_matmul_coop_staging_split`]; a graph
+    /// built without one runs them whole, as an inference forward does).
+    pub fn make_scratch(&mut self) -> R {
+        let floats = split_k_scratch_floats(self.cfg, self.b * self.t) as usize;
+        if self.scratch.is_none() && floats > 0 {
+            self.scratch = Some(self.ctx.zeros("matmul_split_k_scratch", floats)?);
+        }
         Ok(())
     }
 
@@ -186,8 +195,9 @@ impl<'a, 'r> Builder<'a, 'r> {
         c: View<'v>,
     ) -> Result<Staged, GpuError> {
         let reuse = Reuse { a: None, b: b_rows };
-        let (ctx, b) = (self.ctx, (b, reuse));
-        let op = bind_matmul_coop_staging(ctx, self.reg, desc, (a, opts), b, bias, c)?;
+        let (ctx, b, scratch) = (self.ctx, (b, reuse), self.scratch.as_ref());
+        let op =
+            bind_matmul_coop_staging_split(ctx, self.reg, desc, (a, opts), b, bias, c, scratch)?;
         op.kernels.into_iter().try_for_each(|k| self.push(k))?;
         Ok(op.staged)
     }

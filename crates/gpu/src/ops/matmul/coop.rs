@@ -242,6 +242,9 @@ pub fn bind_matmul_coop_variant<'a>(
 pub struct StagedOp {
     pub kernels: Vec<BoundKernel>,
     pub staged: [Option<StagedRows>; 2],
+    /// Whether the product runs in K slices through a scratch, then their
+    /// sum.
+    pub split: bool,
 }
 
 /// [`bind_matmul_coop_variant`] reading the operands in `reuse` where they
@@ -338,18 +341,19 @@ fn bind_staged(
     Ok(StagedOp {
         kernels,
         staged: ops.staged,
+        split: false,
     })
 }
 
 /// [`bind_matmul_coop_variant`] split along K through `scratch` where the
 /// output's tiles would leave the GPU idle (a weight gradient: few tiles,
-/// K = B·T): [`coop_split_k`]'s slices (a wave of workgroups or half of
-/// one), as many as `scratch` holds (the memory plan's holds them:
+/// K = B·T; or a grid whose last wave would be half empty): [`coop_split_k`]'s
+/// slices, as many as `scratch` holds (the memory plan's holds them:
 /// [`split_k_scratch_floats`](tinygpt_protocol::memory::split_k_scratch_floats));
-/// the slices' f32 partial
-/// products are then added in order by the f32 path's `reduce_slices`
-/// (with the bias, and C when accumulating). Unsplit without a scratch or
-/// where one slice fills the GPU. Operands in `reuse` are read, not staged.
+/// the slices' f32 partial products are then added in order by the f32
+/// path's `reduce_slices` (with the bias, and C when accumulating).
+/// Unsplit without a scratch or where one slice fills the GPU. Operands in
+/// `reuse` are read, not staged.
 #[allow(clippy::too_many_arguments)]
 pub fn bind_matmul_coop_split_k<'a>(
     ctx: &GpuContext,
@@ -361,24 +365,51 @@ pub fn bind_matmul_coop_split_k<'a>(
     c: View<'a>,
     (scratch, reuse): (Option<&wgpu::Buffer>, Reuse<'_>),
 ) -> Result<BoundOp, GpuError> {
-    check(ctx, &desc, (a, opts), b, bias, c)?;
     if !matches!(opts.epilogue, Epilogue::Plain) {
         return Err(shape_error(
             "matmul_coop",
             "a split product has no GELU epilogue (its slices are reduced in f32)".into(),
         ));
     }
+    let op = bind_matmul_coop_staging_split(
+        ctx,
+        registry,
+        desc,
+        (a, opts),
+        (b, reuse),
+        bias,
+        c,
+        scratch,
+    )?;
+    Ok(BoundOp {
+        kernels: op.kernels,
+        scratch: scratch.filter(|_| op.split).into_iter().cloned().collect(),
+    })
+}
+
+/// [`bind_matmul_coop_staging`] split along K through `scratch` as
+/// [`bind_matmul_coop_split_k`] splits (a product with the GELU epilogue
+/// unsplit), keeping what it staged for later products.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_matmul_coop_staging_split<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: MatmulDesc,
+    (a, opts): (View<'a>, CoopOptions<'a>),
+    (b, reuse): (View<'a>, Reuse<'_>),
+    bias: Option<View<'a>>,
+    c: View<'a>,
+    scratch: Option<&wgpu::Buffer>,
+) -> Result<StagedOp, GpuError> {
+    check(ctx, &desc, (a, opts), b, bias, c)?;
     let slab = desc.m as u64 * desc.n as u64;
     let fit = scratch
         .map_or(0, |s| s.size() / 4 / slab.max(1))
         .min(1 << 16) as u32;
+    let plain = matches!(opts.epilogue, Epilogue::Plain);
     let wanted = coop_split_k(desc.m, desc.k, desc.n).min(fit);
-    let Some(scratch) = scratch.filter(|_| wanted >= 2) else {
-        let op = bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), (1, reuse))?;
-        return Ok(BoundOp {
-            kernels: op.kernels,
-            scratch: Vec::new(),
-        });
+    let Some(scratch) = scratch.filter(|_| wanted >= 2 && plain) else {
+        return bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), (1, reuse));
     };
     check_scratch("matmul_coop", scratch, [a, b, c], bias)?;
     // Whole K blocks per slice, as the kernels divide them (k_range).
@@ -391,12 +422,9 @@ pub fn bind_matmul_coop_split_k<'a>(
         ..desc
     };
     let parts = (b, None, View::from(scratch));
-    let mut kernels =
-        bind_staged(ctx, registry, partial, (a, opts), parts, (slices, reuse))?.kernels;
+    let mut op = bind_staged(ctx, registry, partial, (a, opts), parts, (slices, reuse))?;
     let reduce = bind_reduce(ctx, registry, desc, slices, scratch, bias, c, None);
-    kernels.push(reduce);
-    Ok(BoundOp {
-        kernels,
-        scratch: vec![scratch.clone()],
-    })
+    op.kernels.push(reduce);
+    op.split = true;
+    Ok(op)
 }

@@ -37,5 +37,5 @@ pub use reference::{f16w_golden, f32_order_bound, matmul_once, matmul_once_in, m
 pub use split_k::{bind_matmul_split_k, bind_matmul_split_k_row_sums};
 pub use tiled::{bind_matmul, bind_matmul_tiled};
 pub use tinygpt_protocol::memory::{
-    split_k_scratch_floats, SplitK, MATMUL_TILE, MATMUL_TILE_SMALL, SPLIT_MIN_K,
+    coop_split_k, split_k_scratch_floats, SplitK, MATMUL_TILE, MATMUL_TILE_SMALL, SPLIT_MIN_K,
 };
