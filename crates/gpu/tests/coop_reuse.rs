@@ -63,7 +63,7 @@ fn stage_both(
         ..Default::default()
     };
     let (plain, none) = (CoopOptions::default(), Reuse::default());
-    let f = bind_matmul_coop_staging(ctx, &mut reg, fwd, (x, plain), (w, none), None, y);
+    let f = bind_matmul_coop_staging(ctx, &mut reg, fwd, (x, plain), (w, none), None, y, None);
     let f = f.unwrap();
     let back = MatmulDesc {
         m: n,
@@ -72,7 +72,7 @@ fn stage_both(
         ..Default::default()
     };
     let opts = CoopOptions::scaled(SCALE);
-    let d = bind_matmul_coop_staging(ctx, &mut reg, back, (dy, opts), (w, none), None, dx);
+    let d = bind_matmul_coop_staging(ctx, &mut reg, back, (dy, opts), (w, none), None, dx, None);
     let d = d.unwrap();
     let [x_rows, w_rows] = f.staged;
     let w_rows = w_rows.expect("Wᵀ staged");
@@ -80,7 +80,7 @@ fn stage_both(
         a: None,
         b: Some(&w_rows),
     };
-    let d1 = bind_matmul_coop_staging(ctx, &mut reg, back, (dy, opts), (w, reuse), None, dx1);
+    let d1 = bind_matmul_coop_staging(ctx, &mut reg, back, (dy, opts), (w, reuse), None, dx1, None);
     let d1 = d1.unwrap();
     let dx_counts = [d.kernels.len(), d1.kernels.len()];
     let [dy_rows, _] = d.staged;

@@ -14,7 +14,7 @@ use crate::ops::dropout::{bind_dropout, DropoutDesc};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::gelu::bind_gelu_forward;
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
-use crate::ops::matmul::coop::{bind_matmul_coop_staging_split, CoopOptions, Epilogue};
+use crate::ops::matmul::coop::{bind_matmul_coop_staging, CoopOptions, Epilogue};
 use crate::ops::matmul::coop_stage::{Reuse, StagedRows};
 use crate::ops::matmul::f16w::bind_matmul_f16w;
 use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
@@ -130,7 +130,7 @@ impl<'a, 'r> Builder<'a, 'r> {
 
     /// Makes the K-split products' one scratch, of the size the memory
     /// plan counts, if there is none: before the forward, its tensor-core
-    /// products split too ([`bind_matmul_coop_staging_split`]; a graph
+    /// products split too ([`bind_matmul_coop_staging`]; a graph
     /// built without one runs them whole, as an inference forward does).
     pub fn make_scratch(&mut self) -> R {
         let floats = split_k_scratch_floats(self.cfg, self.b * self.t) as usize;
@@ -196,8 +196,7 @@ impl<'a, 'r> Builder<'a, 'r> {
     ) -> Result<Staged, GpuError> {
         let reuse = Reuse { a: None, b: b_rows };
         let (ctx, b, scratch) = (self.ctx, (b, reuse), self.scratch.as_ref());
-        let op =
-            bind_matmul_coop_staging_split(ctx, self.reg, desc, (a, opts), b, bias, c, scratch)?;
+        let op = bind_matmul_coop_staging(ctx, self.reg, desc, (a, opts), b, bias, c, scratch)?;
         op.kernels.into_iter().try_for_each(|k| self.push(k))?;
         Ok(op.staged)
     }

@@ -232,7 +232,7 @@ pub fn bind_matmul_coop_variant<'a>(
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let (a, b, c) = (a.into(), b.into(), c.into());
     let b = (b, Reuse::default());
-    let op = bind_matmul_coop_staging(ctx, registry, desc, (a, opts), b, bias, c)?;
+    let op = bind_matmul_coop_staging(ctx, registry, desc, (a, opts), b, bias, c, None)?;
     Ok(op.kernels)
 }
 
@@ -245,21 +245,6 @@ pub struct StagedOp {
     /// Whether the product runs in K slices through a scratch, then their
     /// sum.
     pub split: bool,
-}
-
-/// [`bind_matmul_coop_variant`] reading the operands in `reuse` where they
-/// fit, keeping what it staged for later products.
-pub fn bind_matmul_coop_staging<'a>(
-    ctx: &GpuContext,
-    registry: &mut PipelineRegistry,
-    desc: MatmulDesc,
-    (a, opts): (View<'a>, CoopOptions<'a>),
-    (b, reuse): (View<'a>, Reuse<'_>),
-    bias: Option<View<'a>>,
-    c: View<'a>,
-) -> Result<StagedOp, GpuError> {
-    check(ctx, &desc, (a, opts), b, bias, c)?;
-    bind_staged(ctx, registry, desc, (a, opts), (b, bias, c), (1, reuse))
 }
 
 /// Refuses a device without the kernel, a scale that is not a power of
@@ -371,27 +356,20 @@ pub fn bind_matmul_coop_split_k<'a>(
             "a split product has no GELU epilogue (its slices are reduced in f32)".into(),
         ));
     }
-    let op = bind_matmul_coop_staging_split(
-        ctx,
-        registry,
-        desc,
-        (a, opts),
-        (b, reuse),
-        bias,
-        c,
-        scratch,
-    )?;
+    let op =
+        bind_matmul_coop_staging(ctx, registry, desc, (a, opts), (b, reuse), bias, c, scratch)?;
     Ok(BoundOp {
         kernels: op.kernels,
         scratch: scratch.filter(|_| op.split).into_iter().cloned().collect(),
     })
 }
 
-/// [`bind_matmul_coop_staging`] split along K through `scratch` as
-/// [`bind_matmul_coop_split_k`] splits (a product with the GELU epilogue
-/// unsplit), keeping what it staged for later products.
+/// [`bind_matmul_coop_variant`] reading the operands in `reuse` where they
+/// fit, keeping what it staged for later products; with a `scratch`, split
+/// along K as [`bind_matmul_coop_split_k`] splits (a product with the GELU
+/// epilogue whole).
 #[allow(clippy::too_many_arguments)]
-pub fn bind_matmul_coop_staging_split<'a>(
+pub fn bind_matmul_coop_staging<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: MatmulDesc,
