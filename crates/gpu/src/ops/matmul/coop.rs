@@ -332,8 +332,8 @@ fn bind_staged(
 
 /// [`bind_matmul_coop_variant`] split along K through `scratch` where the
 /// output's tiles would leave the GPU idle (a weight gradient: few tiles,
-/// K = B·T; or a grid whose last wave would be half empty): [`coop_split_k`]'s
-/// slices, as many as `scratch` holds (the memory plan's holds them:
+/// K = B·T; any product of few tiles): [`coop_split_k`]'s slices, as many
+/// as `scratch` holds (the memory plan's holds them:
 /// [`split_k_scratch_floats`](tinygpt_protocol::memory::split_k_scratch_floats));
 /// the slices' f32 partial products are then added in order by the f32
 /// path's `reduce_slices` (with the bias, and C when accumulating).
