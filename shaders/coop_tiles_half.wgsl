@@ -19,7 +19,9 @@ fn fetch8(staged_a: bool, at: u32) -> Staged8 {
 }
 
 const E: u32 = 1u;
-var<workgroup> tiles: array<f16, 9472>; // TB + 32 × SB
+// One block's tiles (TILES), two under DBUF.
+override TILE_ELEMS: u32 = select(9472u, 18944u, DBUF);
+var<workgroup> tiles: array<f16, TILE_ELEMS>;
 
 // Eight halves into the tiles at `at`, `at + step`, … `at + 7 · step`
 // (through f32, which holds every f16 exactly: naga 30 has no bitcast to

@@ -19,7 +19,9 @@ fn fetch8(staged_a: bool, at: u32) -> Staged8 {
 }
 
 const E: u32 = 4u;
-var<workgroup> tiles: array<vec4<f16>, 2368>; // (TB + 32 × SB) / 4
+// One block's tiles (TILES / 4 elements), two under DBUF.
+override TILE_ELEMS: u32 = select(2368u, 4736u, DBUF);
+var<workgroup> tiles: array<vec4<f16>, TILE_ELEMS>;
 
 // Eight halves into the tiles from half `at` (a multiple of 8).
 fn put(at: u32, step: u32, w: Staged8) {

@@ -1,10 +1,11 @@
 // The cooperative-matrix matmul through workgroup memory ("tiled"): op(A)
-// and op(B) staged as f16 by coop_stage.wgsl; per 32-wide K block the 256
+// and op(B) staged as f16 by coop_stage.wgsl; per 32-wide K block the WG
 // invocations copy a 128 × 32 tile of op(A) and a 32 × 128 tile of op(B)
 // into workgroup memory (16-byte loads, the next block's loaded while this
-// one is multiplied), then each of the eight 32-wide subgroups loads its
-// 2 + 4 fragments per 16-wide step from there and sums a 32×64 block of C
-// in f32 accumulators (a 128×128 tile per workgroup). The tiles' file
+// one is multiplied), then each 32-wide subgroup loads its fragments per
+// 16-wide step from there and sums its block of the 128×128 tile of C in
+// f32 accumulators: eight subgroups of 32×64 (WG 256) or four of 64×64
+// (WG 128), the tiles of one block or, under DBUF, two. The tiles' file
 // (coop_tiles_vec.wgsl or coop_tiles_half.wgsl), coop_pad.wgsl and
 // matmul_coop_common.wgsl (the epilogue) are appended, then
 // matmul_common.wgsl. Strides inside the K loop are constants (naga 30's
@@ -43,8 +44,101 @@ override B_NK: bool = false;
 const SA: u32 = 40u;
 const SB: u32 = 136u;
 const TB: u32 = 5120u; // 128 × SA
+const TILES: u32 = 9472u; // TB + 32 × SB: a block's tiles
 
-@compute @workgroup_size(256)
+// DBUF: two blocks' tiles, one barrier a block (the next block's copy goes
+// into the other tiles while this one is multiplied); else one, with a
+// barrier before and after each copy.
+override DBUF: bool = false;
+
+// WG: invocations a workgroup — 256 (eight subgroups, each summing a
+// 32×64 block of the tile) or 128 (four, each a 64×64 block: more products
+// per fragment loaded; each invocation copies twice as much).
+override WG: u32 = 256u;
+
+// Where one invocation's copies of a block come from and go (halves of the
+// staged operands, less the block's K; halves of the tiles): pass i of
+// op(A)'s copy reads ga + i · ga_far and writes at + i · at_far, op(B)'s
+// likewise; `a_step`/`b_step` halves from one K to the next.
+struct Copy {
+    ga: u32, ga_far: u32, a_step: u32, at: u32, at_far: u32,
+    gb: u32, gb_far: u32, b_step: u32, bt: u32, bt_far: u32, b_put: u32,
+}
+
+// One block's copy in registers: two passes of each operand (four at
+// WG 128).
+struct Block {
+    a0: Staged8, a1: Staged8, a2: Staged8, a3: Staged8,
+    b0: Staged8, b1: Staged8, b2: Staged8, b3: Staged8,
+}
+
+fn fetch_block(c: Copy, k: u32) -> Block {
+    var w: Block;
+    let ka = c.ga + k * c.a_step;
+    let kb = c.gb + k * c.b_step;
+    w.a0 = fetch8(true, ka);
+    w.a1 = fetch8(true, ka + c.ga_far);
+    w.b0 = fetch8(false, kb);
+    w.b1 = fetch8(false, kb + c.gb_far);
+    if (WG == 128u) {
+        w.a2 = fetch8(true, ka + 2u * c.ga_far);
+        w.a3 = fetch8(true, ka + 3u * c.ga_far);
+        w.b2 = fetch8(false, kb + 2u * c.gb_far);
+        w.b3 = fetch8(false, kb + 3u * c.gb_far);
+    }
+    return w;
+}
+
+// The block into the tiles `off` halves in.
+fn put_block(c: Copy, off: u32, w: Block) {
+    put(off + c.at, 1u, w.a0);
+    put(off + c.at + c.at_far, 1u, w.a1);
+    put(off + c.bt, c.b_put, w.b0);
+    put(off + c.bt + c.bt_far, c.b_put, w.b1);
+    if (WG == 128u) {
+        put(off + c.at + 2u * c.at_far, 1u, w.a2);
+        put(off + c.at + 3u * c.at_far, 1u, w.a3);
+        put(off + c.bt + 2u * c.bt_far, c.b_put, w.b2);
+        put(off + c.bt + 3u * c.bt_far, c.b_put, w.b3);
+    }
+}
+
+// This invocation's copies: rows t/4 (+ WG/4 a pass) of op(A)'s tile, 8
+// halves from K (t % 4) · 8; K rows t/16 (+ WG/16 a pass) of op(B)'s, 8
+// halves from column (t % 16) · 8 (A_KM: op(A)ᵀ's rows copied as op(B)'s;
+// B_NK: op(B)ᵀ's as op(A)'s, into columns of op(B)'s tile).
+fn copy_plan(t: u32, wg: vec3<u32>, lda: u32, ldb: u32) -> Copy {
+    let ar = t / 4u;
+    let ak = (t % 4u) * 8u;
+    let bk = t / 16u;
+    let bc = (t % 16u) * 8u;
+    let rows = WG / 4u;
+    let krows = WG / 16u;
+    var c = Copy(
+        (wg.y * 128u + ar) * lda + ak, rows * lda, 1u, ar * SA + ak, rows * SA,
+        bk * ldb + wg.x * 128u + bc, krows * ldb, ldb, TB + bk * SB + bc, krows * SB, 1u,
+    );
+    if (A_KM) {
+        let ldm = padded(p.m, PAD_M);
+        c.ga = bk * ldm + wg.y * 128u + bc;
+        c.ga_far = krows * ldm;
+        c.a_step = ldm;
+        c.at = bk * SB + bc;
+        c.at_far = krows * SB;
+    }
+    if (B_NK) {
+        let ldk = padded(p.k, PAD_N);
+        c.gb = (wg.x * 128u + ar) * ldk + ak;
+        c.gb_far = rows * ldk;
+        c.b_step = 1u;
+        c.bt = TB + ak * SB + ar;
+        c.bt_far = rows;
+        c.b_put = SB;
+    }
+    return c;
+}
+
+@compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(subgroup_id) sg: u32,
@@ -53,49 +147,10 @@ fn main(
     @builtin(local_invocation_index) t: u32,
 ) {
     let lda = padded(p.k, PAD_K);
-    let ldb = padded(p.n, PAD_N);
     let range = k_range(lda, wg.z, nwg.z);
-    // What this invocation copies of each block (in halves of the staged
-    // operands, less the block's K): rows t/4 and t/4 + 64 of op(A)'s tile,
-    // 8 halves from K (t % 4) · 8; K rows t/16 and t/16 + 16 of op(B)'s,
-    // 8 halves from column (t % 16) · 8.
-    let ar = t / 4u;
-    let ak = (t % 4u) * 8u;
-    let bk = t / 16u;
-    let bc = (t % 16u) * 8u;
-    var ga = (wg.y * 128u + ar) * lda + ak;
-    var gb = bk * ldb + wg.x * 128u + bc;
-    var ga_far = 64u * lda;
-    // Halves from one K to the next in the staged op(A), and where the two
-    // copies land in its tile.
-    var a_step = 1u;
-    var at = ar * SA + ak;
-    var at_far = (ar + 64u) * SA + ak;
-    if (A_KM) {
-        let ldm = padded(p.m, PAD_M);
-        ga = bk * ldm + wg.y * 128u + bc;
-        ga_far = 16u * ldm;
-        a_step = ldm;
-        at = bk * SB + bc;
-        at_far = (bk + 16u) * SB + bc;
-    }
-    var gb_far = 16u * ldb;
-    // The same for op(B).
-    var b_step = ldb;
-    var bt = TB + bk * SB + bc;
-    var bt_far = TB + (bk + 16u) * SB + bc;
-    var b_put = 1u;
-    if (B_NK) {
-        let ldk = padded(p.k, PAD_N);
-        gb = (wg.x * 128u + ar) * ldk + ak;
-        gb_far = 64u * ldk;
-        b_step = 1u;
-        bt = TB + ak * SB + ar;
-        bt_far = bt + 64u;
-        b_put = SB;
-    }
-    // This subgroup's 32×64 block of the tile.
-    let sr = (sg / 2u) * 32u;
+    let cp = copy_plan(t, wg, lda, padded(p.n, PAD_N));
+    // This subgroup's block of the tile: 32 (WG 128: 64) rows × 64.
+    let sr = (sg / 2u) * select(32u, 64u, WG == 128u);
     let sc = (sg % 2u) * 64u;
     var c00 = coop_mat16x16<f32, C>();
     var c01 = coop_mat16x16<f32, C>();
@@ -105,44 +160,59 @@ fn main(
     var c11 = coop_mat16x16<f32, C>();
     var c12 = coop_mat16x16<f32, C>();
     var c13 = coop_mat16x16<f32, C>();
-    var wa0 = Staged8();
-    var wa1 = Staged8();
-    var wb0 = Staged8();
-    var wb1 = Staged8();
+    var c20 = coop_mat16x16<f32, C>();
+    var c21 = coop_mat16x16<f32, C>();
+    var c22 = coop_mat16x16<f32, C>();
+    var c23 = coop_mat16x16<f32, C>();
+    var c30 = coop_mat16x16<f32, C>();
+    var c31 = coop_mat16x16<f32, C>();
+    var c32 = coop_mat16x16<f32, C>();
+    var c33 = coop_mat16x16<f32, C>();
+    var w = Block();
     if (range.x < range.y) {
-        wa0 = fetch8(true, ga + range.x * a_step);
-        wa1 = fetch8(true, ga + ga_far + range.x * a_step);
-        wb0 = fetch8(false, gb + range.x * b_step);
-        wb1 = fetch8(false, gb + gb_far + range.x * b_step);
+        w = fetch_block(cp, range.x);
+    }
+    // The tiles being read (an offset in halves); under DBUF the next
+    // block goes into the other ones while these are read.
+    var cur = 0u;
+    if (DBUF) {
+        put_block(cp, 0u, w);
+        workgroupBarrier();
     }
     for (var k0 = range.x; k0 < range.y; k0 += PAD_K) {
-        workgroupBarrier();
-        put(at, 1u, wa0);
-        put(at_far, 1u, wa1);
-        put(bt, b_put, wb0);
-        put(bt_far, b_put, wb1);
-        workgroupBarrier();
+        if (!DBUF) {
+            workgroupBarrier();
+            put_block(cp, 0u, w);
+            workgroupBarrier();
+        }
         let kn = k0 + PAD_K;
         if (kn < range.y) {
-            wa0 = fetch8(true, ga + kn * a_step);
-            wa1 = fetch8(true, ga + ga_far + kn * a_step);
-            wb0 = fetch8(false, gb + kn * b_step);
-            wb1 = fetch8(false, gb + gb_far + kn * b_step);
+            w = fetch_block(cp, kn);
         }
         for (var kk = 0u; kk < PAD_K; kk += 16u) {
             // Fragment offsets in halves, then in the tiles' elements.
             var a0 = coop_mat16x16<f16, A>();
             var a1 = coop_mat16x16<f16, A>();
+            var a2 = coop_mat16x16<f16, A>();
+            var a3 = coop_mat16x16<f16, A>();
             if (A_KM) {
-                let o = kk * SB + sr;
+                let o = cur + kk * SB + sr;
                 a0 = coopLoad<coop_mat16x16<f16, A>>(&tiles[o / E], SB / E);
                 a1 = coopLoad<coop_mat16x16<f16, A>>(&tiles[(o + 16u) / E], SB / E);
+                if (WG == 128u) {
+                    a2 = coopLoad<coop_mat16x16<f16, A>>(&tiles[(o + 32u) / E], SB / E);
+                    a3 = coopLoad<coop_mat16x16<f16, A>>(&tiles[(o + 48u) / E], SB / E);
+                }
             } else {
-                let o = sr * SA + kk;
+                let o = cur + sr * SA + kk;
                 a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[o / E], SA / E);
                 a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(o + 16u * SA) / E], SA / E);
+                if (WG == 128u) {
+                    a2 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(o + 32u * SA) / E], SA / E);
+                    a3 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(o + 48u * SA) / E], SA / E);
+                }
             }
-            let o = TB + kk * SB + sc;
+            let o = cur + TB + kk * SB + sc;
             let b0 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[o / E], SB / E);
             let b1 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[(o + 16u) / E], SB / E);
             let b2 = coopLoadT<coop_mat16x16<f16, B>>(&tiles[(o + 32u) / E], SB / E);
@@ -155,6 +225,22 @@ fn main(
             c11 = coopMultiplyAdd(a1, b1, c11);
             c12 = coopMultiplyAdd(a1, b2, c12);
             c13 = coopMultiplyAdd(a1, b3, c13);
+            if (WG == 128u) {
+                c20 = coopMultiplyAdd(a2, b0, c20);
+                c21 = coopMultiplyAdd(a2, b1, c21);
+                c22 = coopMultiplyAdd(a2, b2, c22);
+                c23 = coopMultiplyAdd(a2, b3, c23);
+                c30 = coopMultiplyAdd(a3, b0, c30);
+                c31 = coopMultiplyAdd(a3, b1, c31);
+                c32 = coopMultiplyAdd(a3, b2, c32);
+                c33 = coopMultiplyAdd(a3, b3, c33);
+            }
+        }
+        if (DBUF) {
+            // The other tiles were last read before the previous barrier.
+            cur = TILES - cur;
+            put_block(cp, cur, w);
+            workgroupBarrier();
         }
     }
     let r0 = wg.y * 128u + sr;
@@ -167,4 +253,14 @@ fn main(
     store_tile(c11, sg, lane, r0 + 16u, c0 + 16u, range.z);
     store_tile(c12, sg, lane, r0 + 16u, c0 + 32u, range.z);
     store_tile(c13, sg, lane, r0 + 16u, c0 + 48u, range.z);
+    if (WG == 128u) {
+        store_tile(c20, sg, lane, r0 + 32u, c0, range.z);
+        store_tile(c21, sg, lane, r0 + 32u, c0 + 16u, range.z);
+        store_tile(c22, sg, lane, r0 + 32u, c0 + 32u, range.z);
+        store_tile(c23, sg, lane, r0 + 32u, c0 + 48u, range.z);
+        store_tile(c30, sg, lane, r0 + 48u, c0, range.z);
+        store_tile(c31, sg, lane, r0 + 48u, c0 + 16u, range.z);
+        store_tile(c32, sg, lane, r0 + 48u, c0 + 32u, range.z);
+        store_tile(c33, sg, lane, r0 + 48u, c0 + 48u, range.z);
+    }
 }

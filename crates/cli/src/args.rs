@@ -1,7 +1,9 @@
 //! Command-line arguments.
 
+use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use tinygpt_gpu::ops::matmul::coop::CoopKernel;
 
 /// Train and sample a small character-level GPT on your GPU.
 #[derive(Parser, Debug)]
@@ -192,6 +194,11 @@ pub struct BenchArgs {
     /// e.g. `fused` on lavapipe, to time the lanes' subgroup sums there.
     #[arg(long, requires = "profile", value_parser = ["fused", "separate", "columns"])]
     pub decoder: Option<String>,
+    /// Run the tensor-core training path's products (and the profile's)
+    /// on this kernel instead of the engine's `tiled` (the matmul rows time
+    /// every kernel regardless).
+    #[arg(long, value_parser = PossibleValuesParser::new(CoopKernel::ALL.map(CoopKernel::name)))]
+    pub coop_kernel: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -15,7 +15,7 @@ use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::model::{Decoder, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::matmul::coop::{
-    bind_matmul_coop_variant, CoopKernel, CoopOptions, COOP_KERNEL,
+    bind_matmul_coop_variant, engine_kernel, CoopKernel, CoopOptions,
 };
 use tinygpt_gpu::ops::matmul::f16w::{bind_matmul_f16w, packed_words, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_matmul, MatmulDesc};
@@ -214,7 +214,7 @@ fn bench_matmul(
             let ks = bind_matmul_coop_variant(ctx, reg, desc, (&a, opts), &b, None, &c)?;
             let mut row = time_kernels(ctx, label, desc, iters, path, &ks)?;
             row["kernel"] = json!(kernel.name());
-            row["engine"] = json!(kernel == COOP_KERNEL);
+            row["engine"] = json!(kernel == engine_kernel());
             return Ok(row);
         }
         MatmulPath::F32 => bind_matmul(ctx, reg, desc, &a, &b, None, &c)?,

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Instant;
 use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
+use tinygpt_gpu::ops::matmul::coop::{self, CoopKernel};
 use tinygpt_gpu::GpuContext;
 
 pub async fn run(cli: Cli) -> Result<()> {
@@ -24,7 +25,11 @@ pub async fn run(cli: Cli) -> Result<()> {
                 anyhow::bail!("`--profile` profiles a model shape; `--shape matmuls` is for the matmul rows of `bench` without it");
             }
             let ctx = GpuContext::new().await.context("opening the GPU")?;
-            let report = if a.profile {
+            if let Some(name) = a.coop_kernel.as_deref() {
+                let kernel = CoopKernel::from_name(name).context("a listed kernel")?;
+                coop::set_engine_kernel(kernel);
+            }
+            let mut report = if a.profile {
                 let decode = (a.decode_only, a.decoder.as_deref());
                 crate::profile::run(&ctx, a.quick, a.shape.as_deref(), decode)?
             } else {
@@ -34,6 +39,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                     crate::bench_attention::bench_attention(&ctx, a.quick, shape)?.into();
                 report
             };
+            report["coop_kernel"] = coop::engine_kernel().name().into();
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }

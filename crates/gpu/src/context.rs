@@ -13,9 +13,9 @@ fn wanted_features() -> wgpu::Features {
 }
 
 /// Workgroup memory of the tiled cooperative-matrix kernel
-/// (`shaders/matmul_coop_tiled.wgsl`: its K block's tiles and the epilogue's
-/// scratch), in bytes.
-const COOP_WORKGROUP_BYTES: u32 = 9472 * 2 + 2048 * 4;
+/// (`shaders/matmul_coop_tiled.wgsl`: its K block's tiles, twice in its
+/// two-buffer forms, and the epilogue's scratch), in bytes: 45 KiB.
+const COOP_WORKGROUP_BYTES: u32 = 2 * 9472 * 2 + 2048 * 4;
 
 /// Whether the cooperative-matrix matmuls (`shaders/matmul_coop*.wgsl`) can
 /// run: the adapter multiplies 16×16×16 f16 matrices into f32, its

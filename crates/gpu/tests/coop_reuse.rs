@@ -5,14 +5,16 @@
 //! split along K and not, the gradient scaled; a dX product `dY·W` reading
 //! the Wᵀ the forward product staged (`B_NK`). Copies that do not fit are
 //! staged again (rows that are not whole 128-row tiles), and a copy of
-//! another operand is refused. Native devices with cooperative matrices;
-//! elsewhere each test says it did not run.
+//! another operand is refused. Each form of the tiled kernel
+//! ([`TiledForm::ALL`]) gives the base form's bits. Native devices with
+//! cooperative matrices; elsewhere each test says it did not run.
 
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::coop::{
-    bind_matmul_coop_split_k, bind_matmul_coop_staging, coop_unavailable, CoopOptions,
+    bind_matmul_coop_split_k, bind_matmul_coop_staging, coop_unavailable, CoopKernel, CoopOptions,
+    TiledForm,
 };
 use tinygpt_gpu::ops::matmul::coop_stage::{Reuse, StagedRows};
 use tinygpt_gpu::ops::matmul::MatmulDesc;
@@ -48,7 +50,7 @@ struct Staged {
 }
 
 fn stage_both(
-    gpu: &TestGpu,
+    (gpu, kernel): (&TestGpu, CoopKernel),
     (n, d_in, d_out): (u32, u32, u32),
     [x, dy, w, y]: [View<'_>; 4],
     [dx, dx1]: [View<'_>; 2],
@@ -62,7 +64,11 @@ fn stage_both(
         trans_b: true,
         ..Default::default()
     };
-    let (plain, none) = (CoopOptions::default(), Reuse::default());
+    let plain = CoopOptions {
+        kernel,
+        ..Default::default()
+    };
+    let none = Reuse::default();
     let f = bind_matmul_coop_staging(ctx, &mut reg, fwd, (x, plain), (w, none), None, y, None);
     let f = f.unwrap();
     let back = MatmulDesc {
@@ -71,7 +77,10 @@ fn stage_both(
         n: d_in,
         ..Default::default()
     };
-    let opts = CoopOptions::scaled(SCALE);
+    let opts = CoopOptions {
+        kernel,
+        ..CoopOptions::scaled(SCALE)
+    };
     let d = bind_matmul_coop_staging(ctx, &mut reg, back, (dy, opts), (w, none), None, dx, None);
     let d = d.unwrap();
     let [x_rows, w_rows] = f.staged;
@@ -95,7 +104,7 @@ fn stage_both(
 
 /// `dW (d_out, d_in) = dYᵀ·X` into `dw`, through a scratch when `split`.
 fn weight_grad(
-    gpu: &TestGpu,
+    (gpu, kernel): (&TestGpu, CoopKernel),
     (n, d_in, d_out, split): (u32, u32, u32, bool),
     [dy, x, dw]: [View<'_>; 3],
     reuse: Reuse<'_>,
@@ -110,8 +119,12 @@ fn weight_grad(
         ..Default::default()
     };
     let scratch = split.then(|| ctx.zeros("scratch", 64 * (d_out * d_in) as usize).unwrap());
-    let a = (dy, CoopOptions::scaled(SCALE));
+    let opts = CoopOptions {
+        kernel,
+        ..CoopOptions::scaled(SCALE)
+    };
     let parts = (scratch.as_ref(), reuse);
+    let a = (dy, opts);
     let op = bind_matmul_coop_split_k(ctx, &mut reg, desc, a, x, None, dw, parts).unwrap();
     op.kernels
 }
@@ -124,9 +137,10 @@ struct Both {
     dx_counts: [usize; 2],
 }
 
-/// Both weight gradients of one shape — the one staging its own operands
-/// and the one reusing — and both dX products likewise.
-fn both(gpu: &TestGpu, shape: (u32, u32, u32), split: bool) -> Both {
+/// Both weight gradients of one shape on `kernel` — the one staging its
+/// own operands and the one reusing — and both dX products likewise.
+fn both(on: (&TestGpu, CoopKernel), shape: (u32, u32, u32), split: bool) -> Both {
+    let gpu = on.0;
     let (n, d_in, d_out) = shape;
     let ctx = &gpu.ctx;
     let mut rng = Rng::new(u64::from(n + d_in + d_out));
@@ -136,14 +150,14 @@ fn both(gpu: &TestGpu, shape: (u32, u32, u32), split: bool) -> Both {
     let (y, dx0, dx1) = (zeros(n * d_out), zeros(n * d_in), zeros(n * d_in));
     let (dw0, dw1) = (zeros(d_out * d_in), zeros(d_out * d_in));
     let ops = [v(&x), v(&dy), v(&w), v(&y)];
-    let st = stage_both(gpu, shape, ops, [v(&dx0), v(&dx1)]);
+    let st = stage_both(on, shape, ops, [v(&dx0), v(&dx1)]);
     let dims = (n, d_in, d_out, split);
-    let own = weight_grad(gpu, dims, [v(&dy), v(&x), v(&dw0)], Reuse::default());
+    let own = weight_grad(on, dims, [v(&dy), v(&x), v(&dw0)], Reuse::default());
     let reuse = Reuse {
         a: Some(&st.dy_rows),
         b: Some(&st.x_rows),
     };
-    let reused = weight_grad(gpu, dims, [v(&dy), v(&x), v(&dw1)], reuse);
+    let reused = weight_grad(on, dims, [v(&dy), v(&x), v(&dw1)], reuse);
     let dw_counts = [own.len(), reused.len()];
     let mut ks = st.kernels;
     ks.extend(own);
@@ -185,31 +199,48 @@ fn a_weight_gradient_reading_staged_operands_gives_the_bits_of_staging_its_own()
         (1000, 128, 100),
     ] {
         for split in [false, true] {
-            let r = both(gpu, shape, split);
-            let [own, reused] = &r.dw;
-            let d = differ(own, reused);
-            let len = own.len();
-            assert_eq!(
-                d, 0,
-                "{shape:?} split {split}: {d} of {len} dW outputs differ"
-            );
-            assert!(own.iter().any(|v| *v != 0.0), "{shape:?}: the product ran");
-            // Both staging dispatches gone.
-            let [n_own, n_reused] = r.dw_counts;
-            assert_eq!(
-                n_reused + 2,
-                n_own,
-                "{shape:?} split {split}: dW dispatches"
-            );
-            // The dX product reading the forward's Wᵀ (`B_NK`): the same
-            // bits, W's staging gone.
-            let d = differ(&r.dx[0], &r.dx[1]);
-            assert_eq!(d, 0, "{shape:?}: {d} dX outputs differ");
-            assert!(r.dx[0].iter().any(|v| *v != 0.0), "{shape:?}: dX ran");
-            let [x_own, x_reused] = r.dx_counts;
-            assert_eq!(x_reused + 1, x_own, "{shape:?}: dX dispatches");
+            let base = both((gpu, CoopKernel::Tiled(TiledForm::Base)), shape, split);
+            for form in TiledForm::ALL {
+                let r = both((gpu, CoopKernel::Tiled(form)), shape, split);
+                check_reuse(&r, (shape, split, form));
+                // Every form sums each output's products in the same order.
+                for (what, [a, b]) in [
+                    ("dW", [&r.dw[0], &base.dw[0]]),
+                    ("dX", [&r.dx[0], &base.dx[0]]),
+                ] {
+                    let d = differ(a, b);
+                    assert_eq!(d, 0, "{shape:?} split {split}: {d} {what} outputs of {form:?} differ from the base form's");
+                }
+            }
         }
     }
+}
+
+/// The reusing products give the bits of those staging their own, with
+/// fewer dispatches.
+fn check_reuse(r: &Both, (shape, split, form): ((u32, u32, u32), bool, TiledForm)) {
+    let [own, reused] = &r.dw;
+    let d = differ(own, reused);
+    let len = own.len();
+    assert_eq!(
+        d, 0,
+        "{shape:?} split {split} {form:?}: {d} of {len} dW outputs differ"
+    );
+    assert!(own.iter().any(|v| *v != 0.0), "{shape:?}: the product ran");
+    // Both staging dispatches gone.
+    let [n_own, n_reused] = r.dw_counts;
+    assert_eq!(
+        n_reused + 2,
+        n_own,
+        "{shape:?} split {split}: dW dispatches"
+    );
+    // The dX product reading the forward's Wᵀ (`B_NK`): the same bits, W's
+    // staging gone.
+    let d = differ(&r.dx[0], &r.dx[1]);
+    assert_eq!(d, 0, "{shape:?} {form:?}: {d} dX outputs differ");
+    assert!(r.dx[0].iter().any(|v| *v != 0.0), "{shape:?}: dX ran");
+    let [x_own, x_reused] = r.dx_counts;
+    assert_eq!(x_reused + 1, x_own, "{shape:?}: dX dispatches");
 }
 
 #[test]
@@ -228,7 +259,7 @@ fn operands_that_do_not_fit_are_staged_again() {
         ((320, 160, 128), 1),
         ((320, 160, 96), 2),
     ] {
-        let r = both(gpu, shape, true);
+        let r = both((gpu, CoopKernel::Tiled(TiledForm::Base)), shape, true);
         assert_eq!(differ(&r.dw[0], &r.dw[1]), 0, "{shape:?}: dW");
         assert_eq!(differ(&r.dx[0], &r.dx[1]), 0, "{shape:?}: dX");
         let [n_own, n_reused] = r.dw_counts;
@@ -256,7 +287,8 @@ fn a_staged_copy_of_another_operand_is_refused() {
         zeros(d_out * d_in),
     );
     let ops = [v(&x), v(&dy), v(&w), v(&y)];
-    let x_rows = stage_both(gpu, (n, d_in, d_out), ops, [v(&dx0), v(&dx1)]).x_rows;
+    let on = (gpu, CoopKernel::Tiled(TiledForm::Base));
+    let x_rows = stage_both(on, (n, d_in, d_out), ops, [v(&dx0), v(&dx1)]).x_rows;
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let desc = MatmulDesc {
         m: d_out,

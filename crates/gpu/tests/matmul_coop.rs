@@ -6,7 +6,8 @@
 //! around its tiles and K blocks, with bias, accumulation and operands at
 //! offsets, unsplit and split along K (the weight gradients' binding); and
 //! the seed's gate (max_abs under 1 % of mean|ref|, mean_rel under 0.5 %)
-//! against the f32 matmul at the primary gate shape. Devices without cooperative
+//! against the f32 matmul at the primary gate shape; every form of the
+//! tiled kernel gives the bits of its base form. Devices without cooperative
 //! matrices (lavapipe, every browser) say that these did not run and why;
 //! binding there fails with a message.
 
@@ -18,7 +19,7 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::coop::{
     bind_matmul_coop, bind_matmul_coop_split_k, bind_matmul_coop_variant, coop_unavailable,
-    CoopKernel, CoopOptions, Epilogue,
+    CoopKernel, CoopOptions, Epilogue, TiledForm,
 };
 use tinygpt_gpu::ops::matmul::{coop_split_k, matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
@@ -186,6 +187,35 @@ fn coop_matmul_equals_the_f16_golden_within_f32_rounding_in_every_layout() {
             }
             let kernel = kernel.name();
             eprintln!("coop golden ({kernel}, split K: {split}): worst |kernel − golden| is {worst:.3} of the f32 reordering bound");
+        }
+    }
+}
+
+#[test]
+fn every_form_of_the_tiled_kernel_gives_the_base_forms_bits() {
+    let gpu = gpu_or_skip!();
+    if unavailable(gpu, "coop tiled forms' bits") {
+        return;
+    }
+    // Each output sums the same fragments' products in the same order in
+    // every form: only which subgroup sums it, and when the next block is
+    // copied, differ.
+    let base = CoopKernel::Tiled(TiledForm::Base);
+    for split in [false, true] {
+        for (desc, seed) in every_layout(&SHAPES, 0) {
+            let (want, _, _) = run(gpu, (desc, base), seed, split);
+            for form in TiledForm::ALL {
+                let (got, _, _) = run(gpu, (desc, CoopKernel::Tiled(form)), seed, split);
+                let differ = got
+                    .iter()
+                    .zip(&want)
+                    .filter(|(g, w)| g.to_bits() != w.to_bits());
+                let n = differ.count();
+                assert_eq!(
+                    n, 0,
+                    "{form:?} {desc:?} split {split}: {n} outputs differ from the base form's"
+                );
+            }
         }
     }
 }

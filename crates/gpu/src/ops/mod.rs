@@ -81,9 +81,9 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &GEMV_F32_LN_SG,
         &GEMV_F32_COLS,
     ];
-    all.extend(MATMUL_COOP.iter().chain(&MATMUL_COOP_TILED));
-    all.push(&matmul::MATMUL_COOP_TILED_AKM);
-    all.push(&matmul::MATMUL_COOP_TILED_BNK);
+    all.extend(MATMUL_COOP.iter().chain(MATMUL_COOP_TILED.iter().flatten()));
+    all.extend(&matmul::MATMUL_COOP_TILED_AKM);
+    all.extend(&matmul::MATMUL_COOP_TILED_BNK);
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
     #[cfg(feature = "fault-injection")]

@@ -21,36 +21,81 @@ use crate::ops::common::{bind_kernel, check_dim, shape_error};
 use crate::ops::{BoundOp, View};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tinygpt_protocol::memory::coop_split_k;
 
-/// The cooperative-matrix kernels; both sum a 32×64 block of C per
-/// subgroup in 16×16×16 f16 → f32 products.
+/// The cooperative-matrix kernels; each sums its blocks of C in 16×16×16
+/// f16 → f32 products.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CoopKernel {
     /// `matmul_coop.wgsl`: four subgroups, a 64×128 tile, each loading its
     /// fragments from the staged operands in storage.
     Direct,
-    /// `matmul_coop_tiled.wgsl`: eight subgroups, a 128×128 tile, the
-    /// operands' 32-wide K blocks copied through workgroup memory.
-    Tiled,
+    /// `matmul_coop_tiled.wgsl`: a 128×128 tile, the operands' 32-wide K
+    /// blocks copied through workgroup memory, in one of its forms.
+    Tiled(TiledForm),
+}
+
+/// The tiled kernel's forms: its pipeline constants `WG` and `DBUF`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TiledForm {
+    /// Eight subgroups each summing 32×64 of the tile, one block's tiles,
+    /// two barriers a block: the form runs 60–70 measured (BENCHMARKS.md).
+    Base,
+    /// Two blocks' tiles (the next block copied into the other while this
+    /// one is multiplied): one barrier a block.
+    TwoBuffers,
+    /// Four subgroups each summing 64×64: eight fragments loaded per
+    /// sixteen products where the base form loads six per eight.
+    Wide,
+    /// Both.
+    WideTwoBuffers,
+}
+
+impl TiledForm {
+    pub const ALL: [TiledForm; 4] = [
+        TiledForm::Base,
+        TiledForm::TwoBuffers,
+        TiledForm::Wide,
+        TiledForm::WideTwoBuffers,
+    ];
+
+    /// Its index in the kernel tables.
+    fn index(self) -> usize {
+        self as usize
+    }
 }
 
 impl CoopKernel {
     /// Every kernel (the golden tests run each; `tinygpt bench` times each).
-    pub const ALL: [CoopKernel; 2] = [CoopKernel::Direct, CoopKernel::Tiled];
+    pub const ALL: [CoopKernel; 5] = [
+        CoopKernel::Direct,
+        CoopKernel::Tiled(TiledForm::Base),
+        CoopKernel::Tiled(TiledForm::TwoBuffers),
+        CoopKernel::Tiled(TiledForm::Wide),
+        CoopKernel::Tiled(TiledForm::WideTwoBuffers),
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             CoopKernel::Direct => "direct",
-            CoopKernel::Tiled => "tiled",
+            CoopKernel::Tiled(TiledForm::Base) => "tiled",
+            CoopKernel::Tiled(TiledForm::TwoBuffers) => "tiled-2buf",
+            CoopKernel::Tiled(TiledForm::Wide) => "tiled-wide",
+            CoopKernel::Tiled(TiledForm::WideTwoBuffers) => "tiled-wide-2buf",
         }
+    }
+
+    /// The kernel of this name ([`CoopKernel::name`]).
+    pub fn from_name(name: &str) -> Option<CoopKernel> {
+        CoopKernel::ALL.into_iter().find(|k| k.name() == name)
     }
 
     /// Rows of C per workgroup.
     fn tile_m(self) -> u32 {
         match self {
             CoopKernel::Direct => 64,
-            CoopKernel::Tiled => 128,
+            CoopKernel::Tiled(_) => 128,
         }
     }
 
@@ -64,23 +109,28 @@ impl CoopKernel {
         layout: StagedLayout,
     ) -> &'static KernelSource {
         // Reuse only offers these to the tiled kernel's plain epilogue.
+        let form = match self {
+            CoopKernel::Tiled(form) => form.index(),
+            CoopKernel::Direct => 0,
+        };
         match layout {
-            StagedLayout::AKm => return &MATMUL_COOP_TILED_AKM,
-            StagedLayout::BNk => return &MATMUL_COOP_TILED_BNK,
+            StagedLayout::AKm => return &MATMUL_COOP_TILED_AKM[form],
+            StagedLayout::BNk => return &MATMUL_COOP_TILED_BNK[form],
             StagedLayout::Staged => {}
         }
+        // The dropped K tail is built on the base form only.
         #[cfg(feature = "fault-injection")]
         if fault.is_some_and(carries) {
             return match self {
                 CoopKernel::Direct => &super::kernels::MATMUL_COOP_DROPTAIL,
-                CoopKernel::Tiled => &super::kernels::MATMUL_COOP_TILED_DROPTAIL,
+                CoopKernel::Tiled(_) => &super::kernels::MATMUL_COOP_TILED_DROPTAIL,
             };
         }
         let _ = fault;
         let e = epilogue.index();
         match self {
             CoopKernel::Direct => &MATMUL_COOP[e],
-            CoopKernel::Tiled => &MATMUL_COOP_TILED[e],
+            CoopKernel::Tiled(_) => &MATMUL_COOP_TILED[form][e],
         }
     }
 }
@@ -96,8 +146,30 @@ pub fn carries(fault: Fault) -> bool {
     match fault {}
 }
 
-/// The kernel the engine binds (the faster on the H200: BENCHMARKS.md).
-pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled;
+/// The kernel the engine binds (the fastest measured on the H200:
+/// BENCHMARKS.md), unless [`set_engine_kernel`] picked another.
+pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled(TiledForm::Base);
+
+/// The kernel the engine's products bind: [`COOP_KERNEL`] (`usize::MAX`),
+/// or what `tinygpt bench --coop-kernel` set to time a step on another
+/// (its index in [`CoopKernel::ALL`]).
+static ENGINE_KERNEL: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Makes the engine's products (every binding with [`CoopOptions`]'
+/// default kernel from now on) run `kernel`.
+pub fn set_engine_kernel(kernel: CoopKernel) {
+    let i = CoopKernel::ALL
+        .iter()
+        .position(|&k| k == kernel)
+        .expect("every kernel is listed");
+    ENGINE_KERNEL.store(i, Ordering::Relaxed);
+}
+
+/// The kernel the engine's products bind now.
+pub fn engine_kernel() -> CoopKernel {
+    let i = ENGINE_KERNEL.load(Ordering::Relaxed);
+    CoopKernel::ALL.get(i).copied().unwrap_or(COOP_KERNEL)
+}
 
 /// What the epilogue does beyond the scale, the bias and the accumulation
 /// (`matmul_coop_common.wgsl`'s `EPILOGUE`, a pipeline constant: a plain
@@ -144,7 +216,7 @@ pub struct CoopOptions<'a> {
 impl Default for CoopOptions<'_> {
     fn default() -> Self {
         CoopOptions {
-            kernel: COOP_KERNEL,
+            kernel: engine_kernel(),
             scale: 1.0,
             epilogue: Epilogue::Plain,
             fault: None,
@@ -169,7 +241,7 @@ pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
     }
     (!ctx.coop_matrix).then_some(
         "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups \
-         and 27 KiB of workgroup memory",
+         and 45 KiB of workgroup memory",
     )
 }
 
@@ -308,7 +380,7 @@ fn bind_staged(
     // Only the tiled kernel's plain, fault-free form has the `A_KM` and
     // `B_NK` pipelines.
     let plain = opts.fault.is_none() && matches!(opts.epilogue, Epilogue::Plain);
-    let transposes = opts.kernel == CoopKernel::Tiled && plain;
+    let transposes = matches!(opts.kernel, CoopKernel::Tiled(_)) && plain;
     let ops = bind_operands(ctx, registry, shape, (a, opts.scale, transposes), b, reuse)?;
     let buffers = [
         (3, bias.buffer),

@@ -96,8 +96,8 @@ const COOP_TILED: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// Each kernel per epilogue (`EPILOGUE`: plain, or with the GELU written
-/// beside C; `coop::Epilogue`).
+/// The direct kernel per epilogue (`EPILOGUE`: plain, or with the GELU
+/// written beside C; `coop::Epilogue`).
 pub const MATMUL_COOP: [KernelSource; 2] = [
     COOP_DIRECT,
     KernelSource {
@@ -106,32 +106,114 @@ pub const MATMUL_COOP: [KernelSource; 2] = [
         ..COOP_DIRECT
     },
 ];
-pub const MATMUL_COOP_TILED: [KernelSource; 2] = [
-    COOP_TILED,
+
+/// The tiled kernel per [`TiledForm`](super::coop::TiledForm) (its index:
+/// the pipeline constants `DBUF` and `WG` of matmul_coop_tiled.wgsl) and
+/// per epilogue (`EPILOGUE`: plain, or with the GELU written beside C).
+pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 4] = [
+    [
+        COOP_TILED,
+        KernelSource {
+            key: "matmul_coop_128x128_k32_gelu",
+            constants: &[("EPILOGUE", 1.0)],
+            ..COOP_TILED
+        },
+    ],
+    [
+        KernelSource {
+            key: "matmul_coop_128x128_k32_2buf",
+            constants: &[("DBUF", 1.0)],
+            ..COOP_TILED
+        },
+        KernelSource {
+            key: "matmul_coop_128x128_k32_gelu_2buf",
+            constants: &[("EPILOGUE", 1.0), ("DBUF", 1.0)],
+            ..COOP_TILED
+        },
+    ],
+    [
+        KernelSource {
+            key: "matmul_coop_128x128_k32_wide",
+            constants: &[("WG", 128.0)],
+            ..COOP_TILED
+        },
+        KernelSource {
+            key: "matmul_coop_128x128_k32_gelu_wide",
+            constants: &[("EPILOGUE", 1.0), ("WG", 128.0)],
+            ..COOP_TILED
+        },
+    ],
+    [
+        KernelSource {
+            key: "matmul_coop_128x128_k32_wide_2buf",
+            constants: &[("DBUF", 1.0), ("WG", 128.0)],
+            ..COOP_TILED
+        },
+        KernelSource {
+            key: "matmul_coop_128x128_k32_gelu_wide_2buf",
+            constants: &[("EPILOGUE", 1.0), ("DBUF", 1.0), ("WG", 128.0)],
+            ..COOP_TILED
+        },
+    ],
+];
+
+/// [`MATMUL_COOP_TILED`] (plain) per form reading op(A) staged as op(A)ᵀ
+/// (`A_KM`): a weight gradient reading the gradient its dX product staged.
+pub const MATMUL_COOP_TILED_AKM: [KernelSource; 4] = [
     KernelSource {
-        key: "matmul_coop_128x128_k32_gelu",
-        constants: &[("EPILOGUE", 1.0)],
+        key: "matmul_coop_128x128_k32_akm",
+        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
+        constants: &[("A_KM", 1.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_128x128_k32_akm_2buf",
+        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
+        constants: &[("A_KM", 1.0), ("DBUF", 1.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_128x128_k32_akm_wide",
+        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
+        constants: &[("A_KM", 1.0), ("WG", 128.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_128x128_k32_akm_wide_2buf",
+        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
+        constants: &[("A_KM", 1.0), ("DBUF", 1.0), ("WG", 128.0)],
         ..COOP_TILED
     },
 ];
 
-/// [`MATMUL_COOP_TILED`] (plain) reading op(A) staged as op(A)ᵀ (`A_KM`):
-/// a weight gradient reading the gradient its dX product staged.
-pub const MATMUL_COOP_TILED_AKM: KernelSource = KernelSource {
-    key: "matmul_coop_128x128_k32_akm",
-    wgsl: MATMUL_COOP_TILED_HALF_WGSL,
-    constants: &[("A_KM", 1.0)],
-    ..COOP_TILED
-};
-
-/// [`MATMUL_COOP_TILED`] (plain) reading op(B) staged as op(B)ᵀ (`B_NK`):
-/// a dX product reading the weight its forward product staged.
-pub const MATMUL_COOP_TILED_BNK: KernelSource = KernelSource {
-    key: "matmul_coop_128x128_k32_bnk",
-    wgsl: MATMUL_COOP_TILED_HALF_WGSL,
-    constants: &[("B_NK", 1.0)],
-    ..COOP_TILED
-};
+/// [`MATMUL_COOP_TILED`] (plain) per form reading op(B) staged as op(B)ᵀ
+/// (`B_NK`): a dX product reading the weight its forward product staged.
+pub const MATMUL_COOP_TILED_BNK: [KernelSource; 4] = [
+    KernelSource {
+        key: "matmul_coop_128x128_k32_bnk",
+        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
+        constants: &[("B_NK", 1.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_128x128_k32_bnk_2buf",
+        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
+        constants: &[("B_NK", 1.0), ("DBUF", 1.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_128x128_k32_bnk_wide",
+        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
+        constants: &[("B_NK", 1.0), ("WG", 128.0)],
+        ..COOP_TILED
+    },
+    KernelSource {
+        key: "matmul_coop_128x128_k32_bnk_wide_2buf",
+        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
+        constants: &[("B_NK", 1.0), ("DBUF", 1.0), ("WG", 128.0)],
+        ..COOP_TILED
+    },
+];
 
 /// Each kernel (plain) skipping its last K block: the dropped-K-tail fault
 /// (`ops/matmul/fault.rs`), which the tensor-core gate must fail.
