@@ -4,7 +4,8 @@
 // then the centred variance) like the CPU reference; each thread sums a
 // strided slice, then a fixed tree combines the slices (ln_sum.wgsl,
 // appended; two barriers a sum): deterministic, and the tree the GEMVs'
-// LayerNorm prologue adds with.
+// LayerNorm prologue adds with. The passes after the first are
+// ln_rows.wgsl's, appended (layernorm_residual.wgsl shares them).
 
 struct Params {
     n: u32,          // rows N
@@ -43,22 +44,7 @@ fn forward(
     for (var i = lid; i < p.c; i += WG) {
         s += x[x0 + i];
     }
-    let mu = ln_sum(lid, s, 0u) / f32(p.c);
-    var q = 0.0;
-    for (var i = lid; i < p.c; i += WG) {
-        let d = x[x0 + i] - mu;
-        q += d * d;
-    }
-    let variance = ln_sum(lid, q, LN_REGION) / f32(p.c);
-    let rs = 1.0 / sqrt(variance + EPS);
-    let y0 = p.y_off + row * p.c;
-    for (var i = lid; i < p.c; i += WG) {
-        y[y0 + i] = (x[x0 + i] - mu) * rs * w[p.w_off + i] + b[p.b_off + i];
-    }
-    if (lid == 0u) {
-        mean[p.mean_off + row] = mu;
-        rstd[p.rstd_off + row] = rs;
-    }
+    ln_finish(row, lid, s);
 }
 
 // The same per row for CPU implementations of WebGPU (the kernel layout
@@ -80,17 +66,5 @@ fn forward_serial(
     for (var i = 0u; i < p.c; i++) {
         s += x[x0 + i];
     }
-    let mu = s / f32(p.c);
-    var q = 0.0;
-    for (var i = 0u; i < p.c; i++) {
-        let d = x[x0 + i] - mu;
-        q += d * d;
-    }
-    let rs = 1.0 / sqrt(q / f32(p.c) + EPS);
-    let y0 = p.y_off + row * p.c;
-    for (var i = 0u; i < p.c; i++) {
-        y[y0 + i] = (x[x0 + i] - mu) * rs * w[p.w_off + i] + b[p.b_off + i];
-    }
-    mean[p.mean_off + row] = mu;
-    rstd[p.rstd_off + row] = rs;
+    ln_finish_serial(row, s);
 }

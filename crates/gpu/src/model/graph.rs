@@ -4,11 +4,13 @@
 //! `C` channels, `V` vocab, `L` layers.
 
 use super::acts::Acts;
-use super::builder::Builder;
+use super::builder::{Builder, Linear};
 use crate::ops::attention::AttentionBackwardBuffers;
 use crate::GpuError;
 use tinygpt_core::model::Site;
 use tinygpt_core::ParamKind::*;
+
+type Buf = wgpu::Buffer;
 
 /// The forward pass from `inputs` to `logits`, then the per-row and mean
 /// loss and, with `with_loss_grad`, `dlogits`. With dropout the embedding
@@ -20,22 +22,29 @@ pub fn forward(g: &mut Builder, a: &Acts, with_loss_grad: bool) -> Result<(), Gp
     let encoded = if g.dropout.is_some() { &a.proj } else { &a.res[0] };
     g.encoder(&a.inputs, encoded)?; // (N, C)
     g.dropout(Site::Embedding, &a.proj, &a.res[0])?; // (N, C), training with dropout only
+    g.layernorm(&a.res[0], stream_ln(a, 0))?; // (N, C): block 0's ln1
     for (l, blk) in a.blocks.iter().enumerate() {
         let x = &a.res[l];
-        g.layernorm(x, (Ln1W, Ln1B, l), (&blk.ln1, &blk.ln1_mean, &blk.ln1_rstd))?; // (N, C)
         g.linear(&blk.ln1, (QkvW, QkvB, l), &blk.qkv, (c, 3 * c))?; // (N, 3C)
         g.attention(&blk.qkv, &blk.atty, &blk.lse, l)?; // (N, C), lse (B, NH, T)
         g.linear(&blk.atty, (AttnProjW, AttnProjB, l), &a.proj, (c, c))?; // (N, C)
-        g.residual(Site::AttnProj(l), x, &a.proj, &blk.res2)?; // (N, C)
-        g.layernorm(&blk.res2, (Ln2W, Ln2B, l), (&blk.ln2, &blk.ln2_mean, &blk.ln2_rstd))?; // (N, C)
+        g.residual_layernorm(Site::AttnProj(l), (x, &a.proj, &blk.res2), ((Ln2W, Ln2B, l), (&blk.ln2, &blk.ln2_mean, &blk.ln2_rstd)))?; // res2 (N, C) and ln2 (N, C)
         g.linear_gelu(&blk.ln2, (FcW, FcB, l), (&blk.fch, &blk.fch_gelu), (c, 4 * c))?; // (N, 4C) before and after the GELU
         g.linear(&blk.fch_gelu, (FcProjW, FcProjB, l), &a.proj, (4 * c, c))?; // (N, C)
-        g.residual(Site::Mlp(l), &blk.res2, &a.proj, &a.res[l + 1])?; // (N, C)
+        g.residual_layernorm(Site::Mlp(l), (&blk.res2, &a.proj, &a.res[l + 1]), stream_ln(a, l + 1))?; // res[l+1] (N, C) and its LayerNorm (N, C)
     }
-    let last = &a.res[g.cfg.n_layer];
-    g.layernorm(last, (LnfW, LnfB, 0), (&a.lnf, &a.lnf_mean, &a.lnf_rstd))?; // (N, C)
     g.head(&a.lnf, &a.logits)?; // (N, V)
     g.crossentropy(a, with_loss_grad.then_some(&a.dlogits)) // (N), (1), (N, V)
+}
+
+/// The LayerNorm that reads the stream entering block `l` (`res[l]`):
+/// block `l`'s first, or after the last block the final one — the
+/// forward computes each with the residual add before it.
+fn stream_ln(a: &Acts, l: usize) -> (Linear, (&Buf, &Buf, &Buf)) {
+    match a.blocks.get(l) {
+        Some(blk) => ((Ln1W, Ln1B, l), (&blk.ln1, &blk.ln1_mean, &blk.ln1_rstd)),
+        None => ((LnfW, LnfB, 0), (&a.lnf, &a.lnf_mean, &a.lnf_rstd)),
+    }
 }
 
 /// The backward pass from `dlogits` into the builder's gradients, through

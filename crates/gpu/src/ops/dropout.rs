@@ -56,20 +56,10 @@ pub fn bind_dropout(
         &[("out", out)],
         &[("y", y), ("base", base_or_y), ("state", d.state)],
     )?;
-    let params = uniform(
-        ctx,
-        "dropout_params",
-        &[
-            n,
-            site.id(),
-            Dropout::threshold(d.p),
-            u32::from(base.is_some()),
-            d.seed as u32,
-            (d.seed >> 32) as u32,
-            Dropout::scale(d.p).to_bits(),
-            0,
-        ],
-    );
+    let [site, threshold, _, seed_lo, seed_hi, scale] = mask_words(d, site);
+    let add = u32::from(base.is_some());
+    let words = [n, site, threshold, add, seed_lo, seed_hi, scale, 0];
+    let params = uniform(ctx, "dropout_params", &words);
     Ok(bind_kernel(
         ctx,
         registry,
@@ -78,4 +68,18 @@ pub fn bind_dropout(
         &[(1, d.state), (2, base_or_y), (3, y), (4, out)],
         grid(ctx, n.div_ceil(256)),
     ))
+}
+
+/// The words that draw site `site`'s mask, as the kernels that drop read
+/// them: site, threshold, a flag word (1: the mask applies), the seed's
+/// two halves and the scale's bits.
+pub(super) fn mask_words(d: DropoutDesc<'_>, site: Site) -> [u32; 6] {
+    [
+        site.id(),
+        Dropout::threshold(d.p),
+        1,
+        d.seed as u32,
+        (d.seed >> 32) as u32,
+        Dropout::scale(d.p).to_bits(),
+    ]
 }

@@ -7,16 +7,43 @@ use super::bias_grad::{bind_column_sum, chunks, rows_per_chunk};
 use super::common::{
     bind_kernel, check_dim, check_no_alias, grid, shape_error, uniform, BoundOp, View,
 };
+use super::dropout::{mask_words, DropoutDesc};
 use crate::kernel::{BoundKernel, Layout};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
+use tinygpt_core::model::Site;
 
-/// layernorm.wgsl with the row sums it shares with the GEMVs' LayerNorm
-/// prologue (ln_sum.wgsl).
+/// layernorm.wgsl with its passes after the first (ln_rows.wgsl) and the
+/// row sums it shares with the GEMVs' LayerNorm prologue (ln_sum.wgsl).
 const LAYERNORM_WGSL: &str = concat!(
     include_str!("../../../../shaders/layernorm.wgsl"),
+    include_str!("../../../../shaders/ln_rows.wgsl"),
     include_str!("../../../../shaders/ln_sum.wgsl")
 );
+
+/// The residual add and the LayerNorm after it (layernorm_residual.wgsl),
+/// with the LayerNorm's passes and sums and the dropout masks' hash.
+const LAYERNORM_RESIDUAL_WGSL: &str = concat!(
+    include_str!("../../../../shaders/layernorm_residual.wgsl"),
+    include_str!("../../../../shaders/ln_rows.wgsl"),
+    include_str!("../../../../shaders/ln_sum.wgsl"),
+    include_str!("../../../../shaders/dropout_mask.wgsl")
+);
+
+pub const LAYERNORM_RESIDUAL: KernelSource = KernelSource {
+    key: "layernorm_residual",
+    wgsl: LAYERNORM_RESIDUAL_WGSL,
+    entry: "forward",
+    constants: &[],
+};
+
+/// [`LAYERNORM_RESIDUAL`] in the [`Layout::Cpu`] layout: a row per invocation.
+pub const LAYERNORM_RESIDUAL_SERIAL: KernelSource = KernelSource {
+    key: "layernorm_residual_serial",
+    wgsl: LAYERNORM_RESIDUAL_WGSL,
+    entry: "forward_serial",
+    constants: &[],
+};
 
 pub const LAYERNORM_FORWARD: KernelSource = KernelSource {
     key: "layernorm_forward",
@@ -160,6 +187,77 @@ pub fn bind_layernorm_forward<'a>(
         ],
         groups,
     ))
+}
+
+/// The residual add before a LayerNorm: `x = base + branch`, or with
+/// `drop` (training with dropout) `x = base + mask(site) ∘ branch / (1 − p)`
+/// — the residual kernel's or the dropout kernel's bits.
+#[derive(Clone, Copy)]
+pub struct ResidualAdd<'a> {
+    pub base: View<'a>,
+    pub branch: View<'a>,
+    pub drop: Option<(DropoutDesc<'a>, Site)>,
+    /// `(N, C)`: the stream, written.
+    pub x: View<'a>,
+}
+
+/// Binds the residual add `add` and [`bind_layernorm_forward`] on its sum
+/// in one dispatch, with both ops' bits: `add.x`, `y`, `mean` and `rstd`
+/// written.
+pub fn bind_layernorm_residual<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: LayerNormDesc,
+    add: ResidualAdd<'a>,
+    [w, b]: [View<'a>; 2],
+    [y, mean, rstd]: [View<'a>; 3],
+) -> Result<BoundKernel, GpuError> {
+    let op = "layernorm_residual";
+    let (n, c) = desc.check(op)?;
+    let x = add.x;
+    for (name, v, len) in [
+        ("x", x, n * c),
+        ("base", add.base, n * c),
+        ("branch", add.branch, n * c),
+        ("w", w, c),
+        ("b", b, c),
+        ("y", y, n * c),
+        ("mean", mean, n),
+        ("rstd", rstd, n),
+    ] {
+        v.need(op, name, len)?;
+    }
+    let state = add.drop.map_or(add.base.buffer, |(d, _)| d.state);
+    let written = [
+        ("x", x.buffer),
+        ("y", y.buffer),
+        ("mean", mean.buffer),
+        ("rstd", rstd.buffer),
+    ];
+    let read = [
+        ("base", add.base.buffer),
+        ("branch", add.branch.buffer),
+        ("w", w.buffer),
+        ("b", b.buffer),
+        ("state", state),
+    ];
+    check_no_alias(op, &written, &read)?;
+    let mask = match add.drop {
+        Some((d, site)) => mask_words(d, site),
+        None => [0; 6],
+    };
+    let offsets = [x, w, b, y, mean, rstd, add.base, add.branch].map(|v| v.offset);
+    let words: Vec<u32> = [desc.n, desc.c]
+        .into_iter()
+        .chain(offsets)
+        .chain(mask)
+        .collect();
+    let params = uniform(ctx, "layernorm_residual_params", &words);
+    let (src, groups) = desc.rows(ctx, &LAYERNORM_RESIDUAL, &LAYERNORM_RESIDUAL_SERIAL);
+    let buffers = [x, w, b, y, mean, rstd, add.base, add.branch].map(|v| v.buffer);
+    let mut bindings: Vec<(u32, &wgpu::Buffer)> = (1..).zip(buffers).collect();
+    bindings.push((9, state));
+    Ok(bind_kernel(ctx, registry, src, &params, &bindings, groups))
 }
 
 /// The operands of the backward; `mean` and `rstd` are the forward's.

@@ -39,6 +39,8 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &adamw::ADAMW_UPDATE,
         &layernorm::LAYERNORM_FORWARD,
         &layernorm::LAYERNORM_FORWARD_SERIAL,
+        &layernorm::LAYERNORM_RESIDUAL,
+        &layernorm::LAYERNORM_RESIDUAL_SERIAL,
         &layernorm::LAYERNORM_BACKWARD_DX,
         &layernorm::LAYERNORM_BACKWARD_DX_SERIAL,
         &layernorm::LAYERNORM_BACKWARD_DWDB,

@@ -13,12 +13,13 @@ use crate::ops::crossentropy::{bind_crossentropy, CrossEntropyDesc};
 use crate::ops::dropout::{bind_dropout, DropoutDesc};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::gelu::bind_gelu_forward;
-use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
+use crate::ops::layernorm::{
+    bind_layernorm_forward, bind_layernorm_residual, LayerNormDesc, ResidualAdd,
+};
 use crate::ops::matmul::coop::{bind_matmul_coop_staging, CoopOptions, Epilogue};
 use crate::ops::matmul::coop_stage::{Reuse, StagedRows};
 use crate::ops::matmul::f16w::bind_matmul_f16w;
 use crate::ops::matmul::{split_k_scratch_floats, MatmulDesc};
-use crate::ops::residual::bind_residual_forward;
 use crate::ops::{BoundOp, View};
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use std::collections::HashMap;
@@ -274,8 +275,7 @@ impl<'a, 'r> Builder<'a, 'r> {
     pub fn layernorm(
         &mut self,
         x: &Buf,
-        (w, b, l): Linear,
-        (out, mean, rstd): (&Buf, &Buf, &Buf),
+        ((w, b, l), (out, mean, rstd)): (Linear, (&Buf, &Buf, &Buf)),
     ) -> R {
         let (w, b) = (self.params.at(w, l), self.params.at(b, l));
         let k =
@@ -313,13 +313,25 @@ impl<'a, 'r> Builder<'a, 'r> {
         self.push(k)
     }
 
-    /// `out = base + mask(branch)` (the branch's dropout mask when training with it).
-    pub fn residual(&mut self, site: Site, base: &Buf, branch: &Buf, out: &Buf) -> R {
-        let nc = u(self.b * self.t * self.cfg.d_model);
-        let k = match self.dropout {
-            Some(d) => bind_dropout(self.ctx, self.reg, d, site, nc, Some(base), branch, out)?,
-            None => bind_residual_forward(self.ctx, self.reg, nc, base, branch, out)?,
+    /// `out = base + mask(branch)` (the branch's dropout mask when training
+    /// with it), then the LayerNorm `ln` of `out`: one dispatch
+    /// ([`bind_layernorm_residual`]; the bits of the add and the LayerNorm
+    /// apart).
+    pub fn residual_layernorm(
+        &mut self,
+        site: Site,
+        (base, branch, out): (&Buf, &Buf, &Buf),
+        ((w, b, l), (y, mean, rstd)): (Linear, (&Buf, &Buf, &Buf)),
+    ) -> R {
+        let add = ResidualAdd {
+            base: base.into(),
+            branch: branch.into(),
+            drop: self.dropout.map(|d| (d, site)),
+            x: out.into(),
         };
+        let wb = [self.params.at(w, l), self.params.at(b, l)];
+        let outs = [y.into(), mean.into(), rstd.into()];
+        let k = bind_layernorm_residual(self.ctx, self.reg, self.ln(false), add, wb, outs)?;
         self.push(k)
     }
 

@@ -1,0 +1,46 @@
+// The LayerNorm of one row after its first pass (the row's sum `s`),
+// appended to layernorm.wgsl and layernorm_residual.wgsl: the mean, the
+// centred variance (a second pass over x), then y = (x − μ)·σ̂ · w + b and
+// the row's μ and σ̂. The including kernel provides `p` (n, c and the
+// offsets of layernorm.wgsl's Params) and `x`, `w`, `b`, `y`, `mean`,
+// `rstd`; each invocation reads back only the elements of x its own first
+// pass read (or wrote).
+
+// A workgroup of LN_THREADS invocations per row (ln_sum.wgsl's tree).
+fn ln_finish(row: u32, lid: u32, s: f32) {
+    let x0 = p.x_off + row * p.c;
+    let mu = ln_sum(lid, s, 0u) / f32(p.c);
+    var q = 0.0;
+    for (var i = lid; i < p.c; i += LN_THREADS) {
+        let d = x[x0 + i] - mu;
+        q += d * d;
+    }
+    let variance = ln_sum(lid, q, LN_REGION) / f32(p.c);
+    let rs = 1.0 / sqrt(variance + EPS);
+    let y0 = p.y_off + row * p.c;
+    for (var i = lid; i < p.c; i += LN_THREADS) {
+        y[y0 + i] = (x[x0 + i] - mu) * rs * w[p.w_off + i] + b[p.b_off + i];
+    }
+    if (lid == 0u) {
+        mean[p.mean_off + row] = mu;
+        rstd[p.rstd_off + row] = rs;
+    }
+}
+
+// One invocation per row (CPU implementations), its sums in channel order.
+fn ln_finish_serial(row: u32, s: f32) {
+    let x0 = p.x_off + row * p.c;
+    let mu = s / f32(p.c);
+    var q = 0.0;
+    for (var i = 0u; i < p.c; i++) {
+        let d = x[x0 + i] - mu;
+        q += d * d;
+    }
+    let rs = 1.0 / sqrt(q / f32(p.c) + EPS);
+    let y0 = p.y_off + row * p.c;
+    for (var i = 0u; i < p.c; i++) {
+        y[y0 + i] = (x[x0 + i] - mu) * rs * w[p.w_off + i] + b[p.b_off + i];
+    }
+    mean[p.mean_off + row] = mu;
+    rstd[p.rstd_off + row] = rs;
+}
