@@ -4,7 +4,7 @@
 // then the centred variance) like the CPU reference; each thread sums a
 // strided slice, then a fixed tree combines the slices (ln_sum.wgsl,
 // appended; two barriers a sum): deterministic, and the tree the GEMVs'
-// LayerNorm prologue adds with. The passes after the first are
+// LayerNorm prologue adds with. The entry points and passes are
 // ln_rows.wgsl's, appended (layernorm_residual.wgsl shares them).
 
 struct Params {
@@ -26,45 +26,13 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> mean: array<f32>;
 @group(0) @binding(6) var<storage, read_write> rstd: array<f32>;
 
-const WG: u32 = 128u;
 const EPS: f32 = 1e-5;
 
-@compute @workgroup_size(128)
-fn forward(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let row = wg.y * nwg.x + wg.x;
-    if (row >= p.n) {
-        return;
-    }
-    let x0 = p.x_off + row * p.c;
-    var s = 0.0;
-    for (var i = lid; i < p.c; i += WG) {
-        s += x[x0 + i];
-    }
-    ln_finish(row, lid, s);
+// The first pass's input (ln_rows.wgsl's entry points): x itself.
+fn ln_input(row: u32, col: u32, key: u32) -> f32 {
+    return x[p.x_off + row * p.c + col];
 }
 
-// The same per row for CPU implementations of WebGPU (the kernel layout
-// `Cpu`): one invocation per row summing its channels in order, no
-// workgroup memory, no barrier. Other sums' order than the tree's, so the
-// results differ from `forward`'s in the last bits.
-@compute @workgroup_size(64)
-fn forward_serial(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let row = (wg.y * nwg.x + wg.x) * 64u + lid;
-    if (row >= p.n) {
-        return;
-    }
-    let x0 = p.x_off + row * p.c;
-    var s = 0.0;
-    for (var i = 0u; i < p.c; i++) {
-        s += x[x0 + i];
-    }
-    ln_finish_serial(row, s);
+fn ln_key() -> u32 {
+    return 0u;
 }

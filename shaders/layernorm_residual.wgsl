@@ -5,9 +5,9 @@
 //   x = base + mask(branch)    (training with dropout: dropout.wgsl's
 //                               mask of `site`, the same hash and bits)
 //   y = LayerNorm(x) · w + b, μ and σ̂ per row (layernorm.wgsl's sums).
-// The first pass computes and writes x and sums it; ln_rows.wgsl's passes
-// (appended, then ln_sum.wgsl and dropout_mask.wgsl) read back what each
-// invocation wrote. The mask indexes the element in the (N, C) tensor, as
+// The first pass computes and writes x and sums it; ln_rows.wgsl's entry
+// points and passes (appended, then ln_sum.wgsl and dropout_mask.wgsl)
+// read back what each invocation wrote. The mask indexes the element in the (N, C) tensor, as
 // the dropout kernel does over its whole buffer.
 
 struct Params {
@@ -43,8 +43,9 @@ struct Params {
 const EPS: f32 = 1e-5;
 const DROPS: u32 = 1u;
 
-// Element `col` of row `row` of the stream: written to x and returned.
-fn add_element(row: u32, col: u32, key: u32) -> f32 {
+// The first pass's input (ln_rows.wgsl's entry points): element `col` of
+// row `row` of the stream, written to x and returned.
+fn ln_input(row: u32, col: u32, key: u32) -> f32 {
     let e = row * p.c + col;
     var v = branch[p.branch_off + e];
     if ((p.flags & DROPS) != 0u) {
@@ -56,47 +57,9 @@ fn add_element(row: u32, col: u32, key: u32) -> f32 {
 }
 
 // This step's mask key, or 0 without dropout (the mask is not drawn then).
-fn mask_key() -> u32 {
+fn ln_key() -> u32 {
     if ((p.flags & DROPS) != 0u) {
         return drop_key();
     }
     return 0u;
-}
-
-@compute @workgroup_size(128)
-fn forward(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let row = wg.y * nwg.x + wg.x;
-    if (row >= p.n) {
-        return;
-    }
-    let key = mask_key();
-    var s = 0.0;
-    for (var i = lid; i < p.c; i += LN_THREADS) {
-        s += add_element(row, i, key);
-    }
-    ln_finish(row, lid, s);
-}
-
-// One invocation per row (the kernel layout `Cpu`), as layernorm.wgsl's
-// `forward_serial`.
-@compute @workgroup_size(64)
-fn forward_serial(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let row = (wg.y * nwg.x + wg.x) * 64u + lid;
-    if (row >= p.n) {
-        return;
-    }
-    let key = mask_key();
-    var s = 0.0;
-    for (var i = 0u; i < p.c; i++) {
-        s += add_element(row, i, key);
-    }
-    ln_finish_serial(row, s);
 }

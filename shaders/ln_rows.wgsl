@@ -1,10 +1,53 @@
-// The LayerNorm of one row after its first pass (the row's sum `s`),
-// appended to layernorm.wgsl and layernorm_residual.wgsl: the mean, the
-// centred variance (a second pass over x), then y = (x − μ)·σ̂ · w + b and
-// the row's μ and σ̂. The including kernel provides `p` (n, c and the
-// offsets of layernorm.wgsl's Params) and `x`, `w`, `b`, `y`, `mean`,
-// `rstd`; each invocation reads back only the elements of x its own first
-// pass read (or wrote).
+// The LayerNorm's entry points, appended to layernorm.wgsl and
+// layernorm_residual.wgsl: a first pass summing the row's inputs (the
+// including kernel's `ln_input(row, col, key)`, with `ln_key()` computed
+// once a row), then the mean, the centred variance (a second pass over
+// x), y = (x − μ)·σ̂ · w + b and the row's μ and σ̂. The including kernel
+// also provides `p` (n, c and the offsets of layernorm.wgsl's Params),
+// `x`, `w`, `b`, `y`, `mean`, `rstd` and EPS; each invocation reads back
+// only the elements of x its own first pass read (or wrote).
+
+// A workgroup of LN_THREADS invocations per row; each sums a strided
+// slice, then ln_sum.wgsl's fixed tree combines the slices.
+@compute @workgroup_size(128)
+fn forward(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let row = wg.y * nwg.x + wg.x;
+    if (row >= p.n) {
+        return;
+    }
+    let key = ln_key();
+    var s = 0.0;
+    for (var i = lid; i < p.c; i += LN_THREADS) {
+        s += ln_input(row, i, key);
+    }
+    ln_finish(row, lid, s);
+}
+
+// The same per row for CPU implementations of WebGPU (the kernel layout
+// `Cpu`): one invocation per row summing its channels in order, no
+// workgroup memory, no barrier. Other sums' order than the tree's, so the
+// results differ from `forward`'s in the last bits.
+@compute @workgroup_size(64)
+fn forward_serial(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let row = (wg.y * nwg.x + wg.x) * 64u + lid;
+    if (row >= p.n) {
+        return;
+    }
+    let key = ln_key();
+    var s = 0.0;
+    for (var i = 0u; i < p.c; i++) {
+        s += ln_input(row, i, key);
+    }
+    ln_finish_serial(row, s);
+}
 
 // A workgroup of LN_THREADS invocations per row (ln_sum.wgsl's tree).
 fn ln_finish(row: u32, lid: u32, s: f32) {
