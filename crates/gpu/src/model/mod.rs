@@ -13,6 +13,7 @@ mod decode;
 mod f16_cache;
 mod gpu_model;
 mod graph;
+mod stages;
 mod train;
 
 pub use acts::Acts;
