@@ -2,7 +2,8 @@
 // matmul_small.wgsl; appended to each by ops/matmul/mod.rs): the Params
 // uniform (built by MatmulDesc::uniform_words), the operand bindings, the
 // flag bits, the guarded operand loaders and the row store with bias and
-// accumulation.
+// accumulation, then the epilogue of the file appended after this one
+// (epilogue_none.wgsl, or epilogue_gelu.wgsl and erf.wgsl).
 
 struct Params {
     m: u32,
@@ -86,5 +87,6 @@ fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {
             v += c[o];
         }
         c[o] = v;
+        epilogue(row * p.n + col, v);
     }
 }

@@ -335,9 +335,9 @@ impl<'a, 'r> Builder<'a, 'r> {
         self.push(k)
     }
 
-    /// `fch (N, d_out) = x · Wᵀ + b` and `fch_gelu = GELU(fch)`: on
-    /// cooperative matrices one matmul with the GELU in its epilogue, else
-    /// the linear and the GELU.
+    /// `fch (N, d_out) = x · Wᵀ + b` and `fch_gelu = GELU(fch)`: one
+    /// matmul with the GELU in its epilogue (on cooperative matrices, or
+    /// the f32 tile kernels), else the linear and the GELU.
     pub fn linear_gelu(
         &mut self,
         x: &Buf,
@@ -345,11 +345,10 @@ impl<'a, 'r> Builder<'a, 'r> {
         (fch, fch_gelu): (&Buf, &Buf),
         (d_in, d_out): (usize, usize),
     ) -> R {
-        if !self.coop {
-            self.linear(x, (w, b, l), fch, (d_in, d_out))?;
-            return self.gelu(fch, fch_gelu, d_out);
-        }
         let desc = MatmulDesc::linear(self.n(), u(d_in), u(d_out));
+        if !self.coop {
+            return self.linear_gelu_f32(x, (w, b, l), (fch, fch_gelu), desc);
+        }
         let opts = CoopOptions {
             epilogue: Epilogue::Gelu(fch_gelu.into()),
             ..Default::default()
@@ -357,6 +356,34 @@ impl<'a, 'r> Builder<'a, 'r> {
         let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
         let staged = self.coop_matmul(desc, (x.into(), opts), (wv, None), bias, fch.into())?;
         self.keep_staged((w, l), staged)
+    }
+
+    /// [`Builder::linear_gelu`] off tensor cores: the f32 tile kernel with
+    /// the GELU in its epilogue, or (f16 weights active, or one row) the
+    /// linear and the GELU.
+    fn linear_gelu_f32(
+        &mut self,
+        x: &Buf,
+        (w, b, l): Linear,
+        (fch, fch_gelu): (&Buf, &Buf),
+        desc: MatmulDesc,
+    ) -> R {
+        let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
+        let fused = match self.f16 {
+            Some(_) => None,
+            None => {
+                let ops = (x.into(), wv, bias);
+                let (c, gelu) = (fch.into(), fch_gelu.into());
+                self.layout
+                    .bind_gelu(self.ctx, self.reg, desc, ops, c, gelu)?
+            }
+        };
+        let Some(k) = fused else {
+            self.linear(x, (w, b, l), fch, (desc.k as usize, desc.n as usize))?;
+            return self.gelu(fch, fch_gelu, desc.n as usize);
+        };
+        self.push(k)?;
+        self.keep_staged((w, l), [None, None])
     }
 
     /// `out (N, width) = GELU(x)`.

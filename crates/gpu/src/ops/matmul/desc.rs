@@ -3,7 +3,8 @@
 //! checks every matmul binder shares.
 
 use super::kernels::{
-    CELL_GROUP, LARGE_MIN_TILES, MATMUL_F32, MATMUL_F32_128, MATMUL_F32_CELLS, MATMUL_F32_SMALL,
+    CELL_GROUP, LARGE_MIN_TILES, MATMUL_F32, MATMUL_F32_128, MATMUL_F32_128_GELU, MATMUL_F32_CELLS,
+    MATMUL_F32_CELLS_GELU, MATMUL_F32_GELU, MATMUL_F32_SMALL, MATMUL_F32_SMALL_GELU,
     MATMUL_TILE_LARGE,
 };
 use crate::ops::common::{grid, shape_error};
@@ -36,6 +37,17 @@ impl TileKernel {
             Self::General => &MATMUL_F32,
             Self::Large => &MATMUL_F32_128,
             Self::Cells => &MATMUL_F32_CELLS,
+        }
+    }
+
+    /// Its pipeline with the GELU epilogue (epilogue_gelu.wgsl): GELU(C)
+    /// written beside C.
+    pub fn source_gelu(self) -> &'static KernelSource {
+        match self {
+            Self::Small => &MATMUL_F32_SMALL_GELU,
+            Self::General => &MATMUL_F32_GELU,
+            Self::Large => &MATMUL_F32_128_GELU,
+            Self::Cells => &MATMUL_F32_CELLS_GELU,
         }
     }
 

@@ -9,13 +9,28 @@ macro_rules! with_common {
     ($($file:literal),+) => {
         concat!(
             $(include_str!(concat!("../../../../../shaders/", $file)),)+
-            include_str!("../../../../../shaders/matmul_common.wgsl")
+            include_str!("../../../../../shaders/matmul_common.wgsl"),
+            include_str!("../../../../../shaders/epilogue_none.wgsl")
+        )
+    };
+}
+/// An f32 tile kernel whose store also writes GELU(C) (epilogue_gelu.wgsl).
+macro_rules! with_gelu {
+    ($file:literal) => {
+        concat!(
+            include_str!(concat!("../../../../../shaders/", $file)),
+            include_str!("../../../../../shaders/matmul_common.wgsl"),
+            include_str!("../../../../../shaders/epilogue_gelu.wgsl"),
+            include_str!("../../../../../shaders/erf.wgsl")
         )
     };
 }
 const MATMUL_WGSL: &str = with_common!("matmul.wgsl");
 const MATMUL_SMALL_WGSL: &str = with_common!("matmul_small.wgsl");
 const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
+const MATMUL_GELU_WGSL: &str = with_gelu!("matmul.wgsl");
+const MATMUL_SMALL_GELU_WGSL: &str = with_gelu!("matmul_small.wgsl");
+const MATMUL_128_GELU_WGSL: &str = with_gelu!("matmul_128.wgsl");
 const MATMUL_COOP_WGSL: &str = with_common!(
     "matmul_coop.wgsl",
     "coop_pad.wgsl",
@@ -75,6 +90,29 @@ pub const MATMUL_F32_128: KernelSource = KernelSource {
     wgsl: MATMUL_128_WGSL,
     entry: "main",
     constants: &[],
+};
+
+/// Each f32 tile kernel with the GELU epilogue ([`TileKernel::source`]
+/// with `gelu`): C, and GELU(C) beside it.
+pub const MATMUL_F32_GELU: KernelSource = KernelSource {
+    key: "matmul_f32_64x64_k16_gelu",
+    wgsl: MATMUL_GELU_WGSL,
+    ..MATMUL_F32
+};
+pub const MATMUL_F32_SMALL_GELU: KernelSource = KernelSource {
+    key: "matmul_f32_32x32_k4x8_gelu",
+    wgsl: MATMUL_SMALL_GELU_WGSL,
+    ..MATMUL_F32_SMALL
+};
+pub const MATMUL_F32_128_GELU: KernelSource = KernelSource {
+    key: "matmul_f32_128x128_k8_gelu",
+    wgsl: MATMUL_128_GELU_WGSL,
+    ..MATMUL_F32_128
+};
+pub const MATMUL_F32_CELLS_GELU: KernelSource = KernelSource {
+    key: "matmul_f32_cells_gelu",
+    wgsl: MATMUL_SMALL_GELU_WGSL,
+    ..MATMUL_F32_CELLS
 };
 
 /// The cooperative-matrix matmul (`ops::matmul::coop`; native devices with

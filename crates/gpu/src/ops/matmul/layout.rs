@@ -2,7 +2,7 @@
 
 use super::desc::{MatmulDesc, TileKernel};
 use super::split_k::{bind_matmul_split_k, bind_matmul_split_k_row_sums};
-use super::tiled::{bind_matmul, bind_matmul_tiled};
+use super::tiled::{bind_matmul, bind_matmul_tiled, bind_matmul_tiled_gelu};
 use crate::kernel::{BoundKernel, Layout};
 use crate::ops::{BoundOp, View};
 use crate::registry::PipelineRegistry;
@@ -30,6 +30,27 @@ impl Layout {
             Self::Gpu => bind_matmul(ctx, registry, desc, a, b, bias, c),
             Self::Cpu => bind_matmul_tiled(ctx, registry, TileKernel::Cells, desc, a, b, bias, c),
         }
+    }
+
+    /// The tile kernel of this layout for `desc` with the GELU epilogue
+    /// ([`bind_matmul_tiled_gelu`]): `C` and `GELU(C)` into `gelu`; `None`
+    /// (nothing bound) where [`Layout::bind`] would run a GEMV (one row).
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind_gelu<'a>(
+        self,
+        ctx: &GpuContext,
+        registry: &mut PipelineRegistry,
+        desc: MatmulDesc,
+        operands: (View<'a>, View<'a>, Option<View<'a>>),
+        c: View<'a>,
+        gelu: View<'a>,
+    ) -> Result<Option<BoundKernel>, GpuError> {
+        let kernel = match self {
+            Self::Gpu if desc.m == 1 && desc.trans_b => return Ok(None),
+            Self::Gpu => desc.tile_kernel(),
+            Self::Cpu => TileKernel::Cells,
+        };
+        bind_matmul_tiled_gelu(ctx, registry, kernel, desc, operands, c, gelu).map(Some)
     }
 
     /// [`bind_matmul_split_k`] in this layout.

@@ -5,7 +5,7 @@ use super::desc::{check_operands, MatmulDesc, TileKernel};
 use super::gemv::{bind_gemv, RowFusion};
 use super::kernels::KT;
 use crate::kernel::BoundKernel;
-use crate::ops::common::bind_kernel;
+use crate::ops::common::{bind_kernel, check_no_alias};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
@@ -49,36 +49,71 @@ pub fn bind_matmul_tiled<'a>(
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
     let groups = kernel.grid(ctx, &desc);
-    bind_with(ctx, registry, kernel.source(), groups, desc, a, b, bias, c)
+    let c = (c.into(), None);
+    bind_with(
+        ctx,
+        registry,
+        (kernel.source(), groups),
+        desc,
+        a,
+        b,
+        bias,
+        c,
+    )
 }
 
+/// [`bind_matmul_tiled`] with the GELU epilogue: `C` as it binds it, and
+/// `GELU(C)` into `gelu` (C's shape). Never split along K.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_matmul_tiled_gelu<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    kernel: TileKernel,
+    desc: MatmulDesc,
+    (a, b, bias): (View<'a>, View<'a>, Option<View<'a>>),
+    c: View<'a>,
+    gelu: View<'a>,
+) -> Result<BoundKernel, GpuError> {
+    gelu.need("matmul", "gelu", desc.m as u64 * desc.n as u64)?;
+    check_no_alias(
+        "matmul",
+        &[("gelu", gelu.buffer)],
+        &[("a", a.buffer), ("b", b.buffer), ("c", c.buffer)],
+    )?;
+    let groups = kernel.grid(ctx, &desc);
+    let src = (kernel.source_gelu(), groups);
+    bind_with(ctx, registry, src, desc, a, b, bias, (c, Some(gelu)))
+}
+
+/// Binds `src` over `workgroups`; `c`'s second view, where given, is the
+/// GELU epilogue's output.
 #[allow(clippy::too_many_arguments)]
 fn bind_with<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
-    src: &KernelSource,
-    workgroups: [u32; 3],
+    (src, workgroups): (&KernelSource, [u32; 3]),
     desc: MatmulDesc,
     a: impl Into<View<'a>>,
     b: impl Into<View<'a>>,
     bias: Option<View<'a>>,
-    c: impl Into<View<'a>>,
+    (c, gelu): (View<'a>, Option<View<'a>>),
 ) -> Result<BoundKernel, GpuError> {
-    let (a, b, c) = (a.into(), b.into(), c.into());
+    let (a, b) = (a.into(), b.into());
     check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
     let k_chunk = desc.k.next_multiple_of(KT).max(KT);
-    let uniform = desc
-        .params(offsets, [k_chunk, 1], 0)
-        .upload(ctx, "matmul_params");
-    let buffers = [
+    let mut params = desc.params(offsets, [k_chunk, 1], 0);
+    params.aux[0] = gelu.map_or(0, |g| g.offset);
+    let uniform = params.upload(ctx, "matmul_params");
+    let mut buffers = vec![
         (1, a.buffer),
         (2, b.buffer),
         (3, bias.buffer),
         (4, c.buffer),
     ];
+    buffers.extend(gelu.map(|g| (8, g.buffer)));
     Ok(bind_kernel(
         ctx, registry, src, &uniform, &buffers, workgroups,
     ))
