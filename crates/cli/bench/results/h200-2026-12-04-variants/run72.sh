@@ -7,8 +7,10 @@
 # the base form's, its reuse pipelines); `bench --shape matmuls` (every
 # kernel's rows, 4096³ included); `bench --shape nanogpt` and `small` with
 # each form's step (`--coop-kernel`), the base form against the build
-# before; the fastest form's profile; PyTorch's training in the same
-# command. Carry: .gl, .carry (bins.tar.xz: tinygpt, tinygpt-before,
+# before; `tiny` (the f32 path, with this session's fused
+# residual-LayerNorm and GELU epilogue) against the build before, and its
+# profile; the fastest form's nanoGPT profile; PyTorch's training in the
+# same command. Carry: .gl, .carry (bins.tar.xz: tinygpt, tinygpt-before,
 # tests/{matmul_coop,coop_reuse,coop_training}; pytorch_baseline.py).
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
@@ -31,6 +33,15 @@ for s in nanogpt small; do
     timeout 100 ./tinygpt bench --shape $s --coop-kernel $k > $R/shape-$s-$k.json 2> $R/shape-$s-$k.err; echo "$s $k rc=$? $(( $(date +%s) - t0 ))s"
   done; save
 done
+# tiny trains on the f32 path: this build (the fused residual-LayerNorm
+# and GELU epilogue) against the build before, twice each, and its profile.
+for round in 1 2; do
+  for v in before after; do
+    bin=./tinygpt; [ $v = before ] && bin=./tinygpt-before
+    timeout 100 $bin bench --shape tiny > $R/shape-tiny-$v-$round.json 2> $R/shape-tiny-$v-$round.err; echo "tiny $v $round rc=$?"
+  done
+done
+timeout 60 ./tinygpt bench --profile --shape tiny > $R/profile-tiny.json 2> $R/profile-tiny.err; echo "tiny profile rc=$?"; save
 best=$(python3 -c "
 import json
 def ms(k):
@@ -48,7 +59,7 @@ for m in json.load(open(f"{R}/matmuls.json"))["matmul"]:
 for f in sorted(glob.glob(f"{R}/shape-*.json")):
     try:
         for t in json.load(open(f))["train"]:
-            if t["path"] == "coop-matrix": print(f.split("/")[-1], round(t["ms_per_step"], 3), t["final_loss"])
+            if t["path"] in ("coop-matrix", "f32"): print(f.split("/")[-1], t["path"], round(t["ms_per_step"], 3), t["final_loss"])
     except Exception as ex: print(f, ex)
 for l in open(f"{R}/pytorch.jsonl"):
     j = json.loads(l); print(j["config"], j["mode"], j.get("ms_per_step"))
