@@ -181,5 +181,5 @@ fn aliased_outputs_are_refused() {
     let outs = [View::at(&out, 0), View::at(&stats, 0), View::at(&stats, n)];
     let e = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, b], outs);
     let e = e.err().expect("refused").to_string();
-    assert!(e.contains("layernorm_residual"), "{e}");
+    assert!(e.contains("x (written) and base (read)"), "{e}");
 }

@@ -13,7 +13,7 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::Site;
 
-/// layernorm.wgsl with its passes after the first (ln_rows.wgsl) and the
+/// layernorm.wgsl with its entry points and passes (ln_rows.wgsl) and the
 /// row sums it shares with the GEMVs' LayerNorm prologue (ln_sum.wgsl).
 const LAYERNORM_WGSL: &str = concat!(
     include_str!("../../../../shaders/layernorm.wgsl"),
