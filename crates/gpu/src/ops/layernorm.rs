@@ -246,7 +246,9 @@ pub fn bind_layernorm_residual<'a>(
         Some((d, site)) => mask_words(d, site),
         None => [0; 6],
     };
-    let offsets = [x, w, b, y, mean, rstd, add.base, add.branch].map(|v| v.offset);
+    // Bindings 1–8 in the shader's order, then the dropout state at 9.
+    let views = [x, w, b, y, mean, rstd, add.base, add.branch];
+    let offsets = views.map(|v| v.offset);
     let words: Vec<u32> = [desc.n, desc.c]
         .into_iter()
         .chain(offsets)
@@ -254,8 +256,7 @@ pub fn bind_layernorm_residual<'a>(
         .collect();
     let params = uniform(ctx, "layernorm_residual_params", &words);
     let (src, groups) = desc.rows(ctx, &LAYERNORM_RESIDUAL, &LAYERNORM_RESIDUAL_SERIAL);
-    let buffers = [x, w, b, y, mean, rstd, add.base, add.branch].map(|v| v.buffer);
-    let mut bindings: Vec<(u32, &wgpu::Buffer)> = (1..).zip(buffers).collect();
+    let mut bindings: Vec<(u32, &wgpu::Buffer)> = (1..).zip(views.map(|v| v.buffer)).collect();
     bindings.push((9, state));
     Ok(bind_kernel(ctx, registry, src, &params, &bindings, groups))
 }

@@ -372,10 +372,9 @@ impl<'a, 'r> Builder<'a, 'r> {
         let fused = match self.f16 {
             Some(_) => None,
             None => {
-                let ops = (x.into(), wv, bias);
-                let (c, gelu) = (fch.into(), fch_gelu.into());
-                self.layout
-                    .bind_gelu(self.ctx, self.reg, desc, ops, c, gelu)?
+                let (ops, gelu) = ((x.into(), wv, bias), fch_gelu.into());
+                let layout = self.layout;
+                layout.bind_gelu(self.ctx, self.reg, desc, ops, fch.into(), gelu)?
             }
         };
         let Some(k) = fused else {

@@ -162,6 +162,12 @@ impl MatmulDesc {
         }
     }
 
+    /// Whether [`bind_matmul`] runs the GEMV: one row times a linear
+    /// weight (B stored `(N, K)`; with M = 1, A's layout does not matter).
+    pub fn is_gemv(&self) -> bool {
+        self.m == 1 && self.trans_b
+    }
+
     /// Whether [`bind_matmul`] runs the 128×128-tile kernel: an output
     /// large enough to fill a GPU with its tiles.
     pub fn uses_large_tiles(&self) -> bool {
@@ -169,7 +175,7 @@ impl MatmulDesc {
             self.n.div_ceil(MATMUL_TILE_LARGE),
             self.m.div_ceil(MATMUL_TILE_LARGE),
         );
-        !(self.m == 1 && self.trans_b) && x * y >= LARGE_MIN_TILES
+        !self.is_gemv() && x * y >= LARGE_MIN_TILES
     }
 
     /// The tile kernel [`bind_matmul`] runs for this shape (one row times a
@@ -188,7 +194,7 @@ impl MatmulDesc {
     /// its partial products ([`tinygpt_protocol::memory::split_k`], the
     /// rule the memory plan sizes the scratch by). A GEMV is never split.
     pub fn split_k(&self) -> SplitK {
-        if self.m == 1 && self.trans_b {
+        if self.is_gemv() {
             return SplitK {
                 small_tiles: false,
                 slices: 1,

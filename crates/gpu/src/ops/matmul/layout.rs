@@ -46,7 +46,7 @@ impl Layout {
         gelu: View<'a>,
     ) -> Result<Option<BoundKernel>, GpuError> {
         let kernel = match self {
-            Self::Gpu if desc.m == 1 && desc.trans_b => return Ok(None),
+            Self::Gpu if desc.is_gemv() => return Ok(None),
             Self::Gpu => desc.tile_kernel(),
             Self::Cpu => TileKernel::Cells,
         };

@@ -26,9 +26,7 @@ pub fn bind_matmul<'a>(
     bias: Option<View<'a>>,
     c: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    // One row times a linear weight (B stored (N, K)) is a GEMV; with
-    // M = 1, A's layout does not matter.
-    if desc.m == 1 && desc.trans_b {
+    if desc.is_gemv() {
         return bind_gemv(ctx, registry, desc, a, b, bias, RowFusion::default(), c);
     }
     bind_matmul_tiled(ctx, registry, desc.tile_kernel(), desc, a, b, bias, c)
