@@ -4,7 +4,8 @@
 //! f16-storage, across context-window restarts and prompts longer than the
 //! window — and against the CPU reference's text, with the LayerNorms
 //! folded into the GEMVs (GPUs) and as dispatches of their own (CPU
-//! implementations), which give the same logits bit for bit; Stop
+//! implementations), and with a head's LayerNorm, QKV columns and
+//! attention in one kernel, which all give the same logits bit for bit; Stop
 //! mid-chunk; non-finite logits refused as the CPU sampler refuses them;
 //! and the dispatches of one decoded token (one fewer when it is chained
 //! after another: the pick writes the next input row).
@@ -159,8 +160,10 @@ fn gpu_picks_equal_the_one_token_at_a_time_path_bit_for_bit() {
     }
 }
 
-/// The LayerNorm folded into the GEMV or on its own: the same bits. The
-/// column layout sums in another order: the same logits to f32 rounding.
+/// The LayerNorm folded into the GEMV or on its own: the same bits; so are
+/// the `Fused` layout's LayerNorm, QKV and attention in one kernel a head
+/// (f32 weights). The column layout sums in another order: the same
+/// logits to f32 rounding.
 #[test]
 fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
     let gpu = gpu_or_skip!();
@@ -276,7 +279,7 @@ fn non_finite_logits_are_refused_as_the_cpu_sampler_refuses_them() {
 }
 
 #[test]
-fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
+fn a_decoded_token_is_four_dispatches_per_layer_and_three_more() {
     let gpu = gpu_or_skip!();
     if !gpu.ctx.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
         eprintln!(
@@ -293,14 +296,22 @@ fn a_decoded_token_is_five_dispatches_per_layer_and_three_more() {
         dec.reset();
         let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
         let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
-        // Embedding; per layer QKV (LayerNorm folded), attention (K/V
-        // append folded), projection (+ residual), fc (LayerNorm, GELU),
-        // fc_proj (+ residual); head (final LayerNorm folded); the pick.
-        assert_eq!(keys.len(), 5 * cfg.n_layer + 3, "{keys:?}");
+        // Embedding; per layer LayerNorm + QKV + attention (K/V appended)
+        // in one kernel a head with f32 weights (with f16 weights the QKV
+        // GEMV, LayerNorm folded, and the attention), projection (+
+        // residual), fc (LayerNorm, GELU), fc_proj (+ residual); head
+        // (final LayerNorm folded); the pick.
+        let per_layer = if fast.f16_storage.is_some() { 5 } else { 4 };
+        assert_eq!(keys.len(), per_layer * cfg.n_layer + 3, "{keys:?}");
         assert_eq!(keys.last(), Some(&"greedy_pick"));
+        let fused = keys
+            .iter()
+            .filter(|k| **k == "attention_decode_qkv")
+            .count();
+        assert_eq!(fused, (5 - per_layer) * cfg.n_layer, "{keys:?}");
         // A step chained after another: no embedding (the pick before it
         // wrote its input row).
-        assert_eq!(dec.dispatches_per_token(), 5 * cfg.n_layer + 2);
+        assert_eq!(dec.dispatches_per_token(), per_layer * cfg.n_layer + 2);
         // With the LayerNorms on their own: two more per layer, one more
         // before the head.
         for kernels in [DecoderKernels::Separate, DecoderKernels::Columns] {

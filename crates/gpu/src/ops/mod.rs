@@ -54,6 +54,8 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &attention::ATTENTION_DECODE,
         &attention::ATTENTION_DECODE_SG,
         &attention::ATTENTION_DECODE_SERIAL,
+        &attention::ATTENTION_DECODE_QKV,
+        &attention::ATTENTION_DECODE_QKV_SG,
         &bias_grad::COLUMN_SUM,
         &bias_grad::COLUMN_SUM_SERIAL,
         &grad_norm::GRAD_NORM_PARTIALS,

@@ -1,10 +1,13 @@
 //! Sampling with a KV cache: one token costs work proportional to the
 //! context so far, and only what the sampler needs comes back.
 //!
-//! A step (one token at one position) is five dispatches per layer: the
-//! QKV GEMV with the LayerNorm folded into its prologue, the attention
-//! (which appends the token's keys and values to the layer's cache), the
-//! projection GEMV adding into the residual row, the fc GEMV with the second
+//! A step (one token at one position) is four dispatches per layer: the
+//! first LayerNorm, the QKV linear and the attention in one kernel of one
+//! workgroup per head (each head computes its own q, k and v columns,
+//! appends k and v to the layer's cache and attends:
+//! `shaders/attention_decode_qkv.wgsl`; with f16 weights, the QKV GEMV
+//! with the LayerNorm folded into its prologue and then the attention: five
+//! a layer), the projection GEMV adding into the residual row, the fc GEMV with the second
 //! LayerNorm before and GELU after, and the fc_proj GEMV adding into the
 //! residual row; plus the embedding, the head (final LayerNorm folded in)
 //! and the pick of the next token on the GPU (greedy, or seeded sampling
@@ -446,9 +449,7 @@ fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Resul
     g.encoder()?; // x (C)
     let embedding = g.take().remove(0);
     for (l, cache) in caches.iter().enumerate() {
-        let ln1 = g.layernorm((Ln1W, Ln1B, l))?; // folded into the next GEMV, or xn (C)
-        g.linear(ln1, (QkvW, QkvB, l), (c, 3 * c), false, &r.qkv)?; // qkv (3C)
-        g.attention(cache)?; // atty (C); K, V appended to the cache
+        g.qkv_attention((Ln1W, Ln1B, l), (QkvW, QkvB, l), cache)?; // atty (C); K, V appended to the cache
         g.linear(g.row(&r.atty), (AttnProjW, AttnProjB, l), (c, c), true, &r.x)?; // x += (C)
         let ln2 = g.layernorm((Ln2W, Ln2B, l))?;
         g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias

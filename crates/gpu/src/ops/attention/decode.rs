@@ -10,6 +10,7 @@ use crate::{GpuContext, GpuError};
 /// attention_decode.wgsl with its reductions through workgroup memory.
 const DECODE_WGSL: &str = concat!(
     include_str!("../../../../../shaders/attention_decode.wgsl"),
+    include_str!("../../../../../shaders/attention_decode_common.wgsl"),
     include_str!("../../../../../shaders/reduce_wg.wgsl")
 );
 
@@ -27,6 +28,7 @@ pub const ATTENTION_DECODE_SG: KernelSource = KernelSource {
     key: "attention_decode_sg",
     wgsl: concat!(
         include_str!("../../../../../shaders/attention_decode.wgsl"),
+        include_str!("../../../../../shaders/attention_decode_common.wgsl"),
         include_str!("../../../../../shaders/reduce_sg.wgsl")
     ),
     entry: "main",
@@ -103,11 +105,11 @@ impl DecodeDesc {
         ])
     }
 
-    fn check(
+    /// Checks the shape, the position uniform and the caches; returns HS.
+    pub(super) fn check(
         &self,
         ctx: &GpuContext,
         position: &wgpu::Buffer,
-        qkv: &wgpu::Buffer,
         cache: &KvCache,
     ) -> Result<u32, GpuError> {
         let hs = self.validate(ctx)?;
@@ -120,10 +122,14 @@ impl DecodeDesc {
                 ),
             ));
         }
-        need(qkv, 3 * self.c as u64 * self.batch as u64, "qkv rows", self)?;
         need(&cache.k, self.cache_len(), "K cache", self)?;
         need(&cache.v, self.cache_len(), "V cache", self)?;
         Ok(hs)
+    }
+
+    /// Elements of `n` rows of `width · C` each, one per sample.
+    pub(super) fn rows(&self, width: u32) -> u64 {
+        width as u64 * self.c as u64 * self.batch as u64
     }
 }
 
@@ -198,8 +204,9 @@ pub fn bind_attention_decode(
     cache: &KvCache,
     out: &wgpu::Buffer,
 ) -> Result<BoundKernel, GpuError> {
-    let hs = desc.check(ctx, position, qkv, cache)?;
-    need(out, desc.c as u64 * desc.batch as u64, "out rows", &desc)?;
+    let hs = desc.check(ctx, position, cache)?;
+    need(qkv, desc.rows(3), "qkv rows", &desc)?;
+    need(out, desc.rows(1), "out rows", &desc)?;
     let src = match (serial, subgroups) {
         (true, Some(_)) => {
             return Err(shape_error(
@@ -208,19 +215,10 @@ pub fn bind_attention_decode(
             ))
         }
         (true, None) => &ATTENTION_DECODE_SERIAL,
-        (false, Some(_)) if !ctx.features.contains(wgpu::Features::SUBGROUP) => {
-            return Err(shape_error(
-                "attention",
-                "subgroup reductions on a device without subgroup operations".into(),
-            ))
+        (false, Some(n)) => {
+            check_subgroups(ctx, n)?;
+            &ATTENTION_DECODE_SG
         }
-        (false, Some(n)) if !crate::context::subgroup_size_supported(n) => {
-            return Err(shape_error(
-                "attention",
-                format!("subgroups of {n} lanes: the shuffles need a power of two from 4 to 128"),
-            ))
-        }
-        (false, Some(_)) => &ATTENTION_DECODE_SG,
         (false, None) => &ATTENTION_DECODE,
     };
     let sg = subgroups.unwrap_or(0);
@@ -240,4 +238,22 @@ pub fn bind_attention_decode(
         &buffers,
         [desc.nh, desc.batch, 1],
     ))
+}
+
+/// Refuses subgroup reductions on a device without subgroups, or of a size
+/// the shuffles do not run.
+pub(super) fn check_subgroups(ctx: &GpuContext, n: u32) -> Result<(), GpuError> {
+    if !ctx.features.contains(wgpu::Features::SUBGROUP) {
+        return Err(shape_error(
+            "attention",
+            "subgroup reductions on a device without subgroup operations".into(),
+        ));
+    }
+    if !crate::context::subgroup_size_supported(n) {
+        return Err(shape_error(
+            "attention",
+            format!("subgroups of {n} lanes: the shuffles need a power of two from 4 to 128"),
+        ));
+    }
+    Ok(())
 }

@@ -20,8 +20,10 @@ use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
 
 mod decode;
+mod decode_qkv;
 mod shape;
 pub use decode::*;
+pub use decode_qkv::*;
 pub use shape::MAX_HEAD_SIZE;
 use shape::{head_size, need, scale};
 
