@@ -37,19 +37,7 @@
 // and no barrier, which those implementations pay for far more than for
 // the 3·P·HS multiply-adds (BENCHMARKS.md, "The decoder on CPU devices").
 
-struct Params {
-    c: u32,
-    nh: u32,
-    hs: u32,
-    t_max: u32,
-    scale: f32,
-    // The subgroup size of the `reduce_sg.wgsl` form.
-    sg: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(0) var<uniform> ap: DecodeParams;
 // x: the query's position P; y, z, w unused.
 @group(0) @binding(1) var<uniform> pos: vec4<u32>;
 @group(0) @binding(2) var<storage, read> qkv: array<f32>;
@@ -62,24 +50,24 @@ var<workgroup> red: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let h = wg.x;
-    let hs = p.hs;
-    let base = (wg.y * p.nh + h) * p.t_max * hs;
-    let q = 3u * p.c * wg.y + h * hs;
+    let hs = ap.hs;
+    let base = (wg.y * ap.nh + h) * ap.t_max * hs;
+    let q = 3u * ap.c * wg.y + h * hs;
     // The host never sets P ≥ T_max; clamping keeps a stray value in bounds.
-    let last = min(pos.x, p.t_max - 1u);
+    let last = min(pos.x, ap.t_max - 1u);
     if (tid < hs) {
-        q_sh[tid] = qkv[q + tid] * p.scale;
-        k_cache[base + tid * p.t_max + last] = qkv[q + p.c + tid];
-        v_cache[base + last * hs + tid] = qkv[q + 2u * p.c + tid];
+        q_sh[tid] = qkv[q + tid] * ap.scale;
+        k_cache[base + tid * ap.t_max + last] = qkv[q + ap.c + tid];
+        v_cache[base + last * hs + tid] = qkv[q + 2u * ap.c + tid];
     }
     storageBarrier();
     workgroupBarrier();
-    attend(base, last, p.c * wg.y + h * hs, tid);
+    attend(base, last, ap.c * wg.y + h * hs, tid);
 }
 
 // The scaled score of position s for the query at qkv[q …] (`main_serial`).
 fn score(q: u32, base: u32, s: u32) -> f32 {
-    let hs = p.hs;
+    let hs = ap.hs;
     let row = base + s * hs;
     var x4 = vec4<f32>(0.0);
     var i = 0u;
@@ -90,21 +78,21 @@ fn score(q: u32, base: u32, s: u32) -> f32 {
     for (; i < hs; i++) {
         x4.x = fma(qkv[q + i], k_cache[row + i], x4.x);
     }
-    return ((x4.x + x4.y) + (x4.z + x4.w)) * p.scale;
+    return ((x4.x + x4.y) + (x4.z + x4.w)) * ap.scale;
 }
 
 @compute @workgroup_size(1)
 fn main_serial(@builtin(workgroup_id) wg: vec3<u32>) {
     let h = wg.x;
-    let hs = p.hs;
-    let base = (wg.y * p.nh + h) * p.t_max * hs;
-    let last = min(pos.x, p.t_max - 1u);
-    let q = 3u * p.c * wg.y + h * hs;
-    let o = p.c * wg.y + h * hs;
+    let hs = ap.hs;
+    let base = (wg.y * ap.nh + h) * ap.t_max * hs;
+    let last = min(pos.x, ap.t_max - 1u);
+    let q = 3u * ap.c * wg.y + h * hs;
+    let o = ap.c * wg.y + h * hs;
     for (var d = 0u; d < hs; d++) {
         let r = base + last * hs + d;
-        k_cache[r] = qkv[q + p.c + d];
-        v_cache[r] = qkv[q + 2u * p.c + d];
+        k_cache[r] = qkv[q + ap.c + d];
+        v_cache[r] = qkv[q + 2u * ap.c + d];
         out[o + d] = 0.0;
     }
     var m = NEG;

@@ -4,8 +4,21 @@
 // positions, the weighted sum of values in groups of positions (the
 // algorithm and its orders: attention_decode.wgsl's header). Appended to
 // those kernels' sources, with reduce_wg.wgsl or reduce_sg.wgsl; the kernel
-// declares `p` (fields hs, t_max), `k_cache`, `v_cache`, `out` and `red`
-// (at least 256 words).
+// declares `ap` (a DecodeParams uniform), `k_cache`, `v_cache`, `out` and
+// `red` (at least 256 words).
+
+// The decode attention's params (ops/attention/decode.rs).
+struct DecodeParams {
+    c: u32,
+    nh: u32,
+    hs: u32,
+    t_max: u32,
+    scale: f32,
+    // The subgroup size of the `reduce_sg.wgsl` form.
+    sg: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
 
 const WG: u32 = 256u;
 const NEG: f32 = -1e30;
@@ -23,8 +36,8 @@ var<workgroup> o_sh: array<vec4<f32>, 256>;
 // base + i·T_max, so that neighbouring threads, neighbouring positions,
 // read neighbouring words).
 fn k4t(base: u32, i: u32, s: u32) -> vec4<f32> {
-    let o = base + i * p.t_max + s;
-    return vec4<f32>(k_cache[o], k_cache[o + p.t_max], k_cache[o + 2u * p.t_max], k_cache[o + 3u * p.t_max]);
+    let o = base + i * ap.t_max + s;
+    return vec4<f32>(k_cache[o], k_cache[o + ap.t_max], k_cache[o + 2u * ap.t_max], k_cache[o + 3u * ap.t_max]);
 }
 
 fn q4(i: u32) -> vec4<f32> {
@@ -35,10 +48,10 @@ fn q4(i: u32) -> vec4<f32> {
 fn v4(row: u32, d4: u32) -> vec4<f32> {
     let d = 4u * d4;
     var v = vec4<f32>(0.0);
-    if (d + 3u < p.hs) {
+    if (d + 3u < ap.hs) {
         return vec4<f32>(v_cache[row + d], v_cache[row + d + 1u], v_cache[row + d + 2u], v_cache[row + d + 3u]);
     }
-    for (var i = 0u; d + i < p.hs; i++) {
+    for (var i = 0u; d + i < ap.hs; i++) {
         v[i] = v_cache[row + d + i];
     }
     return v;
@@ -48,7 +61,7 @@ fn v4(row: u32, d4: u32) -> vec4<f32> {
 // cache at `base`: dims in order, four partial sums, sixteen loads issued
 // before they are used.
 fn score_t(base: u32, s: u32) -> f32 {
-    let hs = p.hs;
+    let hs = ap.hs;
     var x4 = vec4<f32>(0.0);
     var i = 0u;
     for (; i + 16u <= hs; i += 16u) {
@@ -65,7 +78,7 @@ fn score_t(base: u32, s: u32) -> f32 {
         x4 = fma(q4(i), k4t(base, i, s), x4);
     }
     for (; i < hs; i++) {
-        x4.x = fma(q_sh[i], k_cache[base + i * p.t_max + s], x4.x);
+        x4.x = fma(q_sh[i], k_cache[base + i * ap.t_max + s], x4.x);
     }
     return (x4.x + x4.y) + (x4.z + x4.w);
 }
@@ -73,7 +86,7 @@ fn score_t(base: u32, s: u32) -> f32 {
 // Group g's weighted sum of the chunk's values at positions c0 + j,
 // j ≡ g (mod gs), j < cnt, in increasing j; four rows a round.
 fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: vec4<f32>) -> vec4<f32> {
-    let hs = p.hs;
+    let hs = ap.hs;
     var acc = acc_in;
     var j = g;
     for (; j + 3u * gs < cnt; j += 4u * gs) {
@@ -97,7 +110,7 @@ fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: 
 // storageBarrier and workgroupBarrier), the head's HS outputs written at
 // out[o …]. Every thread calls it (barriers).
 fn attend(base: u32, last: u32, o: u32, tid: u32) {
-    let hs = p.hs;
+    let hs = ap.hs;
     // Threads per value row (HS ≤ 128: at most 32) and groups of positions.
     let nd4 = (hs + 3u) / 4u;
     let gs = min(WG / nd4, MAX_GROUPS);

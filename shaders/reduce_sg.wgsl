@@ -3,13 +3,13 @@
 // — pairs 128 apart first, then 64, … 1 — so the same bits, with three
 // barriers instead of ten where subgroups hold 32 lanes; the max is the
 // same maximum (any order gives it). The first 32 threads add levels 128,
-// 64 and 32 from workgroup memory at once; levels 16 … p.sg apart (the
+// 64 and 32 from workgroup memory at once; levels 16 … ap.sg apart (the
 // narrower subgroups of CPU implementations) go through workgroup memory
 // one at a time; the rest are shuffles in the first subgroup, lane j
 // adding lane j + s. Each shuffle also moves the thread's index: where it
 // does not bring thread j + s's (subgroups laid out otherwise), the
 // result is NaN, so the gate fails rather than the output going quietly
-// wrong. Appended to attention_decode.wgsl (`p.sg`, `WG` = 256, `red`).
+// wrong. Appended to attention_decode.wgsl (`ap.sg`, `WG` = 256, `red`).
 
 fn reduce_op(a: f32, b: f32, is_max: bool) -> f32 {
     if (is_max) {
@@ -32,7 +32,7 @@ fn reduce_sg(tid: u32, v: f32, is_max: bool) -> f32 {
     if (tid < 32u) {
         x = reduce_leaves(tid, is_max);
     }
-    let sg = max(p.sg, 1u);
+    let sg = max(ap.sg, 1u);
     var s = 16u;
     if (sg < 32u) {
         workgroupBarrier();

@@ -2,41 +2,54 @@
 //! (`shaders/attention_decode_qkv.wgsl`) against what it replaces — the
 //! LayerNorm-prologue GEMV writing the qkv rows, then the decode attention
 //! appending to its own cache — bit for bit: every output row of every
-//! step, and both caches after the steps. The shapes cover the column
-//! passes (one, three, several, a last one part-empty), K under one round
-//! of 256 inputs, one round and a tail, two rounds and a tail, head sizes
-//! not a multiple of 4, two samples, and positions past the first chunk of
-//! 256. The caches start from the same random contents, so a late position
-//! needs no long run of steps. Then the refusals.
+//! step, and both caches after the steps; with f32 weights and with
+//! f16-stored ones (and each of the f16 GEMV's test-only kernel faults,
+//! which the fused kernel must carry for the f16-storage gate to catch).
+//! The shapes cover the column passes (one, three, several, a last one
+//! part-empty), K under one round of 256 inputs, one round and a tail, two
+//! rounds and a tail, the widest row (whole rounds of the f16 GEMV's 1,024
+//! halves), head sizes not a multiple of 4, two samples, and positions
+//! past the first chunk of 256. The caches start from the same random
+//! contents, so a late position needs no long run of steps. Then the
+//! refusals.
 
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::attention::{
     bind_attention_decode, bind_attention_decode_qkv, decode_position_buffer, set_decode_position,
-    DecodeDesc, KvCache, QkvWeights, DECODE_QKV_MAX_C,
+    DecodeDesc, KvCache, QkvWeight, QkvWeights, DECODE_QKV_MAX_C,
 };
-use tinygpt_gpu::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
+use tinygpt_gpu::ops::matmul::f16w::{bind_gemv_f16w, pack_cpu, PackedW};
+use tinygpt_gpu::ops::matmul::{bind_gemv, Fault, MatmulDesc, RowFusion};
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::{random, random_in, TestGpu};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
 
 /// (C, NH, samples, T_max, positions stepped in order).
-const SHAPES: [(u32, u32, u32, u32, &[u32]); 5] = [
+const SHAPES: [(u32, u32, u32, u32, &[u32]); 6] = [
     (20, 2, 1, 12, &[0, 1, 5]),
     (128, 4, 2, 64, &[0, 63]),
     (256, 4, 1, 16, &[9]),
     (384, 6, 1, 300, &[3, 256, 299]),
     (516, 6, 1, 8, &[7]),
+    // The widest row staged; whole rounds of f16 quads.
+    (DECODE_QKV_MAX_C, 8, 1, 4, &[2]),
 ];
 
 /// The flat parameters of one layer's first LayerNorm and QKV linear, at
-/// odd offsets in one buffer, as the model's flat parameters hold them.
+/// odd offsets in one buffer (W at a multiple of four, as the fused f16
+/// kernel needs), as the model's flat parameters hold them; and their
+/// halves packed.
 struct Weights {
     buf: wgpu::Buffer,
+    halves: wgpu::Buffer,
     at: [u32; 4],
     c: u32,
 }
+
+/// The weights' storage: f32, or f16 with a kernel fault or none.
+type Storage = Option<Option<Fault>>;
 
 impl Weights {
     fn new(ctx: &GpuContext, c: u32, rng: &mut Rng) -> Self {
@@ -50,22 +63,38 @@ impl Weights {
             random_in(rng, 3 * n, -0.2, 0.2),
         ];
         for (i, part) in parts.iter().enumerate() {
+            while i == 2 && flat.len() % 4 != 0 {
+                flat.push(0.125);
+            }
             at[i] = flat.len() as u32;
             flat.extend(part);
             flat.push(0.25);
         }
         let buf = ctx.upload("flat", &flat).unwrap();
-        Self { buf, at, c }
+        let halves = ctx
+            .upload_bytes("halves", bytemuck::cast_slice(&pack_cpu(&flat, None)))
+            .unwrap();
+        Self { buf, halves, at, c }
     }
 
     fn view(&self, i: usize) -> View<'_> {
         View::at(&self.buf, self.at[i])
     }
 
-    fn qkv(&self) -> QkvWeights<'_> {
+    fn packed(&self, fault: Option<Fault>) -> PackedW<'_> {
+        PackedW {
+            fault,
+            ..PackedW::at(&self.halves, self.at[2])
+        }
+    }
+
+    fn qkv(&self, storage: Storage) -> QkvWeights<'_> {
         QkvWeights {
             ln: (self.view(0), self.view(1)),
-            w: self.view(2),
+            w: match storage {
+                None => QkvWeight::F32(self.view(2)),
+                Some(fault) => QkvWeight::F16(self.packed(fault)),
+            },
             bias: self.view(3),
         }
     }
@@ -75,7 +104,7 @@ impl Weights {
         &self,
         gpu: &TestGpu,
         reg: &mut PipelineRegistry,
-        desc: DecodeDesc,
+        (desc, storage): (DecodeDesc, Storage),
         x: &wgpu::Buffer,
         qkv: &wgpu::Buffer,
     ) -> BoundKernel {
@@ -84,16 +113,13 @@ impl Weights {
             ..RowFusion::default()
         };
         let m = MatmulDesc::linear(desc.batch, self.c, 3 * self.c);
-        bind_gemv(
-            &gpu.ctx,
-            reg,
-            m,
-            x,
-            self.view(2),
-            Some(self.view(3)),
-            fusion,
-            qkv,
-        )
+        let bias = Some(self.view(3));
+        match storage {
+            None => bind_gemv(&gpu.ctx, reg, m, x, self.view(2), bias, fusion, qkv),
+            Some(fault) => {
+                bind_gemv_f16w(&gpu.ctx, reg, m, x, self.packed(fault), bias, fusion, qkv)
+            }
+        }
         .unwrap()
     }
 }
@@ -116,11 +142,12 @@ fn bits(gpu: &TestGpu, buf: &wgpu::Buffer, n: u64) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
-/// Steps one shape through both paths; the fused kernel's attention
-/// reduces with subgroups of `sg` when given.
+/// Steps one shape through both paths with weights in `storage`; the fused
+/// kernel's attention reduces with subgroups of `sg` when given.
 fn check_shape(
     gpu: &TestGpu,
     (c, nh, batch, t_max, steps): (u32, u32, u32, u32, &[u32]),
+    storage: Storage,
     sg: Option<u32>,
 ) {
     let ctx = &gpu.ctx;
@@ -142,7 +169,7 @@ fn check_shape(
     );
     let [cache, fused_cache] = caches(ctx, desc, &mut rng);
     let position = decode_position_buffer(ctx);
-    let gemv = w.gemv(gpu, &mut reg, desc, &x, &qkv);
+    let gemv = w.gemv(gpu, &mut reg, (desc, storage), &x, &qkv);
     let attention = bind_attention_decode(
         ctx,
         &mut reg,
@@ -161,7 +188,7 @@ fn check_shape(
         desc,
         &position,
         &x,
-        w.qkv(),
+        w.qkv(storage),
         (&fused_cache, &fused_out),
     )
     .unwrap();
@@ -173,19 +200,19 @@ fn check_shape(
         set_decode_position(ctx, &position, desc, p).unwrap();
         submit(ctx, "separate", &[&gemv, &attention]);
         submit(ctx, "fused", &[&fused]);
-        let what = format!("C {c} NH {nh} B {batch} at {p}, subgroups {sg:?}");
+        let what = format!("C {c} NH {nh} B {batch} at {p}, {storage:?}, subgroups {sg:?}");
         assert_eq!(bits(gpu, &fused_out, n), bits(gpu, &out, n), "{what}: out");
     }
     let len = desc.cache_len();
     assert_eq!(
         bits(gpu, &fused_cache.k, len),
         bits(gpu, &cache.k, len),
-        "C {c}: K cache"
+        "C {c}, {storage:?}: K cache"
     );
     assert_eq!(
         bits(gpu, &fused_cache.v, len),
         bits(gpu, &cache.v, len),
-        "C {c}: V cache"
+        "C {c}, {storage:?}: V cache"
     );
 }
 
@@ -193,7 +220,23 @@ fn check_shape(
 fn the_fused_kernel_gives_the_gemv_and_the_attentions_bits() {
     let gpu = gpu_or_skip!();
     for shape in SHAPES {
-        check_shape(gpu, shape, None);
+        check_shape(gpu, shape, None, None);
+        check_shape(gpu, shape, Some(None), None);
+    }
+}
+
+/// Each test-only fault of the f16 GEMV, in the fused kernel: the faulty
+/// GEMV's bits, so the f16-storage gate sees in the decoder the fault it
+/// must catch (`f16acc` everywhere; `droptail` where K is not a multiple
+/// of the 16-wide tile it drops).
+#[test]
+fn the_fused_f16_kernel_carries_the_gemvs_faults() {
+    let gpu = gpu_or_skip!();
+    for fault in [Fault::parse("f16acc"), Fault::parse("droptail")] {
+        let fault = fault.expect("the tests build with fault injection");
+        for shape in [SHAPES[0], SHAPES[3]] {
+            check_shape(gpu, shape, Some(Some(fault)), None);
+        }
     }
 }
 
@@ -207,7 +250,8 @@ fn the_fused_kernels_subgroup_form_gives_the_same_bits() {
         Err(why) => return tinygpt_gpu::testing::did_not_run("fused decode on subgroups", why),
     };
     for shape in [SHAPES[1], SHAPES[3]] {
-        check_shape(gpu, shape, Some(size));
+        check_shape(gpu, shape, None, Some(size));
+        check_shape(gpu, shape, Some(None), Some(size));
     }
 }
 
@@ -240,7 +284,7 @@ fn the_fused_kernel_refuses_wide_rows_aliases_and_split_weights() {
         ctx.zeros("out", wide as usize).unwrap(),
     );
     let cache = KvCache::new(ctx, desc).unwrap();
-    let err = bind(&mut reg, desc, &x, w.qkv(), &cache, &out).unwrap_err();
+    let err = bind(&mut reg, desc, &x, w.qkv(None), &cache, &out).unwrap_err();
     assert!(err.to_string().contains("at most 1024"), "{err}");
 
     let desc = DecodeDesc {
@@ -252,16 +296,16 @@ fn the_fused_kernel_refuses_wide_rows_aliases_and_split_weights() {
     let w = Weights::new(ctx, 20, &mut rng);
     let (x, out) = (ctx.zeros("x", 20).unwrap(), ctx.zeros("out", 20).unwrap());
     let cache = KvCache::new(ctx, desc).unwrap();
-    assert!(bind(&mut reg, desc, &x, w.qkv(), &cache, &out).is_ok());
-    let err = bind(&mut reg, desc, &x, w.qkv(), &cache, &x).unwrap_err();
+    assert!(bind(&mut reg, desc, &x, w.qkv(None), &cache, &out).is_ok());
+    let err = bind(&mut reg, desc, &x, w.qkv(None), &cache, &x).unwrap_err();
     assert!(err.to_string().contains("share a buffer"), "{err}");
     let other = ctx.zeros("bias", 60).unwrap();
     let split = QkvWeights {
         bias: View::at(&other, 0),
-        ..w.qkv()
+        ..w.qkv(None)
     };
     let err = bind(&mut reg, desc, &x, split, &cache, &out).unwrap_err();
     assert!(err.to_string().contains("one buffer"), "{err}");
     let short = DecodeDesc { batch: 2, ..desc };
-    assert!(bind(&mut reg, short, &x, w.qkv(), &cache, &out).is_err());
+    assert!(bind(&mut reg, short, &x, w.qkv(None), &cache, &out).is_err());
 }

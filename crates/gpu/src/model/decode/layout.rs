@@ -6,8 +6,8 @@ use crate::GpuContext;
 ///
 /// `Fused`: each LayerNorm in the prologue of the GEMV that reads it, every
 /// workgroup recomputing the row's mean and 1/σ — one dispatch fewer per
-/// LayerNorm, which a GPU's idle lanes pay for — and, with f32 weights, the
-/// first LayerNorm, the QKV GEMV and the attention in one kernel a head
+/// LayerNorm, which a GPU's idle lanes pay for — and the first LayerNorm,
+/// the QKV GEMV and the attention in one kernel a head
 /// (`RowBuilder::qkv_attention`): one dispatch fewer a layer again. `Separate`: the LayerNorm
 /// kernel on the one row, then the same GEMV (8 columns × 32 lanes per
 /// workgroup); both give the same bits (`gemv_row.wgsl` reproduces

@@ -5,9 +5,10 @@
 //! first LayerNorm, the QKV linear and the attention in one kernel of one
 //! workgroup per head (each head computes its own q, k and v columns,
 //! appends k and v to the layer's cache and attends:
-//! `shaders/attention_decode_qkv.wgsl`; with f16 weights, the QKV GEMV
-//! with the LayerNorm folded into its prologue and then the attention: five
-//! a layer), the projection GEMV adding into the residual row, the fc GEMV with the second
+//! `shaders/attention_decode_qkv.wgsl`, f32 or f16 weights; where a row is
+//! wider than it stages, the QKV GEMV with the LayerNorm folded into its
+//! prologue and then the attention), the projection GEMV adding into the
+//! residual row, the fc GEMV with the second
 //! LayerNorm before and GELU after, and the fc_proj GEMV adding into the
 //! residual row; plus the embedding, the head (final LayerNorm folded in)
 //! and the pick of the next token on the GPU (greedy, or seeded sampling

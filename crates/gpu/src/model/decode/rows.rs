@@ -8,8 +8,7 @@ use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;
 use crate::ops::argmax::NextInput;
 use crate::ops::attention::{
-    bind_attention_decode, bind_attention_decode_qkv, DecodeDesc, KvCache, QkvWeights,
-    DECODE_QKV_MAX_C,
+    bind_attention_decode, bind_attention_decode_qkv, DecodeDesc, KvCache, QkvWeight, QkvWeights,
 };
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
@@ -249,19 +248,26 @@ impl<'a> RowBuilder<'a> {
 
     /// `atty (C)`: the LayerNorm `ln` of `x`, the linear `qkv` and the
     /// attention over `cache` (the token's keys and values appended). One
-    /// kernel a head where it applies — the `Fused` layout with f32 weights
-    /// and C ≤ [`DECODE_QKV_MAX_C`], the same bits — else the three ops.
-    pub fn qkv_attention(&mut self, ln: Linear, qkv: Linear, cache: &KvCache) -> R {
+    /// kernel a head where it applies — the `Fused` layout, with weights
+    /// the kernel takes ([`QkvWeights::fit`]), the same bits — else the
+    /// three ops.
+    pub fn qkv_attention(&mut self, ln: Linear, (w, b, l): Linear, cache: &KvCache) -> R {
         let (c, r) = (self.desc.c, self.rows);
-        let fused = self.layout == DecoderKernels::Fused && self.f16.is_none();
-        if !fused || c > DECODE_QKV_MAX_C {
+        let at = |(w, b, l): Linear| (self.params.at(w, l), self.params.at(b, l));
+        let (wv, bias) = (self.params.at(w, l), self.params.at(b, l));
+        let weights = QkvWeights {
+            ln: at(ln),
+            w: match self.f16 {
+                Some(f) => QkvWeight::F16(f.at(wv.offset)),
+                None => QkvWeight::F32(wv),
+            },
+            bias,
+        };
+        if self.layout != DecoderKernels::Fused || !weights.fit(c) {
             let input = self.layernorm(ln)?;
-            self.linear(input, qkv, (c, 3 * c), false, &r.qkv)?;
+            self.linear(input, (w, b, l), (c, 3 * c), false, &r.qkv)?;
             return self.attention(cache);
         }
-        let at = |(w, b, l): Linear| (self.params.at(w, l), self.params.at(b, l));
-        let (ln, (w, bias)) = (at(ln), at(qkv));
-        let weights = QkvWeights { ln, w, bias };
         let k = bind_attention_decode_qkv(
             self.ctx,
             self.reg,

@@ -92,7 +92,7 @@ impl DecodeDesc {
 
     /// The kernel's params; `sg`: the subgroup size of the subgroup
     /// form, else 0.
-    fn uniform_bytes(&self, hs: u32, sg: u32) -> [u8; 32] {
+    pub(super) fn uniform_bytes(&self, hs: u32, sg: u32) -> [u8; 32] {
         bytemuck::cast([
             self.c,
             self.nh,

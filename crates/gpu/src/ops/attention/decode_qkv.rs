@@ -1,39 +1,53 @@
 //! A layer's first LayerNorm, QKV linear and decode attention in one
 //! dispatch of one workgroup per head (`shaders/attention_decode_qkv.wgsl`):
-//! what the decoder's `Fused` layout runs with f32 weights, with the bits of
-//! the LayerNorm-prologue GEMV followed by [`bind_attention_decode`].
+//! what the decoder's `Fused` layout runs, with f32 weights or f16-stored
+//! ones, giving the bits of the LayerNorm-prologue GEMV followed by
+//! [`bind_attention_decode`].
 
 use super::decode::check_subgroups;
-use super::shape::{need, scale};
+use super::shape::need;
 use super::{DecodeDesc, KvCache};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_no_alias, shape_error};
+use crate::ops::matmul::f16w::PackedW;
+use crate::ops::matmul::{f16w_source, gemv_source, variants, Fault, MatmulDesc, VARIANTS};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-/// The fused kernel's source: its own, then what it shares with the GEMV
-/// (`gemv_row.wgsl`, `ln_sum.wgsl`, `lanes_wg.wgsl`, `erf.wgsl`) and with
-/// the decode attention (`attention_decode_common.wgsl`), and `$reduce`.
-macro_rules! decode_qkv {
+/// The f32 kernel: gemv.wgsl's source with the fused kernel's files and
+/// `$reduce` (the attention's reductions) appended.
+macro_rules! f32_source {
     ($reduce:literal) => {
-        concat!(
-            include_str!("../../../../../shaders/attention_decode_qkv.wgsl"),
-            include_str!("../../../../../shaders/gemv_row.wgsl"),
-            include_str!("../../../../../shaders/ln_sum.wgsl"),
-            include_str!("../../../../../shaders/lanes_wg.wgsl"),
-            include_str!("../../../../../shaders/erf.wgsl"),
-            include_str!("../../../../../shaders/attention_decode_common.wgsl"),
-            include_str!($reduce)
+        gemv_source!(
+            "../../../../../shaders/lanes_wg.wgsl",
+            "../../../../../shaders/attention_decode_qkv.wgsl",
+            "../../../../../shaders/decode_qkv_f32.wgsl",
+            "../../../../../shaders/attention_decode_common.wgsl",
+            $reduce
         )
     };
 }
 
-/// The attention's reductions through workgroup memory.
+/// The f16-storage kernel: the f16-storage kernels' source with the fused
+/// kernel's files and `$reduce` appended.
+macro_rules! f16w_qkv_source {
+    ($reduce:literal) => {
+        f16w_source!(
+            "../../../../../shaders/lanes_wg.wgsl",
+            "../../../../../shaders/attention_decode_qkv.wgsl",
+            "../../../../../shaders/decode_qkv_f16w.wgsl",
+            "../../../../../shaders/attention_decode_common.wgsl",
+            $reduce
+        )
+    };
+}
+
+/// f32 weights, the attention's reductions through workgroup memory.
 pub const ATTENTION_DECODE_QKV: KernelSource = KernelSource {
     key: "attention_decode_qkv",
-    wgsl: decode_qkv!("../../../../../shaders/reduce_wg.wgsl"),
-    entry: "main",
+    wgsl: f32_source!("../../../../../shaders/reduce_wg.wgsl"),
+    entry: "qkv_attention",
     constants: &[],
 };
 
@@ -41,40 +55,117 @@ pub const ATTENTION_DECODE_QKV: KernelSource = KernelSource {
 /// shuffles (the same bits).
 pub const ATTENTION_DECODE_QKV_SG: KernelSource = KernelSource {
     key: "attention_decode_qkv_sg",
-    wgsl: decode_qkv!("../../../../../shaders/reduce_sg.wgsl"),
+    wgsl: f32_source!("../../../../../shaders/reduce_sg.wgsl"),
     ..ATTENTION_DECODE_QKV
 };
+
+/// f16-stored weights by `[subgroup reductions][fault variant]` (the real
+/// kernel, then the f16-accumulate and dropped-K-tail test variants of the
+/// f16-storage GEMV, so that the decoder's fused kernel carries the faults
+/// its gate must catch).
+pub const ATTENTION_DECODE_QKV_F16W: [[KernelSource; VARIANTS]; 2] = [
+    variants(
+        [
+            "attention_decode_qkv_f16w",
+            "attention_decode_qkv_f16w_fault_f16acc",
+            "attention_decode_qkv_f16w_fault_droptail",
+        ],
+        "qkv_attention",
+        f16w_qkv_source!("../../../../../shaders/reduce_wg.wgsl"),
+    ),
+    variants(
+        [
+            "attention_decode_qkv_f16w_sg",
+            "attention_decode_qkv_f16w_sg_fault_f16acc",
+            "attention_decode_qkv_f16w_sg_fault_droptail",
+        ],
+        "qkv_attention",
+        f16w_qkv_source!("../../../../../shaders/reduce_sg.wgsl"),
+    ),
+];
 
 /// The widest row the fused kernel stages (`XN_MAX` in its source): past
 /// it, the decoder binds the GEMV and the attention.
 pub const DECODE_QKV_MAX_C: u32 = 1024;
 
-/// The weights the fused kernel reads: the LayerNorm's weight and bias (C
-/// each) and the QKV linear's `W (3C, C)` and bias (3C), all in one buffer
-/// (the flat parameters).
+/// The QKV linear's weight `W (3C, C)`: f32 in the flat parameters, or
+/// packed halves (rows and C multiples of four halves: the aligned GEMV's
+/// order).
+#[derive(Clone, Copy, Debug)]
+pub enum QkvWeight<'a> {
+    F32(View<'a>),
+    F16(PackedW<'a>),
+}
+
+/// What the fused kernel reads besides the rows: the LayerNorm's weight
+/// and bias (C each) and the QKV linear's bias (3C), in one buffer (the
+/// flat parameters; an f32 `W` too), and `W`.
 #[derive(Clone, Copy, Debug)]
 pub struct QkvWeights<'a> {
     pub ln: (View<'a>, View<'a>),
-    pub w: View<'a>,
+    pub w: QkvWeight<'a>,
     pub bias: View<'a>,
 }
 
 impl QkvWeights<'_> {
+    /// Whether the fused kernel takes these weights for rows of `c`: f32,
+    /// or f16 whose rows start at multiples of four halves.
+    pub fn fit(&self, c: u32) -> bool {
+        match self.w {
+            QkvWeight::F32(_) => c <= DECODE_QKV_MAX_C,
+            QkvWeight::F16(w) => c <= DECODE_QKV_MAX_C && (w.offset | c).is_multiple_of(4),
+        }
+    }
+
+    /// Checks the sizes, the one buffer and the alignment; returns the flat
+    /// parameters.
     fn check(&self, c: u32) -> Result<&wgpu::Buffer, GpuError> {
         let (lw, lb) = self.ln;
-        let c = c as u64;
-        lw.need("attention", "LayerNorm weight", c)?;
-        lb.need("attention", "LayerNorm bias", c)?;
-        self.w.need("attention", "QKV weight", 3 * c * c)?;
-        self.bias.need("attention", "QKV bias", 3 * c)?;
-        let one = [lb.buffer, self.w.buffer, self.bias.buffer];
-        if one.iter().any(|b| *b != lw.buffer) {
+        let n = c as u64;
+        lw.need("attention", "LayerNorm weight", n)?;
+        lb.need("attention", "LayerNorm bias", n)?;
+        self.bias.need("attention", "QKV bias", 3 * n)?;
+        let mut flat = vec![lb.buffer, self.bias.buffer];
+        match self.w {
+            QkvWeight::F32(w) => {
+                w.need("attention", "QKV weight", 3 * n * n)?;
+                flat.push(w.buffer);
+            }
+            QkvWeight::F16(w) => {
+                let halves = w.offset as u64 + 3 * n * n;
+                if w.buffer.size() < halves.div_ceil(2) * 4 {
+                    return Err(shape_error(
+                        "attention",
+                        format!("packed QKV weight holds {} bytes", w.buffer.size()),
+                    ));
+                }
+            }
+        }
+        if flat.iter().any(|b| *b != lw.buffer) {
             return Err(shape_error(
                 "attention",
-                "the LayerNorm and QKV weights must share one buffer".into(),
+                "the LayerNorm weights, the QKV bias and f32 weights must share one buffer".into(),
+            ));
+        }
+        if !self.fit(c) {
+            return Err(shape_error(
+                "attention",
+                format!(
+                    "C = {c}: the fused QKV attention stages rows of at most {DECODE_QKV_MAX_C}, and f16 rows must start at multiples of four halves"
+                ),
             ));
         }
         Ok(lw.buffer)
+    }
+
+    fn source(&self, sg: bool) -> &'static KernelSource {
+        match self.w {
+            QkvWeight::F32(_) if sg => &ATTENTION_DECODE_QKV_SG,
+            QkvWeight::F32(_) => &ATTENTION_DECODE_QKV,
+            QkvWeight::F16(w) => {
+                &ATTENTION_DECODE_QKV_F16W[sg as usize][Fault::kernel_index(w.fault)]
+            }
+        }
     }
 }
 
@@ -83,7 +174,7 @@ impl QkvWeights<'_> {
 /// of `· Wᵀ + bias` — q scaled, k and v appended to its `cache` at the
 /// position — and the attention over positions `0..=P`, written to `out
 /// (C)`. `subgroups`: the attention's reductions on shuffles of that size
-/// (the same bits). Refuses C past [`DECODE_QKV_MAX_C`].
+/// (the same bits). Refuses weights that do not [`QkvWeights::fit`].
 #[allow(clippy::too_many_arguments)]
 pub fn bind_attention_decode_qkv(
     ctx: &GpuContext,
@@ -96,61 +187,46 @@ pub fn bind_attention_decode_qkv(
     (cache, out): (&KvCache, &wgpu::Buffer),
 ) -> Result<BoundKernel, GpuError> {
     let hs = desc.check(ctx, position, cache)?;
-    if desc.c > DECODE_QKV_MAX_C {
-        return Err(shape_error(
-            "attention",
-            format!(
-                "C = {}: the fused QKV attention stages rows of at most {DECODE_QKV_MAX_C}",
-                desc.c
-            ),
-        ));
-    }
+    let flat = weights.check(desc.c)?;
     need(x, desc.rows(1), "x rows", &desc)?;
     need(out, desc.rows(1), "out rows", &desc)?;
-    let params = weights.check(desc.c)?;
     let written = [("K cache", &cache.k), ("V cache", &cache.v), ("out", out)];
-    check_no_alias("attention", &written, &[("x", x), ("weights", params)])?;
-    let src = match subgroups {
-        Some(n) => {
-            check_subgroups(ctx, n)?;
-            &ATTENTION_DECODE_QKV_SG
-        }
-        None => &ATTENTION_DECODE_QKV,
+    check_no_alias("attention", &written, &[("x", x), ("weights", flat)])?;
+    if let Some(n) = subgroups {
+        check_subgroups(ctx, n)?;
+    }
+    let (w_buffer, w_off, w_binding) = match weights.w {
+        QkvWeight::F32(w) => (w.buffer, w.offset, 2),
+        QkvWeight::F16(w) => (w.buffer, w.offset, 6),
     };
-    let words: [u32; 16] = [
-        desc.batch,
-        desc.c,
-        3 * desc.c,
-        // gemv_row.wgsl's HAS_BIAS.
-        4,
+    let (lw, lb) = weights.ln;
+    let gemv = MatmulDesc::linear(desc.batch, desc.c, 3 * desc.c);
+    let mut params = gemv.params(
+        [0, w_off, weights.bias.offset, 0],
+        [lw.offset, lb.offset],
         0,
-        weights.w.offset,
-        weights.bias.offset,
-        0,
-        weights.ln.0.offset,
-        weights.ln.1.offset,
-        desc.nh,
-        hs,
-        desc.t_max,
-        scale(hs).to_bits(),
-        subgroups.unwrap_or(0),
-        0,
-    ];
-    let uniform = ctx.uniform("attention_decode_qkv_params", bytemuck::cast_slice(&words));
+    );
+    params.aux = [1, 0];
+    let uniform = params.upload(ctx, "attention_decode_qkv_gemv");
+    let sg = subgroups.unwrap_or(0);
+    let attention = ctx.uniform("attention_decode_qkv", &desc.uniform_bytes(hs, sg));
     let buffers = [
-        (1, position),
-        (2, x),
-        (3, params),
-        (4, params),
-        (5, params),
-        (6, &cache.k),
-        (7, &cache.v),
-        (8, out),
+        (1, x),
+        (w_binding, w_buffer),
+        (3, flat),
+        (5, flat),
+        (10, &attention),
+        (11, position),
+        (12, &cache.k),
+        (13, &cache.v),
+        (14, out),
     ];
+    // The bind group keeps the attention's uniform alive (wgpu counts its
+    // references); the kernel keeps the GEMV's.
     Ok(bind_kernel(
         ctx,
         registry,
-        src,
+        weights.source(subgroups.is_some()),
         &uniform,
         &buffers,
         [desc.nh, desc.batch, 1],

@@ -134,7 +134,7 @@ pub fn bind_matmul_f16w<'a>(
 
 /// Packed-half weights: `W (N, K)` from half `offset` of `buffer`, and the
 /// test-only kernel fault to run them with.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct PackedW<'a> {
     pub buffer: &'a wgpu::Buffer,
     pub offset: u32,

@@ -8,9 +8,11 @@ use crate::registry::KernelSource;
 /// The f16-storage kernels (f16w_common.wgsl, the tiled matmul_f16w.wgsl
 /// and gemv_f16w.wgsl) with what the GEMVs fold around the dot products
 /// (gemv_row.wgsl, erf.wgsl) and the GEMVs' lane sums (`$lanes`: the
-/// workgroup tree or its subgroup form): one source, every entry point.
+/// workgroup tree or its subgroup form), then any `$more` files (the fused
+/// decode kernel of `ops::attention` appends its own): one source, every
+/// entry point.
 macro_rules! f16w_source {
-    ($lanes:literal) => {
+    ($lanes:literal $(, $more:literal)*) => {
         concat!(
             include_str!("../../../../../shaders/f16w_common.wgsl"),
             include_str!("../../../../../shaders/f16w_tile.wgsl"),
@@ -20,9 +22,11 @@ macro_rules! f16w_source {
             include_str!("../../../../../shaders/ln_sum.wgsl"),
             include_str!($lanes),
             include_str!("../../../../../shaders/erf.wgsl")
+            $(, include_str!($more))*
         )
     };
 }
+pub(crate) use f16w_source;
 pub(super) const MATMUL_WGSL: &str = f16w_source!("../../../../../shaders/lanes_wg.wgsl");
 /// The same summing the GEMVs' lanes with subgroup shuffles (the same
 /// bits, [`super::RowFusion::subgroups`]).

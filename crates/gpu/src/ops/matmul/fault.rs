@@ -106,7 +106,7 @@ const FAULTS: [&[(&str, f64)]; 3] = [&[], &[("FAULT", 1.0)], &[("FAULT", 2.0)]];
 /// The entry point `entry` of `wgsl` under `keys[i]` with the override of
 /// variant `i`, for the [`VARIANTS`] this build has (the real one alone
 /// without fault injection).
-pub(super) const fn variants(
+pub(crate) const fn variants(
     keys: [&'static str; 3],
     entry: &'static str,
     wgsl: &'static str,

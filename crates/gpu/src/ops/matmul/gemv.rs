@@ -11,24 +11,28 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
 /// gemv.wgsl with what it folds around the dot products (gemv_row.wgsl,
-/// erf.wgsl) and the lanes' sum through workgroup memory (lanes_wg.wgsl).
-const GEMV_WGSL: &str = concat!(
-    include_str!("../../../../../shaders/gemv.wgsl"),
-    include_str!("../../../../../shaders/gemv_row.wgsl"),
-    include_str!("../../../../../shaders/ln_sum.wgsl"),
-    include_str!("../../../../../shaders/lanes_wg.wgsl"),
-    include_str!("../../../../../shaders/erf.wgsl")
-);
+/// erf.wgsl) and the lanes' sum (`$lanes`: lanes_wg.wgsl through workgroup
+/// memory, or lanes_sg.wgsl's shuffles), then any `$more` files (the fused
+/// decode kernel of `ops::attention` appends its own): one source.
+macro_rules! gemv_source {
+    ($lanes:literal $(, $more:literal)*) => {
+        concat!(
+            include_str!("../../../../../shaders/gemv.wgsl"),
+            include_str!("../../../../../shaders/gemv_row.wgsl"),
+            include_str!("../../../../../shaders/ln_sum.wgsl"),
+            include_str!($lanes),
+            include_str!("../../../../../shaders/erf.wgsl")
+            $(, include_str!($more))*
+        )
+    };
+}
+pub(crate) use gemv_source;
+
+const GEMV_WGSL: &str = gemv_source!("../../../../../shaders/lanes_wg.wgsl");
 
 /// The same kernels summing the lanes with subgroup shuffles
 /// (lanes_sg.wgsl: the same bits, [`RowFusion::subgroups`]).
-const GEMV_SG_WGSL: &str = concat!(
-    include_str!("../../../../../shaders/gemv.wgsl"),
-    include_str!("../../../../../shaders/gemv_row.wgsl"),
-    include_str!("../../../../../shaders/ln_sum.wgsl"),
-    include_str!("../../../../../shaders/lanes_sg.wgsl"),
-    include_str!("../../../../../shaders/erf.wgsl")
-);
+const GEMV_SG_WGSL: &str = gemv_source!("../../../../../shaders/lanes_sg.wgsl");
 
 pub const GEMV_F32: KernelSource = KernelSource {
     key: "gemv_f32_8col",
