@@ -63,7 +63,7 @@ impl Weights {
             random_in(rng, 3 * n, -0.2, 0.2),
         ];
         for (i, part) in parts.iter().enumerate() {
-            while i == 2 && flat.len() % 4 != 0 {
+            while i == 2 && !flat.len().is_multiple_of(4) {
                 flat.push(0.125);
             }
             at[i] = flat.len() as u32;
