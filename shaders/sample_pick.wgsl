@@ -16,9 +16,11 @@
 //
 // Samples decoded together (B rows of logits, each V long) run as B
 // workgroups: workgroup b picks from row b into token[b], records at
-// picks[P·B + b] and draws at draws[P·B + b].
+// picks[P·B + b] and draws at draws[P·B + b]. `pick` reads the row through
+// the kernel's `logit(i)` (pick_common.wgsl says who calls it).
 
-struct Params {
+// The rule (the words of ops::argmax::sample_params_words).
+struct SampleParams {
     v: u32,
     logits_off: u32,
     // 0: keep every candidate.
@@ -31,24 +33,14 @@ struct Params {
     _pad2: u32,
 }
 
-@group(0) @binding(0) var<uniform> p: Params;
-// x: the position P of the token whose successor is picked.
-@group(0) @binding(1) var<uniform> pos: vec4<u32>;
-@group(0) @binding(2) var<storage, read> logits: array<f32>;
-@group(0) @binding(3) var<storage, read_write> token: array<u32>;
-// picks[P] = (token, index of the first non-finite logit or NONE, its bits, 0).
-@group(0) @binding(4) var<storage, read_write> picks: array<vec4<u32>>;
-// draws[P]: the uniform in [0, 1) that picks position P's successor.
-@group(0) @binding(5) var<storage, read> draws: array<f32>;
-// The next step's position (x = P + 1), read as `pos` by that step
-// (written by workgroup 0, as argmax.wgsl does; and the next step's input
-// row by every workgroup, pick_next_input.wgsl).
-@group(0) @binding(6) var<storage, read_write> next_pos: array<u32>;
+@group(0) @binding(16) var<uniform> sp: SampleParams;
+// draws[P·B + b]: the uniform in [0, 1) that picks sample b's successor of
+// position P.
+@group(0) @binding(15) var<storage, read> draws: array<f32>;
 
 const WG: u32 = 256u;
 // tinygpt_protocol::config::MAX_VOCAB.
 const MAXV: u32 = 512u;
-const NONE: u32 = 0xffffffffu;
 
 var<workgroup> weight: array<f32, 512>;
 var<workgroup> ranked_w: array<f32, 512>;
@@ -57,56 +49,48 @@ var<workgroup> ranked_i: array<u32, 512>;
 var<workgroup> running: array<f32, 512>;
 // Each thread's max and first non-finite index, then (from 256 on) each
 // group of sixteen's.
-var<workgroup> red: array<f32, 272>;
+var<workgroup> tops: array<f32, 272>;
 var<workgroup> bad_i: array<u32, 272>;
 // Candidates kept, and the pick.
 var<workgroup> kept: u32;
 var<workgroup> chosen: u32;
 
-fn finite(x: f32) -> bool {
-    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
-}
-
-@compute @workgroup_size(256)
-fn main(
-    @builtin(workgroup_id) wg: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    let row = p.logits_off + wg.x * p.v;
-    let at_p = pos.x * nwg.x + wg.x;
-    let v = min(p.v, MAXV);
+// The seeded pick from row b (of nb) of V logits; every invocation calls
+// it.
+fn pick(t: u32, b_row: u32, nb: u32, v_all: u32) {
+    let at_p = pos.x * nb + b_row;
+    let v = min(v_all, MAXV);
     // f32::MIN, as the CPU rule starts its max (a literal of it is not
     // exactly representable for every WGSL front end).
     var m = bitcast<f32>(0xff7fffffu);
     var bad = NONE;
     for (var i = t; i < v; i += WG) {
-        let x = logits[row + i];
+        let x = logit(i);
         if (!finite(x) && bad == NONE) {
             bad = i;
         }
         m = max(m, x);
     }
-    red[t] = m;
+    tops[t] = m;
     bad_i[t] = bad;
     workgroupBarrier();
     if (t < 16u) {
-        var mm = red[16u * t];
+        var mm = tops[16u * t];
         var b = bad_i[16u * t];
         for (var k = 16u * t + 1u; k < 16u * t + 16u; k++) {
-            mm = max(mm, red[k]);
+            mm = max(mm, tops[k]);
             b = min(b, bad_i[k]);
         }
-        red[WG + t] = mm;
+        tops[WG + t] = mm;
         bad_i[WG + t] = b;
     }
     workgroupBarrier();
-    var mx = red[WG];
+    var mx = tops[WG];
     for (var k = 1u; k < 16u; k++) {
-        mx = max(mx, red[WG + k]);
+        mx = max(mx, tops[WG + k]);
     }
     for (var i = t; i < v; i += WG) {
-        weight[i] = exp((logits[row + i] - mx) * p.inv_t);
+        weight[i] = exp((logit(i) - mx) * sp.inv_t);
     }
     workgroupBarrier();
     for (var i = t; i < v; i += WG) {
@@ -123,8 +107,8 @@ fn main(
     }
     workgroupBarrier();
     var n = v;
-    if (p.top_k > 0u) {
-        n = min(p.top_k, v);
+    if (sp.top_k > 0u) {
+        n = min(sp.top_k, v);
     }
     if (t == 0u) {
         var sum = 0.0;
@@ -135,8 +119,8 @@ fn main(
         kept = n;
     }
     workgroupBarrier();
-    if (p.top_p < 1.0) {
-        let reach = p.top_p * running[n - 1u];
+    if (sp.top_p < 1.0) {
+        let reach = sp.top_p * running[n - 1u];
         for (var r = t; r < n; r += WG) {
             if (running[r] >= reach && (r == 0u || running[r - 1u] < reach)) {
                 kept = r + 1u;
@@ -158,7 +142,7 @@ fn main(
     workgroupBarrier();
     if (t == 0u) {
         let next = chosen;
-        token[wg.x] = next;
+        token[b_row] = next;
         let b = bad_i[WG];
         var first_bad = b;
         for (var g = 1u; g < 16u; g++) {
@@ -166,12 +150,12 @@ fn main(
         }
         var bits = 0u;
         if (first_bad != NONE) {
-            bits = bitcast<u32>(logits[row + first_bad]);
+            bits = bitcast<u32>(logit(first_bad));
         }
         picks[at_p] = vec4<u32>(next, first_bad, bits, 0u);
-        if (wg.x == 0u) {
+        if (b_row == 0u) {
             next_pos[0] = pos.x + 1u;
         }
     }
-    write_next_input(t, wg.x, chosen, pos.x + 1u);
+    write_next_input(t, b_row, chosen, pos.x + 1u);
 }

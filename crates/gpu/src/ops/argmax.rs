@@ -14,12 +14,23 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::sample::{inverse_temperature, SampleParams};
 
+/// A pick's source: the kernel over rows of logits in storage
+/// (pick_logits.wgsl), what the picks share, the pick `$pick` and the
+/// next input's write.
+macro_rules! pick_source {
+    ($pick:literal) => {
+        concat!(
+            include_str!("../../../../shaders/pick_logits.wgsl"),
+            include_str!("../../../../shaders/pick_common.wgsl"),
+            include_str!($pick),
+            include_str!("../../../../shaders/pick_next_input.wgsl")
+        )
+    };
+}
+
 pub const GREEDY_PICK: KernelSource = KernelSource {
     key: "greedy_pick",
-    wgsl: concat!(
-        include_str!("../../../../shaders/argmax.wgsl"),
-        include_str!("../../../../shaders/pick_next_input.wgsl")
-    ),
+    wgsl: pick_source!("../../../../shaders/argmax.wgsl"),
     entry: "main",
     constants: &[],
 };
@@ -142,14 +153,14 @@ pub fn bind_greedy_pick<'a>(
         &GREEDY_PICK,
         &params,
         &[
-            (1, position),
             (2, logits.buffer),
-            (3, token),
-            (4, picks),
-            (5, next),
             (8, &next_in),
             (9, &emb),
             (10, &x),
+            (11, position),
+            (12, token),
+            (13, picks),
+            (14, next),
         ],
         [rows, 1, 1],
     ))
@@ -172,10 +183,7 @@ fn check_distinct(op: &'static str, buffers: &[&wgpu::Buffer]) -> Result<(), Gpu
 
 pub const SAMPLE_PICK: KernelSource = KernelSource {
     key: "sample_pick",
-    wgsl: concat!(
-        include_str!("../../../../shaders/sample_pick.wgsl"),
-        include_str!("../../../../shaders/pick_next_input.wgsl")
-    ),
+    wgsl: pick_source!("../../../../shaders/sample_pick.wgsl"),
     entry: "main",
     constants: &[],
 };
@@ -247,15 +255,16 @@ pub fn bind_sample_pick<'a>(
         &SAMPLE_PICK,
         params,
         &[
-            (1, position),
             (2, logits.buffer),
-            (3, token),
-            (4, picks),
-            (5, draws),
-            (6, next),
             (8, &next_in),
             (9, &emb),
             (10, &x),
+            (11, position),
+            (12, token),
+            (13, picks),
+            (14, next),
+            (15, draws),
+            (16, params),
         ],
         [rows, 1, 1],
     ))
