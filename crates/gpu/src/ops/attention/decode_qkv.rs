@@ -21,8 +21,9 @@ macro_rules! f32_source {
     ($reduce:literal) => {
         gemv_source!(
             "../../../../../shaders/lanes_wg.wgsl",
+            "../../../../../shaders/decode_columns.wgsl",
+            "../../../../../shaders/decode_columns_f32.wgsl",
             "../../../../../shaders/attention_decode_qkv.wgsl",
-            "../../../../../shaders/decode_qkv_f32.wgsl",
             "../../../../../shaders/attention_decode_common.wgsl",
             $reduce
         )
@@ -35,8 +36,9 @@ macro_rules! f16w_qkv_source {
     ($reduce:literal) => {
         f16w_source!(
             "../../../../../shaders/lanes_wg.wgsl",
+            "../../../../../shaders/decode_columns.wgsl",
+            "../../../../../shaders/decode_columns_f16w.wgsl",
             "../../../../../shaders/attention_decode_qkv.wgsl",
-            "../../../../../shaders/decode_qkv_f16w.wgsl",
             "../../../../../shaders/attention_decode_common.wgsl",
             $reduce
         )
@@ -84,8 +86,9 @@ pub const ATTENTION_DECODE_QKV_F16W: [[KernelSource; VARIANTS]; 2] = [
     ),
 ];
 
-/// The widest row the fused kernel stages (`XN_MAX` in its source): past
-/// it, the decoder binds the GEMV and the attention.
+/// The widest row the decoder's fused kernels stage (`XN_MAX` in
+/// `decode_columns.wgsl`): past it, the decoder binds the GEMV and the
+/// attention (and the head and the pick).
 pub const DECODE_QKV_MAX_C: u32 = 1024;
 
 /// The QKV linear's weight `W (3C, C)`: f32 in the flat parameters, or
@@ -215,11 +218,11 @@ pub fn bind_attention_decode_qkv(
         (w_binding, w_buffer),
         (3, flat),
         (5, flat),
-        (10, &attention),
-        (11, position),
-        (12, &cache.k),
-        (13, &cache.v),
-        (14, out),
+        (20, &attention),
+        (21, position),
+        (22, &cache.k),
+        (23, &cache.v),
+        (24, out),
     ];
     // The bind group keeps the attention's uniform alive (wgpu counts its
     // references); the kernel keeps the GEMV's.

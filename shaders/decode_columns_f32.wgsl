@@ -1,7 +1,7 @@
-// attention_decode_qkv.wgsl's dot products with f32 weights: gemv.wgsl's
+// decode_columns.wgsl's dot products with f32 weights: gemv.wgsl's
 // `lane_dot_ln` order for four columns at once. Appended after
-// attention_decode_qkv.wgsl (`xn`) to gemv.wgsl's source (`b`, `ws`,
-// LANES, BLOCK).
+// decode_columns.wgsl (`xn`) to gemv.wgsl's source (`b`, `ws`, LANES,
+// BLOCK).
 
 // Normalised inputs k + 32i for i < 4.
 fn xn4(k: u32) -> vec4<f32> {

@@ -1,8 +1,8 @@
-// attention_decode_qkv.wgsl's dot products with f16-stored weights:
+// decode_columns.wgsl's dot products with f16-stored weights:
 // gemv_f16w.wgsl's `lane_dot_quads_ln` order (W's rows and K multiples of
 // four halves) for four columns at once, with its FAULT variants. Appended
-// after attention_decode_qkv.wgsl (`xn`) to the f16-storage kernels'
-// source (`w4`, `halves`, `step4`, `add4`, `add_f`, `k_end`, LANES, BLOCK).
+// after decode_columns.wgsl (`xn`) to the f16-storage kernels' source
+// (`w4`, `halves`, `step4`, `add4`, `add_f`, `k_end`, LANES, BLOCK).
 
 // Normalised inputs 4j … 4j + 3.
 fn xq(j: u32) -> vec4<f32> {
