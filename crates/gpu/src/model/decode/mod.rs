@@ -175,7 +175,7 @@ impl Decoder {
             token,
             position: [position, other],
             logits,
-            x,
+            x: [x, x_next],
             qkv,
             atty,
             fch,
@@ -201,7 +201,7 @@ impl Decoder {
             steps: [first, second],
             sample_params,
             draws,
-            _buffers: vec![other, x, qkv, atty, fch, xn, mean, rstd],
+            _buffers: vec![other, x, x_next, qkv, atty, fch, xn, mean, rstd],
             _caches: caches,
             len: 0,
         })
@@ -451,10 +451,10 @@ fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Resul
     let embedding = g.take().remove(0);
     for (l, cache) in caches.iter().enumerate() {
         g.qkv_attention((Ln1W, Ln1B, l), (QkvW, QkvB, l), cache)?; // atty (C); K, V appended to the cache
-        g.linear(g.row(&r.atty), (AttnProjW, AttnProjB, l), (c, c), true, &r.x)?; // x += (C)
+        g.linear(g.row(&r.atty), (AttnProjW, AttnProjB, l), (c, c), true, g.x())?; // x += (C)
         let ln2 = g.layernorm((Ln2W, Ln2B, l))?;
         g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
-        g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), true, &r.x)?; // x += (C)
+        g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), true, g.x())?; // x += (C)
     }
     let blocks = g.take();
     let lnf = g.layernorm((LnfW, LnfB, 0))?;

@@ -24,8 +24,12 @@ pub(super) struct Rows {
     /// alternate between them, each step's pick writing the other.
     pub token: wgpu::Buffer,
     pub position: [wgpu::Buffer; 2],
-    /// The residual row `x (C)`, `qkv (3C)`, `atty (C)`, `fch (4C)`, `logits (V)`.
-    pub x: wgpu::Buffer,
+    /// The residual row `x (C)` — two: a step reads and adds into the one
+    /// of its parity, and its pick writes the next step's input into the
+    /// other, so that a kernel that computes the logits and picks can read
+    /// one and write the other — then `qkv (3C)`, `atty (C)`, `fch (4C)`,
+    /// `logits (V)`.
+    pub x: [wgpu::Buffer; 2],
     pub qkv: wgpu::Buffer,
     pub atty: wgpu::Buffer,
     pub fch: wgpu::Buffer,
@@ -42,7 +46,7 @@ impl Rows {
         Ok(Self {
             token: row("decode_token", 1)?,
             position: [0; 2].map(|_| crate::ops::attention::decode_position_buffer(ctx)),
-            x: row("decode_x", c)?,
+            x: [row("decode_x", c)?, row("decode_x_next", c)?],
             qkv: row("decode_qkv", 3 * c)?,
             atty: row("decode_atty", c)?,
             fch: row("decode_fch", 4 * c)?,
@@ -128,13 +132,18 @@ impl<'a> RowBuilder<'a> {
         }
     }
 
-    /// Where the step's pick writes the next step's input row: `x`, from
-    /// the embedding tables.
+    /// The residual row this step reads and adds into.
+    pub fn x(&self) -> &'a wgpu::Buffer {
+        &self.rows.x[self.parity]
+    }
+
+    /// Where the step's pick writes the next step's input row: the other
+    /// `x`, from the embedding tables.
     pub fn next_input(&self) -> NextInput<'a> {
         NextInput {
             tok_emb: self.params.at(TokEmb, 0),
             pos_emb: self.params.at(PosEmb, 0),
-            x: &self.rows.x,
+            x: &self.rows.x[1 - self.parity],
             c: self.desc.c,
             t_max: self.desc.t_max,
         }
@@ -158,7 +167,7 @@ impl<'a> RowBuilder<'a> {
             &r.token,
             tok,
             pos,
-            &r.x,
+            self.x(),
             Some(self.positions().0),
         )?;
         self.kernels.push(k);
@@ -175,7 +184,10 @@ impl<'a> RowBuilder<'a> {
                 layernorm: Some((w, b)),
                 ..self.plain()
             };
-            return Ok(Input { row: &r.x, fusion });
+            return Ok(Input {
+                row: self.x(),
+                fusion,
+            });
         }
         let desc = LayerNormDesc {
             n: self.desc.batch,
@@ -188,7 +200,15 @@ impl<'a> RowBuilder<'a> {
             },
         };
         let k = bind_layernorm_forward(
-            self.ctx, self.reg, desc, &r.x, w, b, &r.xn, &r.mean, &r.rstd,
+            self.ctx,
+            self.reg,
+            desc,
+            self.x(),
+            w,
+            b,
+            &r.xn,
+            &r.mean,
+            &r.rstd,
         )?;
         self.kernels.push(k);
         Ok(self.row(&r.xn))
@@ -274,7 +294,7 @@ impl<'a> RowBuilder<'a> {
             self.subgroups,
             self.desc,
             self.positions().0,
-            &r.x,
+            self.x(),
             weights,
             (cache, &r.atty),
         )?;
