@@ -24,6 +24,8 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     let mut all: Vec<&'static KernelSource> = vec![
         &argmax::GREEDY_PICK,
         &argmax::SAMPLE_PICK,
+        &argmax::HEAD_GREEDY_PICK,
+        &argmax::HEAD_SAMPLE_PICK,
         &floor::FLOOR_NOOP,
         &matmul::COOP_STAGE_A,
         &matmul::COOP_STAGE_B,

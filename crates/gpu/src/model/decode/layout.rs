@@ -8,7 +8,9 @@ use crate::GpuContext;
 /// workgroup recomputing the row's mean and 1/σ — one dispatch fewer per
 /// LayerNorm, which a GPU's idle lanes pay for — and the first LayerNorm,
 /// the QKV GEMV and the attention in one kernel a head
-/// (`RowBuilder::qkv_attention`): one dispatch fewer a layer again. `Separate`: the LayerNorm
+/// (`RowBuilder::qkv_attention`: one dispatch fewer a layer again), the
+/// final LayerNorm, the head and the pick in one kernel a sample
+/// (`RowBuilder::head_pick`: one fewer a token). `Separate`: the LayerNorm
 /// kernel on the one row, then the same GEMV (8 columns × 32 lanes per
 /// workgroup); both give the same bits (`gemv_row.wgsl` reproduces
 /// `layernorm.wgsl`'s sums). `Columns`: the LayerNorms on their own, the

@@ -5,19 +5,27 @@
 //! first LayerNorm, the QKV linear and the attention in one kernel of one
 //! workgroup per head (each head computes its own q, k and v columns,
 //! appends k and v to the layer's cache and attends:
-//! `shaders/attention_decode_qkv.wgsl`, f32 or f16 weights; where a row is
-//! wider than it stages, the QKV GEMV with the LayerNorm folded into its
-//! prologue and then the attention), the projection GEMV adding into the
-//! residual row, the fc GEMV with the second
-//! LayerNorm before and GELU after, and the fc_proj GEMV adding into the
-//! residual row; plus the embedding, the head (final LayerNorm folded in)
-//! and the pick of the next token on the GPU (greedy, or seeded sampling
-//! with the host's draw for the position), which also writes the next
-//! step's input row (the embedding of its pick at the next position), so a
-//! step chained after another skips the embedding. On a
-//! CPU implementation the three LayerNorms run as dispatches of their own,
-//! and the GEMVs and the attention without barriers, instead
-//! ([`DecoderKernels`]): seven per layer and four more (three chained).
+//! `shaders/attention_decode_qkv.wgsl`, f32 or f16 weights), the
+//! projection GEMV adding into the residual row, the fc GEMV with the
+//! second LayerNorm before and GELU after, and the fc_proj GEMV adding into
+//! the residual row; plus the embedding, and the final LayerNorm, the head
+//! and the pick of the next token in one kernel of one workgroup per sample
+//! (`shaders/decode_head.wgsl`: greedy, or seeded sampling with the host's
+//! draw for the position), which also writes the next step's input row
+//! (the embedding of its pick at the next position), so a step chained
+//! after another skips the embedding: `4·n_layer + 1` dispatches a chained
+//! token. Where a row is wider than those kernels stage or the vocabulary
+//! wider than the head kernel takes, the QKV GEMV (its LayerNorm folded
+//! into its prologue) and the attention, and the head GEMV and the pick,
+//! run as kernels of their own. A step that returns the logits (`push`)
+//! runs the head GEMV alone. On a CPU implementation the three LayerNorms
+//! run as dispatches of their own, and the GEMVs and the attention without
+//! barriers, instead ([`DecoderKernels`]): seven per layer and four more
+//! (three chained).
+//!
+//! The decoder keeps two residual rows: a step reads and adds into the one
+//! of its parity, and its pick writes the next step's input row into the
+//! other, so that the head kernel reads one and writes the other.
 //!
 //! Steps chain inside one submission. A prompt's steps each start with two
 //! copies: the position from a table, the input token from the host's
@@ -83,6 +91,9 @@ struct Step {
     pick: BoundKernel,
     /// The seeded pick.
     sample: BoundKernel,
+    /// The final LayerNorm, the head and the greedy or the seeded pick in
+    /// one kernel, where the layout has it (`RowBuilder::head_pick`).
+    head_pick: Option<[BoundKernel; 2]>,
 }
 
 /// The row buffers (a row per sample), caches and bound kernels of
@@ -386,13 +397,13 @@ impl Decoder {
         let step = &self.steps[parity];
         let embedding = embed.then_some(&step.embedding);
         let mut k: Vec<&BoundKernel> = embedding.into_iter().chain(&step.blocks).collect();
-        if out != Out::None {
-            k.extend(&step.head);
-        }
-        match out {
-            Out::Pick => k.push(&step.pick),
-            Out::Sample => k.push(&step.sample),
-            Out::None | Out::Logits => {}
+        match (out, &step.head_pick) {
+            (Out::None, _) => {}
+            (Out::Pick, Some([greedy, _])) => k.push(greedy),
+            (Out::Sample, Some([_, sample])) => k.push(sample),
+            (Out::Logits, _) => k.extend(&step.head),
+            (Out::Pick, None) => k.extend(step.head.iter().chain([&step.pick])),
+            (Out::Sample, None) => k.extend(step.head.iter().chain([&step.sample])),
         }
         k
     }
@@ -462,5 +473,6 @@ fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Resul
     let head = g.take();
     let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
     let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;
-    Ok(Step { embedding, blocks, head, pick, sample })
+    let head_pick = g.head_pick((&out.picks, &out.sample_params, &out.draws))?; // the head and each pick in one kernel, or none
+    Ok(Step { embedding, blocks, head, pick, sample, head_pick })
 }

@@ -6,7 +6,7 @@ use super::layout::DecoderKernels;
 use crate::kernel::{BoundKernel, Layout};
 use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;
-use crate::ops::argmax::NextInput;
+use crate::ops::argmax::{bind_head_pick, Head, NextInput, Records, Rule};
 use crate::ops::attention::{
     bind_attention_decode, bind_attention_decode_qkv, DecodeDesc, KvCache, QkvWeight, QkvWeights,
 };
@@ -15,7 +15,7 @@ use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
 use crate::ops::matmul::f16w::bind_gemv_f16w;
 use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
 use crate::{GpuContext, GpuError, PipelineRegistry};
-use tinygpt_core::ParamKind::{PosEmb, TokEmb};
+use tinygpt_core::ParamKind::{LnfB, LnfW, PosEmb, TokEmb};
 
 /// The activations of a token step (`C` channels, `V` vocab), a row per
 /// sample decoded together.
@@ -324,5 +324,41 @@ impl<'a> RowBuilder<'a> {
         )?;
         self.kernels.push(k);
         Ok(())
+    }
+}
+
+impl RowBuilder<'_> {
+    /// The final LayerNorm, the tied head and the greedy and the seeded
+    /// pick in one kernel each ([`bind_head_pick`]), writing the picks to
+    /// `picks` with the seeded rule's `params` and `draws`: in the `Fused`
+    /// layout where the head [`Head::fits`], else none.
+    pub fn head_pick(
+        &mut self,
+        (picks, params, draws): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+    ) -> Result<Option<[BoundKernel; 2]>, GpuError> {
+        let r = self.rows;
+        let head = Head {
+            x: self.x(),
+            ln: (self.params.at(LnfW, 0), self.params.at(LnfB, 0)),
+            tok_emb: self.params.at(TokEmb, 0),
+            logits: &r.logits,
+            c: self.desc.c,
+        };
+        if self.layout != DecoderKernels::Fused || !head.fits(self.v) {
+            return Ok(None);
+        }
+        let records = Records {
+            positions: self.positions(),
+            token: &r.token,
+            picks,
+        };
+        let (v, rows) = (self.v, self.desc.batch);
+        let mut bind = |rule| {
+            let next = self.next_input();
+            bind_head_pick(self.ctx, self.reg, (rule, v, rows), head, records, next)
+        };
+        let greedy = bind(Rule::Greedy)?;
+        let sample = bind(Rule::Sample { params, draws })?;
+        Ok(Some([greedy, sample]))
     }
 }

@@ -8,6 +8,10 @@
 //! each position). Both also write the next step's position and input row
 //! ([`NextInput`]), so that chained steps need no copy and no embedding.
 
+mod head;
+
+pub use head::*;
+
 use super::common::{bind_kernel, shape_error, uniform, View};
 use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
@@ -20,17 +24,17 @@ use tinygpt_core::sample::{inverse_temperature, SampleParams};
 macro_rules! pick_source {
     ($pick:literal) => {
         concat!(
-            include_str!("../../../../shaders/pick_logits.wgsl"),
-            include_str!("../../../../shaders/pick_common.wgsl"),
+            include_str!("../../../../../shaders/pick_logits.wgsl"),
+            include_str!("../../../../../shaders/pick_common.wgsl"),
             include_str!($pick),
-            include_str!("../../../../shaders/pick_next_input.wgsl")
+            include_str!("../../../../../shaders/pick_next_input.wgsl")
         )
     };
 }
 
 pub const GREEDY_PICK: KernelSource = KernelSource {
     key: "greedy_pick",
-    wgsl: pick_source!("../../../../shaders/argmax.wgsl"),
+    wgsl: pick_source!("../../../../../shaders/argmax.wgsl"),
     entry: "main",
     constants: &[],
 };
@@ -68,7 +72,7 @@ impl Pick {
 /// Where a pick writes the next step's input (`shaders/pick_next_input.wgsl`):
 /// row `b` of `x` becomes `tok_emb[pick_b] + pos_emb[P + 1]` (C channels),
 /// as the decode embedding would write it; nothing when `P + 1 ≥ t_max`.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct NextInput<'a> {
     /// `tok_emb (V, C)` and `pos_emb (t_max, C)`, views into one buffer.
     pub tok_emb: View<'a>,
@@ -127,43 +131,99 @@ pub fn bind_greedy_pick<'a>(
     next_input: NextInput<'_>,
 ) -> Result<BoundKernel, GpuError> {
     let logits = logits.into();
-    if v == 0 || rows == 0 {
-        return Err(shape_error("greedy_pick", "no logits to pick from".into()));
+    let bound = Records {
+        positions: (position, next),
+        token,
+        picks,
     }
+    .check(ctx, "greedy_pick", (v, rows), logits.buffer, next_input)?;
     logits.need("greedy_pick", "logits", v as u64 * rows as u64)?;
-    check_distinct(
-        "greedy_pick",
-        &[logits.buffer, position, next, token, picks, next_input.x],
-    )?;
-    let (next_in, emb, x) = next_input.bind(ctx, "greedy_pick", (v, rows))?;
-    if token.size() < 4 * rows as u64
-        || picks.size() < PICK_BYTES * rows as u64
-        || position.size() < 16
-        || next.size() < 16
-    {
-        return Err(shape_error(
-            "greedy_pick",
-            "token needs 4 bytes a row, picks 16 a row per position, each position 16".into(),
-        ));
-    }
     let params = uniform(ctx, "greedy_pick_params", &[v, logits.offset]);
+    let mut buffers = vec![(2, logits.buffer)];
+    buffers.extend(bound.entries());
     Ok(bind_kernel(
         ctx,
         registry,
         &GREEDY_PICK,
         &params,
-        &[
-            (2, logits.buffer),
-            (8, &next_in),
-            (9, &emb),
-            (10, &x),
-            (11, position),
-            (12, token),
-            (13, picks),
-            (14, next),
-        ],
+        &buffers,
         [rows, 1, 1],
     ))
+}
+
+/// Where a pick writes: the position it picks at and the next one, the
+/// token and the records.
+#[derive(Clone, Copy, Debug)]
+pub struct Records<'a> {
+    pub positions: (&'a wgpu::Buffer, &'a wgpu::Buffer),
+    pub token: &'a wgpu::Buffer,
+    pub picks: &'a wgpu::Buffer,
+}
+
+/// A pick's bindings past its logits (8–14: pick_next_input.wgsl's and
+/// pick_common.wgsl's).
+pub(crate) struct Bound<'a> {
+    records: Records<'a>,
+    next_in: wgpu::Buffer,
+    emb: wgpu::Buffer,
+    x: wgpu::Buffer,
+}
+
+impl Bound<'_> {
+    pub(crate) fn entries(&self) -> Vec<(u32, &wgpu::Buffer)> {
+        let r = &self.records;
+        vec![
+            (8, &self.next_in),
+            (9, &self.emb),
+            (10, &self.x),
+            (11, r.positions.0),
+            (12, r.token),
+            (13, r.picks),
+            (14, r.positions.1),
+        ]
+    }
+}
+
+impl<'a> Records<'a> {
+    /// Checks a pick of `rows` rows of `v` logits in `logits`, writing
+    /// `next_input`: V from 1 to `MAX_VOCAB`, every buffer its own, room
+    /// for a token and a record a row.
+    pub(crate) fn check(
+        self,
+        ctx: &GpuContext,
+        op: &'static str,
+        (v, rows): (u32, u32),
+        logits: &wgpu::Buffer,
+        next_input: NextInput<'_>,
+    ) -> Result<Bound<'a>, GpuError> {
+        let max = tinygpt_protocol::config::MAX_VOCAB;
+        if rows == 0 || v == 0 || v as usize > max {
+            return Err(shape_error(
+                op,
+                format!("{v} logits: 1 to {max} can be picked from"),
+            ));
+        }
+        let (position, next) = self.positions;
+        let (token, picks) = (self.token, self.picks);
+        check_distinct(op, &[logits, position, next, token, picks, next_input.x])?;
+        let (next_in, emb, x) = next_input.bind(ctx, op, (v, rows))?;
+        if token.size() < 4 * rows as u64
+            || picks.size() < PICK_BYTES * rows as u64
+            || position.size() < 16
+            || next.size() < 16
+        {
+            return Err(shape_error(
+                op,
+                "token needs 4 bytes a row, picks 16 a row per position, each position 16".into(),
+            ));
+        }
+        Ok(Bound {
+            records: self,
+            next_in,
+            emb,
+            x,
+        })
+    }
 }
 
 /// Refuses a pick whose buffers are not all different (the logits, the
@@ -183,7 +243,7 @@ fn check_distinct(op: &'static str, buffers: &[&wgpu::Buffer]) -> Result<(), Gpu
 
 pub const SAMPLE_PICK: KernelSource = KernelSource {
     key: "sample_pick",
-    wgsl: pick_source!("../../../../shaders/sample_pick.wgsl"),
+    wgsl: pick_source!("../../../../../shaders/sample_pick.wgsl"),
     entry: "main",
     constants: &[],
 };
@@ -222,50 +282,39 @@ pub fn bind_sample_pick<'a>(
     next_input: NextInput<'_>,
 ) -> Result<BoundKernel, GpuError> {
     let logits = logits.into();
-    if rows == 0 || v == 0 || v as usize > tinygpt_protocol::config::MAX_VOCAB {
-        return Err(shape_error(
-            "sample_pick",
-            format!(
-                "{v} logits: 1 to {} can be sampled",
-                tinygpt_protocol::config::MAX_VOCAB
-            ),
-        ));
-    }
+    let records = Records {
+        positions: (position, next),
+        token,
+        picks,
+    };
+    let bound = records.check(ctx, "sample_pick", (v, rows), logits.buffer, next_input)?;
     logits.need("sample_pick", "logits", v as u64 * rows as u64)?;
-    check_distinct(
-        "sample_pick",
-        &[logits.buffer, position, next, token, picks, next_input.x],
-    )?;
-    let (next_in, emb, x) = next_input.bind(ctx, "sample_pick", (v, rows))?;
-    // One draw for every position a pick may be recorded at.
-    if params.size() < 32
-        || token.size() < 4 * rows as u64
-        || picks.size() < PICK_BYTES * rows as u64
-        || 4 * draws.size() < picks.size()
-        || next.size() < 16
-    {
-        return Err(shape_error(
-            "sample_pick",
-            "params needs 32 bytes, token 4 a row, picks 16 and draws 4 a row per position".into(),
-        ));
-    }
+    check_rule("sample_pick", params, draws, picks)?;
+    let mut buffers = vec![(2, logits.buffer), (15, draws), (16, params)];
+    buffers.extend(bound.entries());
     Ok(bind_kernel(
         ctx,
         registry,
         &SAMPLE_PICK,
         params,
-        &[
-            (2, logits.buffer),
-            (8, &next_in),
-            (9, &emb),
-            (10, &x),
-            (11, position),
-            (12, token),
-            (13, picks),
-            (14, next),
-            (15, draws),
-            (16, params),
-        ],
+        &buffers,
         [rows, 1, 1],
     ))
+}
+
+/// Refuses a seeded pick's rule and draws where they do not fit: 32 bytes
+/// of params, one draw for every position a pick may be recorded at.
+pub(crate) fn check_rule(
+    op: &'static str,
+    params: &wgpu::Buffer,
+    draws: &wgpu::Buffer,
+    picks: &wgpu::Buffer,
+) -> Result<(), GpuError> {
+    if params.size() < 32 || 4 * draws.size() < picks.size() {
+        return Err(shape_error(
+            op,
+            "params needs 32 bytes, and draws 4 bytes for each pick's 16".into(),
+        ));
+    }
+    Ok(())
 }
