@@ -18,9 +18,10 @@ fn column_of(j: u32) -> u32 {
     return j;
 }
 
-// Logit j, as the head GEMV writes it (no bias).
+// Logit j, as the head GEMV writes it (`finish_col` with no bias, no
+// GELU, no accumulate; written here so that the kernel binds no bias).
 fn put_column(j: u32, s: f32) {
-    finish_col(j, s);
+    c[c_row + j] = s;
 }
 
 // Logit i of this workgroup's row, written above (storageBarrier first).

@@ -26,6 +26,14 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> mean: array<f32>;
 @group(0) @binding(6) var<storage, read_write> rstd: array<f32>;
 
+fn ln_weight(i: u32) -> f32 {
+    return w[p.w_off + i];
+}
+
+fn ln_bias(i: u32) -> f32 {
+    return b[p.b_off + i];
+}
+
 const EPS: f32 = 1e-5;
 
 // The first pass's input (ln_rows.wgsl's entry points): x itself.

@@ -31,14 +31,23 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
-@group(0) @binding(3) var<storage, read> b: array<f32>;
+// w and b, in one buffer (the flat parameters): one binding, so that the
+// kernel binds 8 storage buffers, WebGPU's default a stage.
+@group(0) @binding(2) var<storage, read> wb: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read_write> mean: array<f32>;
 @group(0) @binding(6) var<storage, read_write> rstd: array<f32>;
 @group(0) @binding(7) var<storage, read> base: array<f32>;
 @group(0) @binding(8) var<storage, read> branch: array<f32>;
 @group(0) @binding(9) var<storage, read> state: array<u32>;
+
+fn ln_weight(i: u32) -> f32 {
+    return wb[p.w_off + i];
+}
+
+fn ln_bias(i: u32) -> f32 {
+    return wb[p.b_off + i];
+}
 
 const EPS: f32 = 1e-5;
 const DROPS: u32 = 1u;

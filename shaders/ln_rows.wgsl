@@ -4,7 +4,8 @@
 // once a row), then the mean, the centred variance (a second pass over
 // x), y = (x − μ)·σ̂ · w + b and the row's μ and σ̂. The including kernel
 // also provides `p` (n, c and the offsets of layernorm.wgsl's Params),
-// `x`, `w`, `b`, `y`, `mean`, `rstd` and EPS; each invocation reads back
+// `x`, `y`, `mean`, `rstd`, EPS and `ln_weight(i)`, `ln_bias(i)` (channel
+// i of w and b); each invocation reads back
 // only the elements of x its own first pass read (or wrote).
 
 // A workgroup of LN_THREADS invocations per row; each sums a strided
@@ -62,7 +63,7 @@ fn ln_finish(row: u32, lid: u32, s: f32) {
     let rs = 1.0 / sqrt(variance + EPS);
     let y0 = p.y_off + row * p.c;
     for (var i = lid; i < p.c; i += LN_THREADS) {
-        y[y0 + i] = (x[x0 + i] - mu) * rs * w[p.w_off + i] + b[p.b_off + i];
+        y[y0 + i] = (x[x0 + i] - mu) * rs * ln_weight(i) + ln_bias(i);
     }
     if (lid == 0u) {
         mean[p.mean_off + row] = mu;
@@ -82,7 +83,7 @@ fn ln_finish_serial(row: u32, s: f32) {
     let rs = 1.0 / sqrt(q / f32(p.c) + EPS);
     let y0 = p.y_off + row * p.c;
     for (var i = 0u; i < p.c; i++) {
-        y[y0 + i] = (x[x0 + i] - mu) * rs * w[p.w_off + i] + b[p.b_off + i];
+        y[y0 + i] = (x[x0 + i] - mu) * rs * ln_weight(i) + ln_bias(i);
     }
     mean[p.mean_off + row] = mu;
     rstd[p.rstd_off + row] = rs;

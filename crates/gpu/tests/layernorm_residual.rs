@@ -182,4 +182,16 @@ fn aliased_outputs_are_refused() {
     let e = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, b], outs);
     let e = e.err().expect("refused").to_string();
     assert!(e.contains("x (written) and base (read)"), "{e}");
+    // w and b in two buffers: the kernel reads them through one binding.
+    let stream = ctx.zeros("x", (n * c) as usize).unwrap();
+    let add = ResidualAdd {
+        x: View::at(&stream, 0),
+        ..add
+    };
+    let apart = ctx.upload("b", &vec![0.0; c as usize]).unwrap();
+    let ok = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, b], outs);
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    let e = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, View::at(&apart, 0)], outs);
+    let e = e.err().expect("refused").to_string();
+    assert!(e.contains("one buffer"), "{e}");
 }

@@ -148,3 +148,49 @@ fn a_broken_shader_or_an_unknown_constant_is_refused() {
     };
     assert!(validate(&no_entry).unwrap_err().contains("no_such_entry"));
 }
+
+/// The storage buffers `src`'s entry point binds: the storage globals it
+/// uses (what wgpu's layout derived from the shader holds).
+fn storage_buffers(src: &KernelSource) -> usize {
+    use naga::valid::{Capabilities, ValidationFlags, Validator};
+    let module = naga::front::wgsl::parse_str(src.wgsl).unwrap();
+    let info = Validator::new(ValidationFlags::all(), Capabilities::all())
+        .validate(&module)
+        .unwrap();
+    let index = module
+        .entry_points
+        .iter()
+        .position(|e| e.name == src.entry)
+        .unwrap();
+    let used = info.get_entry_point(index);
+    module
+        .global_variables
+        .iter()
+        .filter(|(h, g)| {
+            matches!(g.space, naga::AddressSpace::Storage { .. }) && !used[*h].is_empty()
+        })
+        .count()
+}
+
+/// WebGPU's default storage buffers a shader stage, what browsers offer on
+/// most adapters: every pipeline binds at most this many, but the
+/// decoder's fused head, which binds what `HEAD_PICK_STORAGE_BUFFERS` says
+/// and which the host binds only where the device offers that many.
+const WEBGPU_STORAGE_BUFFERS: usize = 8;
+
+#[test]
+fn every_pipeline_binds_what_browsers_offer_but_the_fused_head() {
+    use tinygpt_gpu::ops::argmax::{HEAD_GREEDY_PICK, HEAD_PICK_STORAGE_BUFFERS, HEAD_SAMPLE_PICK};
+    let head = [HEAD_GREEDY_PICK.key, HEAD_SAMPLE_PICK.key];
+    let mut over = Vec::new();
+    for src in all_kernels() {
+        let n = storage_buffers(src);
+        if n > WEBGPU_STORAGE_BUFFERS && !head.contains(&src.key) {
+            over.push(format!("{}: {n}", src.key));
+        }
+    }
+    assert!(over.is_empty(), "past {WEBGPU_STORAGE_BUFFERS}: {over:?}");
+    let bound = HEAD_PICK_STORAGE_BUFFERS as usize;
+    assert_eq!(storage_buffers(&HEAD_SAMPLE_PICK), bound);
+    assert_eq!(storage_buffers(&HEAD_GREEDY_PICK), bound - 1);
+}

@@ -242,11 +242,18 @@ pub fn bind_layernorm_residual<'a>(
         ("state", state),
     ];
     check_no_alias(op, &written, &read)?;
+    if w.buffer != b.buffer {
+        return Err(shape_error(
+            op,
+            "w and b must share one buffer (the kernel binds them as one)".into(),
+        ));
+    }
     let mask = match add.drop {
         Some((d, site)) => mask_words(d, site),
         None => [0; 6],
     };
-    // Bindings 1–8 in the shader's order, then the dropout state at 9.
+    // Bindings 1–8 in the shader's order (but b's, read through w's), then
+    // the dropout state at 9.
     let views = [x, w, b, y, mean, rstd, add.base, add.branch];
     let offsets = views.map(|v| v.offset);
     let words: Vec<u32> = [desc.n, desc.c]
@@ -257,6 +264,8 @@ pub fn bind_layernorm_residual<'a>(
     let params = uniform(ctx, "layernorm_residual_params", &words);
     let (src, groups) = desc.rows(ctx, &LAYERNORM_RESIDUAL, &LAYERNORM_RESIDUAL_SERIAL);
     let mut bindings: Vec<(u32, &wgpu::Buffer)> = (1..).zip(views.map(|v| v.buffer)).collect();
+    // w and b are one binding (2).
+    bindings.remove(2);
     bindings.push((9, state));
     Ok(bind_kernel(ctx, registry, src, &params, &bindings, groups))
 }

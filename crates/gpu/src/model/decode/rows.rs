@@ -6,7 +6,7 @@ use super::layout::DecoderKernels;
 use crate::kernel::{BoundKernel, Layout};
 use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;
-use crate::ops::argmax::{bind_head_pick, Head, NextInput, Records, Rule};
+use crate::ops::argmax::{bind_head_pick, head_pick_offered, Head, NextInput, Records, Rule};
 use crate::ops::attention::{
     bind_attention_decode, bind_attention_decode_qkv, DecodeDesc, KvCache, QkvWeight, QkvWeights,
 };
@@ -331,7 +331,8 @@ impl RowBuilder<'_> {
     /// The final LayerNorm, the tied head and the greedy and the seeded
     /// pick in one kernel each ([`bind_head_pick`]), writing the picks to
     /// `picks` with the seeded rule's `params` and `draws`: in the `Fused`
-    /// layout where the head [`Head::fits`], else none.
+    /// layout where the head [`Head::fits`] and the device binds its
+    /// storage buffers, else none.
     pub fn head_pick(
         &mut self,
         (picks, params, draws): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
@@ -344,7 +345,8 @@ impl RowBuilder<'_> {
             logits: &r.logits,
             c: self.desc.c,
         };
-        if self.layout != DecoderKernels::Fused || !head.fits(self.v) {
+        let fused = self.layout == DecoderKernels::Fused && head_pick_offered(self.ctx);
+        if !fused || !head.fits(self.v) {
             return Ok(None);
         }
         let records = Records {

@@ -47,6 +47,17 @@ pub const HEAD_SAMPLE_PICK: KernelSource = KernelSource {
 /// without a measurement past V = 65 (BENCHMARKS.md).
 pub const HEAD_PICK_MAX_V: u32 = 128;
 
+/// Storage buffers the fused head binds with the seeded pick (one fewer
+/// with the greedy one): past WebGPU's default of 8 a stage, so the
+/// decoder fuses only where the device offers them
+/// (`tests/shaders.rs` counts them in the kernels).
+pub const HEAD_PICK_STORAGE_BUFFERS: u32 = 10;
+
+/// Whether `ctx`'s device binds the fused head's storage buffers.
+pub fn head_pick_offered(ctx: &GpuContext) -> bool {
+    ctx.limits.max_storage_buffers_per_shader_stage >= HEAD_PICK_STORAGE_BUFFERS
+}
+
 /// What the head reads: the residual rows (C each; not the rows the pick
 /// writes the next input to), the final LayerNorm's weight and bias (C
 /// each) and `tok_emb (V, C)`, all three in one buffer; and where the
@@ -92,6 +103,15 @@ pub fn bind_head_pick(
     next_input: NextInput<'_>,
 ) -> Result<BoundKernel, GpuError> {
     const OP: &str = "head_pick";
+    if !head_pick_offered(ctx) {
+        return Err(shape_error(
+            OP,
+            format!(
+                "the fused head binds {HEAD_PICK_STORAGE_BUFFERS} storage buffers; this device offers {}",
+                ctx.limits.max_storage_buffers_per_shader_stage
+            ),
+        ));
+    }
     let bound = records.check(ctx, OP, (v, rows), head.logits, next_input)?;
     if !head.fits(v) {
         return Err(shape_error(
@@ -131,11 +151,9 @@ pub fn bind_head_pick(
     let mut params = desc.params([0, head.tok_emb.offset, 0, 0], [lw.offset, lb.offset], 0);
     params.aux = [1, 0];
     let uniform = params.upload(ctx, "head_pick_params");
-    // The bias binding is unused (no bias): x, read-only too, fills it.
     let mut buffers = vec![
         (1, head.x),
         (2, lw.buffer),
-        (3, head.x),
         (4, head.logits),
         (5, lw.buffer),
     ];
