@@ -1,10 +1,10 @@
 //! The decoder's final LayerNorm, tied head and pick in one dispatch of one
 //! workgroup per row (`shaders/decode_head.wgsl`): each workgroup computes
 //! its row's logits with the bits of the LayerNorm-prologue head GEMV,
-//! writes them, and picks from them as [`super::bind_greedy_pick`] or
-//! [`super::bind_sample_pick`] would.
+//! writes them, and picks from them as `bind_greedy_pick` or
+//! `bind_sample_pick` would.
 
-use super::{check_rule, NextInput, Records};
+use super::records::{check_rule, NextInput, Records};
 use crate::kernel::BoundKernel;
 use crate::ops::attention::DECODE_QKV_MAX_C;
 use crate::ops::common::{bind_kernel, check_no_alias, shape_error};
@@ -79,7 +79,7 @@ impl Head<'_> {
 }
 
 /// The pick after the head: greedy, or seeded with the rule's uniform and
-/// the draws ([`super::bind_sample_pick`]'s).
+/// the draws (`bind_sample_pick`'s).
 #[derive(Clone, Copy, Debug)]
 pub enum Rule<'a> {
     Greedy,
@@ -91,8 +91,7 @@ pub enum Rule<'a> {
 
 /// Binds the fused head and pick of `rows` rows of `v` logits: each row's
 /// final LayerNorm and tied head (the logits written to `head.logits`),
-/// then the pick by `rule`, writing what [`super::bind_greedy_pick`]
-/// writes.
+/// then the pick by `rule`, writing what `bind_greedy_pick` writes.
 /// Refuses a head that does not [`Head::fits`].
 pub fn bind_head_pick(
     ctx: &GpuContext,

@@ -4,9 +4,8 @@
 //! ones, giving the bits of the LayerNorm-prologue GEMV followed by
 //! [`bind_attention_decode`].
 
-use super::decode::check_subgroups;
+use super::decode::{check_subgroups, DecodeDesc, KvCache};
 use super::shape::need;
-use super::{DecodeDesc, KvCache};
 use crate::kernel::BoundKernel;
 use crate::ops::common::{bind_kernel, check_no_alias, shape_error};
 use crate::ops::matmul::f16w::PackedW;
