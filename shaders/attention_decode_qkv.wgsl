@@ -53,11 +53,15 @@ fn qkv_attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
     head = wg.x;
     cache_base = (wg.y * ap.nh + head) * ap.t_max * ap.hs;
     // The host never sets P ≥ T_max; clamping keeps a stray value in bounds.
-    cache_last = min(pos.x, ap.t_max - 1u);
+    // `attend` loops to `last` around barriers: it gets the uniform value,
+    // not the private copy (which WGSL's uniformity analysis, Tint's in
+    // browsers, takes as non-uniform).
+    let last = min(pos.x, ap.t_max - 1u);
+    cache_last = last;
     set_row(vec3<u32>(0u, 0u, wg.y));
     stage_row(tid);
     columns(3u * ap.hs, tid);
     storageBarrier();
     workgroupBarrier();
-    attend(cache_base, cache_last, ap.c * wg.y + head * ap.hs, tid);
+    attend(cache_base, last, ap.c * wg.y + head * ap.hs, tid);
 }

@@ -194,3 +194,45 @@ fn every_pipeline_binds_what_browsers_offer_but_the_fused_head() {
     assert_eq!(storage_buffers(&HEAD_SAMPLE_PICK), bound);
     assert_eq!(storage_buffers(&HEAD_GREEDY_PICK), bound - 1);
 }
+
+/// A JSON string of `s`.
+fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// With `TINYGPT_DUMP_WGSL=<file>`, writes every pipeline (key, entry
+/// point, constants, source) as JSON lines there, for compiling them in a
+/// browser's WebGPU (`web/e2e/compile.mjs`); otherwise does nothing.
+#[test]
+fn dump_every_pipeline_for_a_browser() {
+    let Ok(path) = std::env::var("TINYGPT_DUMP_WGSL") else {
+        return;
+    };
+    let mut out = String::new();
+    for src in all_kernels() {
+        let constants: Vec<String> = src
+            .constants
+            .iter()
+            .map(|&(k, v)| format!("{}: {v}", json_str(k)))
+            .collect();
+        out.push_str(&format!(
+            "{{\"key\": {}, \"entry\": {}, \"constants\": {{{}}}, \"wgsl\": {}}}\n",
+            json_str(src.key),
+            json_str(src.entry),
+            constants.join(", "),
+            json_str(src.wgsl)
+        ));
+    }
+    std::fs::write(path, out).unwrap();
+}
