@@ -149,9 +149,8 @@ fn a_broken_shader_or_an_unknown_constant_is_refused() {
     assert!(validate(&no_entry).unwrap_err().contains("no_such_entry"));
 }
 
-/// The storage buffers `src`'s entry point binds: the storage globals it
-/// uses (what wgpu's layout derived from the shader holds).
-fn storage_buffers(src: &KernelSource) -> usize {
+/// `src`'s module and the globals its entry point uses.
+fn used_globals(src: &KernelSource) -> (naga::Module, Vec<naga::Handle<naga::GlobalVariable>>) {
     use naga::valid::{Capabilities, ValidationFlags, Validator};
     let module = naga::front::wgsl::parse_str(src.wgsl).unwrap();
     let info = Validator::new(ValidationFlags::all(), Capabilities::all())
@@ -163,13 +162,59 @@ fn storage_buffers(src: &KernelSource) -> usize {
         .position(|e| e.name == src.entry)
         .unwrap();
     let used = info.get_entry_point(index);
-    module
+    let globals = module
         .global_variables
         .iter()
-        .filter(|(h, g)| {
-            matches!(g.space, naga::AddressSpace::Storage { .. }) && !used[*h].is_empty()
-        })
-        .count()
+        .filter(|(h, _)| !used[*h].is_empty())
+        .map(|(h, _)| h)
+        .collect();
+    (module, globals)
+}
+
+/// The storage buffers `src`'s entry point binds (what wgpu's layout
+/// derived from the shader holds).
+fn storage_buffers(src: &KernelSource) -> usize {
+    let (module, used) = used_globals(src);
+    let storage = |h: &&naga::Handle<naga::GlobalVariable>| {
+        matches!(
+            module.global_variables[**h].space,
+            naga::AddressSpace::Storage { .. }
+        )
+    };
+    used.iter().filter(storage).count()
+}
+
+/// The workgroup memory `src`'s entry point uses, in bytes.
+fn workgroup_bytes(src: &KernelSource) -> u32 {
+    let (module, used) = used_globals(src);
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    used.iter()
+        .map(|h| &module.global_variables[*h])
+        .filter(|g| g.space == naga::AddressSpace::WorkGroup)
+        .map(|g| layouter[g.ty].size)
+        .sum()
+}
+
+/// WebGPU's default workgroup memory, what every browser offers: every
+/// pipeline fits it but the tensor-core kernels (native only; their device
+/// must offer `COOP_WORKGROUP_BYTES`).
+#[test]
+fn every_pipeline_fits_webgpus_default_workgroup_memory() {
+    let mut over = Vec::new();
+    for src in all_kernels() {
+        let bytes = workgroup_bytes(src);
+        let native = src.wgsl.contains("enable wgpu_cooperative_matrix;");
+        if bytes > 16_384 && !native {
+            over.push(format!("{}: {bytes}", src.key));
+        }
+    }
+    assert!(over.is_empty(), "past 16,384 bytes: {over:?}");
+    let head = workgroup_bytes(&tinygpt_gpu::ops::argmax::HEAD_SAMPLE_PICK);
+    assert!(
+        head > 8_192,
+        "the fused head's {head} bytes: the count reads nothing"
+    );
 }
 
 /// WebGPU's default storage buffers a shader stage, what browsers offer on

@@ -193,7 +193,12 @@ pub fn bind_attention_decode_qkv(
     need(x, desc.rows(1), "x rows", &desc)?;
     need(out, desc.rows(1), "out rows", &desc)?;
     let written = [("K cache", &cache.k), ("V cache", &cache.v), ("out", out)];
-    check_no_alias("attention", &written, &[("x", x), ("weights", flat)])?;
+    let packed = match weights.w {
+        QkvWeight::F16(w) => w.buffer,
+        QkvWeight::F32(_) => flat,
+    };
+    let read = [("x", x), ("weights", flat), ("packed weights", packed)];
+    check_no_alias("attention", &written, &read)?;
     if let Some(n) = subgroups {
         check_subgroups(ctx, n)?;
     }
