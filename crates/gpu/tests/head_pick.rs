@@ -184,12 +184,22 @@ fn separate(
     vec![head, pick.unwrap()]
 }
 
+/// Whether the device binds the fused head's storage buffers; says the
+/// test did not run where it does not.
+fn offered(gpu: &TestGpu) -> bool {
+    let yes = head_pick_offered(&gpu.ctx);
+    if !yes {
+        let why = "the device binds fewer storage buffers than the fused head";
+        tinygpt_gpu::testing::did_not_run("fused head", why);
+    }
+    yes
+}
+
 #[test]
 fn one_kernel_gives_the_head_gemv_and_the_picks_bits() {
     let gpu = gpu_or_skip!();
-    if !head_pick_offered(&gpu.ctx) {
-        let why = "the device binds fewer storage buffers than the fused head";
-        return tinygpt_gpu::testing::did_not_run("fused head", why);
+    if !offered(gpu) {
+        return;
     }
     let ctx = &gpu.ctx;
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
@@ -238,9 +248,8 @@ fn one_kernel_gives_the_head_gemv_and_the_picks_bits() {
 #[test]
 fn the_fused_head_refuses_wide_vocabularies_and_shared_rows() {
     let gpu = gpu_or_skip!();
-    if !head_pick_offered(&gpu.ctx) {
-        let why = "the device binds fewer storage buffers than the fused head";
-        return tinygpt_gpu::testing::did_not_run("fused head", why);
+    if !offered(gpu) {
+        return;
     }
     let ctx = &gpu.ctx;
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
