@@ -271,10 +271,10 @@ impl<'a> RowBuilder<'a> {
     /// kernel a head where it applies — the `Fused` layout, with weights
     /// the kernel takes ([`QkvWeights::fit`]), the same bits — else the
     /// three ops.
-    pub fn qkv_attention(&mut self, ln: Linear, (w, b, l): Linear, cache: &KvCache) -> R {
+    pub fn qkv_attention(&mut self, ln: Linear, qkv: Linear, cache: &KvCache) -> R {
         let (c, r) = (self.desc.c, self.rows);
         let at = |(w, b, l): Linear| (self.params.at(w, l), self.params.at(b, l));
-        let (wv, bias) = (self.params.at(w, l), self.params.at(b, l));
+        let (wv, bias) = at(qkv);
         let weights = QkvWeights {
             ln: at(ln),
             w: match self.f16 {
@@ -285,7 +285,7 @@ impl<'a> RowBuilder<'a> {
         };
         if self.layout != DecoderKernels::Fused || !weights.fit(c) {
             let input = self.layernorm(ln)?;
-            self.linear(input, (w, b, l), (c, 3 * c), false, &r.qkv)?;
+            self.linear(input, qkv, (c, 3 * c), false, &r.qkv)?;
             return self.attention(cache);
         }
         let k = bind_attention_decode_qkv(
