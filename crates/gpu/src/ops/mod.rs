@@ -47,6 +47,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &layernorm::LAYERNORM_BACKWARD_DX_SERIAL,
         &layernorm::LAYERNORM_BACKWARD_DWDB,
         &layernorm::LAYERNORM_BACKWARD_DWDB_SERIAL,
+        &layernorm::LAYERNORM_BACKWARD_FUSED,
         &attention::ATTENTION_FWD,
         &attention::ATTENTION_FWD_SERIAL,
         &attention::ATTENTION_BWD_DQ,

@@ -28,7 +28,7 @@ save
 cd .carry
 timeout 120 ./tinygpt bench --shape matmuls > $R/matmuls.json 2> $R/matmuls.err; echo "matmuls rc=$? $(( $(date +%s) - t0 ))s"; save
 for s in nanogpt small; do
-  timeout 100 ./tinygpt-before bench --shape $s > $R/shape-$s-before.json 2> $R/shape-$s-before.err; echo "$s before rc=$?"
+  timeout 100 ./tinygpt-before72 bench --shape $s > $R/shape-$s-before.json 2> $R/shape-$s-before.err; echo "$s before rc=$?"
   for k in tiled tiled-2buf tiled-wide tiled-wide-2buf; do
     timeout 100 ./tinygpt bench --shape $s --coop-kernel $k > $R/shape-$s-$k.json 2> $R/shape-$s-$k.err; echo "$s $k rc=$? $(( $(date +%s) - t0 ))s"
   done; save
@@ -37,7 +37,7 @@ done
 # and GELU epilogue) against the build before, twice each, and its profile.
 for round in 1 2; do
   for v in before after; do
-    bin=./tinygpt; [ $v = before ] && bin=./tinygpt-before
+    bin=./tinygpt; [ $v = before ] && bin=./tinygpt-before72
     timeout 100 $bin bench --shape tiny > $R/shape-tiny-$v-$round.json 2> $R/shape-tiny-$v-$round.err; echo "tiny $v $round rc=$?"
   done
 done
