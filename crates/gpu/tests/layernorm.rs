@@ -16,7 +16,7 @@ use tinygpt_gpu::ops::layernorm::{
 };
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::{random_in, TestGpu};
-use tinygpt_gpu::GpuContext;
+use tinygpt_gpu::{GpuContext, GpuError};
 
 fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
     pollster::block_on(ctx.read_f32(buf, len)).unwrap()
@@ -105,6 +105,7 @@ struct Grads {
     /// dx, then dw and db.
     dx0: Vec<f32>,
     dwdb0: Vec<f32>,
+    accumulate: bool,
 }
 
 impl Grads {
@@ -130,13 +131,14 @@ impl Grads {
             rstd,
             dx0,
             dwdb0,
+            accumulate,
         }
     }
 
     /// The CPU reference's dx and (dw, db).
-    fn reference(&self, accumulate: bool) -> (Vec<f32>, Vec<f32>) {
+    fn reference(&self) -> (Vec<f32>, Vec<f32>) {
         let zero = |v: &[f32]| {
-            if accumulate {
+            if self.accumulate {
                 v.to_vec()
             } else {
                 vec![0.0; v.len()]
@@ -159,6 +161,17 @@ impl Grads {
         desc: LayerNormDesc,
         form: LayerNormBackwardForm,
     ) -> (Vec<f32>, Vec<f32>) {
+        self.try_run(gpu, desc, form).unwrap()
+    }
+
+    /// [`Grads::run`], or the binder's refusal.
+    fn try_run(
+        &self,
+        gpu: &TestGpu,
+        desc: LayerNormDesc,
+        form: LayerNormBackwardForm,
+    ) -> Result<(Vec<f32>, Vec<f32>), GpuError> {
+        assert_eq!(desc.accumulate, self.accumulate);
         let ctx = &gpu.ctx;
         let up = |name: &str, v: &[f32]| ctx.upload(name, v).unwrap();
         let (dout, x, w) = (up("dout", &self.dout), up("x", &self.x), up("w", &self.w));
@@ -175,12 +188,12 @@ impl Grads {
             dw: View::at(&grads, 0),
             db: View::at(&grads, desc.c),
         };
-        let op = bind_layernorm_backward_as(ctx, &mut reg, desc, form, g).unwrap();
+        let op = bind_layernorm_backward_as(ctx, &mut reg, desc, form, g)?;
         op.submit(ctx, "layernorm_backward");
-        (
+        Ok((
             read(ctx, &dx, self.dx0.len()),
             read(ctx, &grads, self.dwdb0.len()),
-        )
+        ))
     }
 }
 
@@ -209,7 +222,7 @@ fn backward_matches_reference_accumulating_and_overwriting() {
             };
             assert_eq!(LayerNormBackwardForm::of(&desc), forms[0]);
             let case = Grads::new(&mut Rng::new(400 + i as u64), n, c, accumulate);
-            let (dx, dwdb) = case.reference(accumulate);
+            let (dx, dwdb) = case.reference();
             for form in forms {
                 let (got_dx, got) = case.run(gpu, desc, form);
                 let what = format!("{desc:?} {form:?}");
@@ -275,23 +288,8 @@ fn the_fused_backward_refuses_what_it_does_not_take() {
             LayerNormBackwardForm::Separate
         );
         let case = Grads::new(&mut Rng::new(7), 3, c, false);
-        let ctx = &gpu.ctx;
-        let buf = |len: usize| ctx.zeros("buf", len).unwrap();
-        let (rows, cols, stats) = (buf(3 * c as usize), buf(c as usize), buf(3));
-        let (dx, grads) = (buf(case.dx0.len()), buf(case.dwdb0.len()));
-        let g = LayerNormGrads {
-            dout: (&rows).into(),
-            x: (&rows).into(),
-            w: (&cols).into(),
-            mean: (&stats).into(),
-            rstd: (&stats).into(),
-            dx: (&dx).into(),
-            dw: View::at(&grads, 0),
-            db: View::at(&grads, c),
-        };
-        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
-        let err = bind_layernorm_backward_as(ctx, &mut reg, desc, LayerNormBackwardForm::Fused, g);
-        let msg = format!("{}", err.err().expect("the fused form was bound"));
+        let err = case.try_run(gpu, desc, LayerNormBackwardForm::Fused);
+        let msg = format!("{}", err.expect_err("the fused form was bound"));
         assert!(msg.contains("fused form"), "{msg}");
     }
 }

@@ -346,7 +346,7 @@ pub fn bind_layernorm_backward_as(
     let op = "layernorm_backward";
     g.check(desc.check(op)?)?;
     let fused = form == LayerNormBackwardForm::Fused;
-    if fused && (desc.layout != Layout::Gpu || desc.c > LN_BACKWARD_FUSED_MAX_C) {
+    if fused && LayerNormBackwardForm::of(&desc) != form {
         let why = format!("the fused form takes the Gpu layout and C ≤ {LN_BACKWARD_FUSED_MAX_C}");
         return Err(shape_error(op, format!("{desc:?}: {why}")));
     }
