@@ -6,6 +6,7 @@
 
 @group(0) @binding(8) var<storage, read_write> aux: array<f32>;
 
-fn epilogue(e: u32, v: f32) {
+fn epilogue(e: u32, v: f32) -> f32 {
     aux[p.aux_off + e] = gelu_f32(v);
+    return v;
 }

@@ -5,8 +5,7 @@
 // The weight sums run in two deterministic stages: `dwdb_partials` sums
 // chunks of rows per column into partials (2, chunks, C) — dw's chunks
 // first, then db's — and the column-sum kernel (bias_grad.wgsl) adds the
-// chunks of each column into dw and db. `dx_dwdb_rows` (at the end) is
-// `dx_rows` and `dwdb_partials` in one dispatch, with their bits.
+// chunks of each column into dw and db.
 
 struct Params {
     n: u32,              // rows N
@@ -204,116 +203,4 @@ fn dwdb_partials_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_inv
     }
     partials[chunk * p.c + col] = sums.x;
     partials[(chunks + chunk) * p.c + col] = sums.y;
-}
-
-// `dx_rows` and `dwdb_partials` in one dispatch (the kernel layout `Gpu`,
-// C ≤ FUSED_MAX_C): workgroup `chunk` (x) runs the rows of its chunk, warp y
-// of 8 taking rows r0 + y, r0 + y + 8, … — the rows dwdb_partials' lane y
-// takes — one row an iteration, its 32 lanes holding columns l, l + 32, ….
-// Same bits as the two kernels: a row's sums go through `dx_rows`' tree
-// (lane l keeps the four threads' sums l, l + 32, l + 64, l + 96 of the
-// 128-thread kernel and adds their first two levels; the other levels are
-// read from workgroup memory), and a column's (dout·x̂, dout) terms go to
-// dwdb_partials' two accumulators (a: iterations 0, 2, …; b: 1, 3, …),
-// added over the warps by its tree.
-const FUSED_MAX_C: u32 = 512u;
-const FUSED_COLS: u32 = FUSED_MAX_C / COLS;
-// Each warp's 32 tree nodes at level 32, twice: a row's iteration writes
-// one half while the last iteration's readers may still read the other.
-var<workgroup> row_nodes: array<vec2<f32>, 512>;
-
-// (g, g·x̂) of column i of the row at d0 / x0.
-fn row_term(d0: u32, x0: u32, i: u32, mu: f32, rs: f32) -> vec2<f32> {
-    let g = dout[d0 + i] * w[p.w_off + i];
-    let xhat = (x[x0 + i] - mu) * rs;
-    return vec2<f32>(g, g * xhat);
-}
-
-// Lane l's node of level 32 of `dx_rows`' tree: (s_l + s_{l+64}) +
-// (s_{l+32} + s_{l+96}), s_t summing columns t, t + 128, … in order.
-fn lane_node(d0: u32, x0: u32, l: u32, mu: f32, rs: f32) -> vec2<f32> {
-    var s = array<vec2<f32>, 4>();
-    for (var i0 = l; i0 < p.c; i0 += WG) {
-        for (var q = 0u; q < 4u; q++) {
-            let i = i0 + q * COLS;
-            if (i < p.c) {
-                s[q] += row_term(d0, x0, i, mu, rs);
-            }
-        }
-    }
-    return (s[0] + s[2]) + (s[1] + s[3]);
-}
-
-// The row's (Σ g, Σ g·x̂) from the warp's 32 nodes at `base`, as
-// `workgroup_sum2` adds its eight level-8 nodes.
-fn row_sum(base: u32) -> vec2<f32> {
-    var n: array<vec2<f32>, 8>;
-    for (var j = 0u; j < 8u; j++) {
-        let t = base + j;
-        n[j] = (row_nodes[t] + row_nodes[t + 16u]) + (row_nodes[t + 8u] + row_nodes[t + 24u]);
-    }
-    return ((n[0] + n[4]) + (n[2] + n[6])) + ((n[1] + n[5]) + (n[3] + n[7]));
-}
-
-@compute @workgroup_size(32, 8)
-fn dx_dwdb_rows(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let l = lid.x;
-    let y = lid.y;
-    let chunk = wg.x;
-    let chunks = (p.n + p.rows_per_chunk - 1u) / p.rows_per_chunk;
-    let r0 = chunk * p.rows_per_chunk;
-    let r1 = min(r0 + p.rows_per_chunk, p.n);
-    var a: array<vec2<f32>, FUSED_COLS>;
-    var b: array<vec2<f32>, FUSED_COLS>;
-    let rounds = (r1 - r0 + LANES - 1u) / LANES;
-    for (var it = 0u; it < rounds; it++) {
-        let row = r0 + y + it * LANES;
-        let live = row < r1;
-        let r = select(r0, row, live);
-        let mu = mean[p.mean_off + r];
-        let rs = rstd[p.rstd_off + r];
-        let d0 = p.dout_off + r * p.c;
-        let x0 = p.x_off + r * p.c;
-        let base = (it & 1u) * 256u + y * COLS;
-        row_nodes[base + l] = lane_node(d0, x0, l, mu, rs);
-        workgroupBarrier();
-        let means = row_sum(base) / f32(p.c);
-        if (live) {
-            let o0 = p.dx_off + row * p.c;
-            for (var m = 0u; m * COLS + l < p.c; m++) {
-                let i = m * COLS + l;
-                let dy = dout[d0 + i];
-                let g = dy * w[p.w_off + i];
-                let xhat = (x[x0 + i] - mu) * rs;
-                var d = rs * (g - means.x - xhat * means.y);
-                if (p.accumulate != 0u) {
-                    d += dx[o0 + i];
-                }
-                dx[o0 + i] = d;
-                let t = vec2<f32>(dy * xhat, dy);
-                if ((it & 1u) == 0u) {
-                    a[m] += t;
-                } else {
-                    b[m] += t;
-                }
-            }
-        }
-    }
-    // dwdb_partials' tree over the warps, 32 columns at a time.
-    let i = y * COLS + l;
-    for (var m = 0u; m < FUSED_COLS; m++) {
-        if (m * COLS >= p.c) {
-            break;
-        }
-        red_cols[i] = a[m] + b[m];
-        workgroupBarrier();
-        let col = m * COLS + l;
-        if (y == 0u && col < p.c) {
-            let v = ((red_cols[l] + red_cols[l + 4u * COLS]) + (red_cols[l + 2u * COLS] + red_cols[l + 6u * COLS]))
-                + ((red_cols[l + COLS] + red_cols[l + 5u * COLS]) + (red_cols[l + 3u * COLS] + red_cols[l + 7u * COLS]));
-            partials[chunk * p.c + col] = v.x;
-            partials[(chunks + chunk) * p.c + col] = v.y;
-        }
-        workgroupBarrier();
-    }
 }

@@ -3,7 +3,8 @@
 // uniform (built by MatmulDesc::uniform_words), the operand bindings, the
 // flag bits, the guarded operand loaders and the row store with bias and
 // accumulation, then the epilogue of the file appended after this one
-// (epilogue_none.wgsl, or epilogue_gelu.wgsl and erf.wgsl).
+// (epilogue_none.wgsl; epilogue_gelu.wgsl or epilogue_gelu_grad.wgsl, with
+// erf.wgsl).
 
 struct Params {
     m: u32,
@@ -86,7 +87,6 @@ fn store_row(c_base: u32, row: u32, col0: u32, acc: vec4<f32>) {
         if ((p.flags & ACCUMULATE) != 0u) {
             v += c[o];
         }
-        c[o] = v;
-        epilogue(row * p.n + col, v);
+        c[o] = epilogue(row * p.n + col, v);
     }
 }

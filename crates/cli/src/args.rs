@@ -189,10 +189,11 @@ pub struct BenchArgs {
     /// training step of `small` takes minutes on a CPU implementation).
     #[arg(long, requires = "profile")]
     pub decode_only: bool,
-    /// With `--profile`: lay the decoder out this way instead of the
-    /// device's way (`columns` on a CPU implementation, `fused` on a GPU) —
-    /// e.g. `fused` on lavapipe, to time the lanes' subgroup sums there.
-    #[arg(long, requires = "profile", value_parser = ["fused", "separate", "columns"])]
+    /// Sample (and, with `--profile`, profile) on the decoder laid out this
+    /// way instead of the device's way (`columns` on a CPU implementation,
+    /// `prologue` on a GPU) — e.g. `fused` on a GPU to time its one kernel
+    /// a head, or `prologue` on lavapipe to time the lanes' subgroup sums.
+    #[arg(long, value_parser = ["prologue", "fused", "separate", "columns"])]
     pub decoder: Option<String>,
     /// Run the tensor-core training path's products (and the profile's)
     /// on this kernel instead of the engine's `tiled` (the matmul rows time

@@ -12,7 +12,7 @@ use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::engine::generate_rows;
 use tinygpt_gpu::gate::{run_gates, FastPaths, GateOptions, BUNDLED_SHAPE};
 use tinygpt_gpu::kernel::submit;
-use tinygpt_gpu::model::{Decoder, GpuModel};
+use tinygpt_gpu::model::{Decoder, DecoderKernels, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::matmul::coop::{
     bind_matmul_coop_variant, engine_kernel, CoopKernel, CoopOptions,
@@ -131,7 +131,7 @@ fn bench_sample(
     name: &str,
     shape: (usize, usize, usize, usize, usize),
     (n, samples, timed): (usize, usize, usize),
-    (fast, params): (FastPaths, SampleParams),
+    (fast, params, decoder): (FastPaths, SampleParams, Option<DecoderKernels>),
 ) -> Result<Value> {
     let (l, h, c, t, _) = shape;
     let cfg = config(l, h, c, t);
@@ -144,6 +144,10 @@ fn bench_sample(
         OptState::default(),
     )?;
     model.set_fast_paths(ctx, reg, fast)?;
+    if let Some(kernels) = decoder {
+        model.set_decoder_kernels(kernels);
+    }
+    let decoder = format!("{:?}", model.decoder_kernels()).to_lowercase();
     let dec = model.decoder_for(ctx, reg, samples)?;
     let n = n.min(dec.capacity() - 1);
     let run = |dec: &mut Decoder| {
@@ -182,6 +186,7 @@ fn bench_sample(
     Ok(json!({
         "config": name,
         "path": path,
+        "decoder": decoder,
         "mode": mode,
         "samples": samples,
         "tokens": n * samples, "sample_tokens_per_s": median, "sample_tokens_per_s_runs": rates }))
@@ -270,7 +275,11 @@ pub fn wanted(name: &str, quick: bool, only: Option<&str>) -> bool {
     }
 }
 
-pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
+pub fn run(
+    ctx: &GpuContext,
+    quick: bool,
+    (only, decoder): (Option<&str>, Option<DecoderKernels>),
+) -> Result<Value> {
     let mut reg = PipelineRegistry::default();
     // The fast paths are benchmarked only where their precision gate
     // passes here; their speed is what the bench measures, so the speed
@@ -312,7 +321,8 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
         };
         decoders.extend(decoders.iter().map(sg).collect::<Vec<_>>());
     }
-    let (train, sample) = bench_models(ctx, &mut reg, (quick, only), (&decoders, &trains))?;
+    let wanted = (quick, only, decoder);
+    let (train, sample) = bench_models(ctx, &mut reg, wanted, (&decoders, &trains))?;
     // A run of one shape is about that shape (`matmuls`: no model shape
     // is wanted, only these).
     let matmul = match only {
@@ -334,7 +344,7 @@ pub fn run(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Result<Value> {
 fn bench_models(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
-    (quick, only): (bool, Option<&str>),
+    (quick, only, decoder): (bool, Option<&str>, Option<DecoderKernels>),
     (decoders, trains): (&[FastPaths], &[Option<FastPaths>]),
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let (warmup, steps, tokens, timed) = if quick { (1, 2, 8, 1) } else { (5, 20, 200, 7) };
@@ -359,7 +369,8 @@ fn bench_models(
         for (params, samples) in runs {
             let n = (tokens, samples, timed);
             for &fast in decoders {
-                sample.push(bench_sample(ctx, reg, name, shape, n, (fast, params))?);
+                let how = (fast, params, decoder);
+                sample.push(bench_sample(ctx, reg, name, shape, n, how)?);
             }
         }
     }

@@ -33,7 +33,9 @@ pub async fn run(cli: Cli) -> Result<()> {
                 let decode = (a.decode_only, a.decoder.as_deref());
                 crate::profile::run(&ctx, a.quick, a.shape.as_deref(), decode)?
             } else {
-                let mut report = crate::bench::run(&ctx, a.quick, a.shape.as_deref())?;
+                let decoder = a.decoder.as_deref().map(crate::profile::decoder_kernels);
+                let only = (a.shape.as_deref(), decoder);
+                let mut report = crate::bench::run(&ctx, a.quick, only)?;
                 let shape = a.shape.as_deref();
                 report["attention"] =
                     crate::bench_attention::bench_attention(&ctx, a.quick, shape)?.into();

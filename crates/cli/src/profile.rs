@@ -44,18 +44,19 @@ fn report(config: &str, what: &str, extra: Value, times: &[DispatchTime]) -> Val
     })
 }
 
-/// Profiles one training step and one decoded token (at the middle of the
-/// context) of each shape (`tiny` only with `quick`; `only` alone if given;
-/// no training step with `decode_only`).
 /// The decoder layout `--decoder` names.
-fn decoder_kernels(name: &str) -> DecoderKernels {
+pub fn decoder_kernels(name: &str) -> DecoderKernels {
     match name {
         "separate" => DecoderKernels::Separate,
         "columns" => DecoderKernels::Columns,
-        _ => DecoderKernels::Fused,
+        "fused" => DecoderKernels::Fused,
+        _ => DecoderKernels::Prologue,
     }
 }
 
+/// Profiles one training step and one decoded token (at the middle of the
+/// context) of each shape (`tiny` only with `quick`; `only` alone if given;
+/// no training step with `decode_only`).
 pub fn run(
     ctx: &GpuContext,
     quick: bool,

@@ -54,7 +54,8 @@ fn f16() -> FastPaths {
 }
 
 /// Every layout of the decoder's kernels, whatever the test adapter is.
-const KERNELS: [DecoderKernels; 3] = [
+const KERNELS: [DecoderKernels; 4] = [
+    DecoderKernels::Prologue,
     DecoderKernels::Fused,
     DecoderKernels::Separate,
     DecoderKernels::Columns,
@@ -245,7 +246,8 @@ fn the_head_and_pick_in_one_kernel_give_the_separate_kernels_tokens() {
     let (prompt, n) = ([3u32, 1, 4], 2 * cfg.block_size);
     for fast in [FastPaths::default(), f16()] {
         for rule in [SampleParams::greedy(), sampling(11)] {
-            let texts = [DecoderKernels::Fused, DecoderKernels::Separate].map(|ln| {
+            let layouts = [DecoderKernels::Fused, DecoderKernels::Separate];
+            let texts = layouts.map(|ln| {
                 let mut m = model_with(gpu, &mut reg, &p, fast, ln);
                 let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
                 let mut s = Sampler::new(rule).unwrap();
@@ -377,6 +379,18 @@ fn a_decoded_token_is_four_dispatches_per_layer_and_two_more() {
             };
             assert_eq!(serial, want, "{kernels:?}: {keys:?}");
         }
+        // A GPU's layout: the LayerNorms in the GEMVs' prologues, the
+        // attention, the head GEMV and the pick on their own.
+        m.set_decoder_kernels(DecoderKernels::Prologue);
+        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+        dec.reset();
+        let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
+        let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
+        assert_eq!(keys.len(), 5 * cfg.n_layer + 3, "{keys:?}");
+        assert_eq!(dec.dispatches_per_token(), 5 * cfg.n_layer + 2);
+        let ln = keys.iter().filter(|k| k.starts_with("layernorm")).count();
+        assert_eq!(ln, 0, "{keys:?}");
+        assert_eq!(keys.last(), Some(&"greedy_pick"), "{keys:?}");
     }
 }
 

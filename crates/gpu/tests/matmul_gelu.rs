@@ -1,17 +1,21 @@
-//! The f32 tile kernels' GELU epilogue (`bind_matmul_tiled_gelu`, the
-//! training graph's fc linear off tensor cores): per kernel (small, 64×64,
-//! 128×128, the cell kernel of CPU devices), C is the plain kernel's bit
-//! for bit and the GELU written beside it is the GELU kernel's of that C
-//! bit for bit, in every layout on odd shapes, with bias and operands at
-//! offsets; what each layout binds for which shape; an aliased output is
-//! refused.
+//! The f32 tile kernels' GELU epilogues. Forward (`bind_matmul_tiled_gelu`,
+//! the training graph's fc linear off tensor cores): per kernel (small,
+//! 64×64, 128×128, the cell kernel of CPU devices), C is the plain
+//! kernel's bit for bit and the GELU written beside it is the GELU
+//! kernel's of that C bit for bit, in every layout on odd shapes, with
+//! bias and operands at offsets; what each layout binds for which shape;
+//! an aliased output is refused. Backward (`bind_matmul_tiled_gelu_grad`,
+//! the fc projection's dX product): C is the plain kernel's product run
+//! through the GELU backward kernel, bit for bit, per kernel and layout;
+//! a bias, accumulation or aliased GELU input is refused.
 
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, Layout};
-use tinygpt_gpu::ops::gelu::bind_gelu_forward;
+use tinygpt_gpu::ops::gelu::{bind_gelu_backward, bind_gelu_forward};
 use tinygpt_gpu::ops::matmul::{
-    bind_matmul_tiled, bind_matmul_tiled_gelu, MatmulDesc, TileKernel, MATMUL_F32_CELLS_GELU,
+    bind_matmul_tiled, bind_matmul_tiled_gelu, bind_matmul_tiled_gelu_grad, MatmulDesc, TileKernel,
+    MATMUL_F32_CELLS_GELU,
 };
 use tinygpt_gpu::ops::View;
 use tinygpt_gpu::testing::{every_layout, random, TestGpu};
@@ -98,16 +102,17 @@ fn check(gpu: &TestGpu, kernel: TileKernel, desc: MatmulDesc, seed: u64) {
     );
 }
 
+const KERNELS: [TileKernel; 4] = [
+    TileKernel::Small,
+    TileKernel::General,
+    TileKernel::Large,
+    TileKernel::Cells,
+];
+
 #[test]
 fn each_tile_kernel_writes_c_and_the_gelu_kernels_bits_of_it() {
     let gpu = gpu_or_skip!();
-    let kernels = [
-        TileKernel::Small,
-        TileKernel::General,
-        TileKernel::Large,
-        TileKernel::Cells,
-    ];
-    for kernel in kernels {
+    for kernel in KERNELS {
         for (mut desc, seed) in every_layout(&SHAPES, 40) {
             desc.bias = seed % 2 == 0;
             check(gpu, kernel, desc, seed);
@@ -179,4 +184,100 @@ fn a_gelu_output_aliasing_an_operand_is_refused() {
         bind(View::at(&fresh, 0)).is_ok(),
         "a buffer of its own is bound"
     );
+}
+
+/// `desc` on `kernel` with the GELU-backward epilogue, and on the plain
+/// kernel followed by the GELU backward kernel; compares C bit for bit.
+fn check_grad(gpu: &TestGpu, kernel: TileKernel, desc: MatmulDesc, seed: u64) {
+    let ctx = &gpu.ctx;
+    let mut rng = Rng::new(seed);
+    let pad = |v: &[f32]| [&[3.0; 5][..], v].concat();
+    let mn = (desc.m * desc.n) as usize;
+    let up = |v: &[f32]| ctx.upload("operand", &pad(v)).unwrap();
+    let (a, b) = (
+        up(&random(&mut rng, desc.m * desc.k)),
+        up(&random(&mut rng, desc.k * desc.n)),
+    );
+    // The GELU's input, over its curved part and both tails.
+    let pre: Vec<f32> = random(&mut rng, desc.m * desc.n);
+    let pre = up(&pre.iter().map(|v| 4.0 * v).collect::<Vec<_>>());
+    let zeros = || ctx.zeros("out", 5 + mn).unwrap();
+    let (fused, product, plain) = (zeros(), zeros(), zeros());
+    let at = |buf| View::at(buf, 5);
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let ops = (at(&a), at(&b));
+    let k = bind_matmul_tiled_gelu_grad(ctx, &mut reg, kernel, desc, ops, at(&pre), at(&fused));
+    let k = k.unwrap();
+    assert_eq!(k.key, kernel.source_gelu_grad().key);
+    let (o0, o1) = ops;
+    let p = bind_matmul_tiled(ctx, &mut reg, kernel, desc, o0, o1, None, at(&product));
+    let g = bind_gelu_backward(
+        ctx,
+        &mut reg,
+        mn as u32,
+        false,
+        at(&pre),
+        at(&product),
+        at(&plain),
+    );
+    let ks = [k, p.unwrap(), g.unwrap()];
+    submit(ctx, "matmul_gelu_grad", &ks.iter().collect::<Vec<_>>());
+    let read = |buf| pollster::block_on(ctx.read_f32(buf, 5 + mn)).unwrap();
+    let (got, want) = (read(&fused), read(&plain));
+    let what = format!("{kernel:?} {desc:?}");
+    assert_eq!(&got[..5], &[0.0; 5], "{what}: nothing before C's offset");
+    assert_eq!(
+        differ(&got, &want),
+        0,
+        "{what}: not the GELU backward's bits"
+    );
+    assert!(got[5..].iter().any(|v| *v != 0.0), "{what}: C was written");
+}
+
+#[test]
+fn each_tile_kernel_gives_the_gelu_backward_kernels_bits_of_its_product() {
+    let gpu = gpu_or_skip!();
+    for kernel in KERNELS {
+        for (mut desc, seed) in every_layout(&SHAPES, 70) {
+            (desc.bias, desc.accumulate) = (false, false);
+            check_grad(gpu, kernel, desc, seed);
+        }
+    }
+}
+
+#[test]
+fn the_gelu_backward_epilogue_refuses_a_bias_accumulation_and_aliasing() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let buf = ctx.zeros("operands", 64).unwrap();
+    let out = ctx.zeros("out", 64).unwrap();
+    let plain = MatmulDesc {
+        m: 4,
+        k: 4,
+        n: 4,
+        ..Default::default()
+    };
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let mut bind = |desc, pre| {
+        let ops = (View::at(&buf, 0), View::at(&buf, 16));
+        let c = View::at(&out, 0);
+        bind_matmul_tiled_gelu_grad(ctx, &mut reg, TileKernel::General, desc, ops, pre, c)
+    };
+    let pre = View::at(&buf, 32);
+    assert!(bind(plain, pre).is_ok(), "a plain product is bound");
+    let bias = MatmulDesc {
+        bias: true,
+        ..plain
+    };
+    let e = bind(bias, pre).err().expect("a bias refused");
+    assert!(e.to_string().contains("no bias"), "{e}");
+    let acc = MatmulDesc {
+        accumulate: true,
+        ..plain
+    };
+    assert!(bind(acc, pre).is_err(), "accumulation refused");
+    let e = bind(plain, View::at(&out, 32))
+        .err()
+        .expect("GELU input in C's buffer");
+    assert!(e.to_string().contains("GELU input"), "{e}");
 }

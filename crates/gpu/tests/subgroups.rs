@@ -159,7 +159,11 @@ fn the_decoder_gives_the_f32_logits_bit_for_bit() {
         }
         all
     };
-    for kernels in [DecoderKernels::Fused, DecoderKernels::Separate] {
+    for kernels in [
+        DecoderKernels::Prologue,
+        DecoderKernels::Fused,
+        DecoderKernels::Separate,
+    ] {
         for batch in [1, 3] {
             let want = logits(&mut *reg, kernels, batch, false);
             let got = logits(&mut *reg, kernels, batch, true);

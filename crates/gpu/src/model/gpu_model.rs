@@ -351,7 +351,13 @@ impl GpuModel {
         }
     }
 
-    /// How the decoder lays out its LayerNorms and GEMVs (by default
+    /// How the decoder lays out its kernels (by default
+    /// [`DecoderKernels::for_device`]).
+    pub fn decoder_kernels(&self) -> DecoderKernels {
+        self.decoder_kernels
+    }
+
+    /// How the decoder lays out its kernels (by default
     /// [`DecoderKernels::for_device`]); the decoder is rebound on next use.
     pub fn set_decoder_kernels(&mut self, kernels: DecoderKernels) {
         if kernels != self.decoder_kernels {

@@ -60,8 +60,7 @@ pub fn backward(g: &mut Builder, a: &Acts) -> Result<(), GpuError> {
     for l in (0..g.cfg.n_layer).rev() {
         let blk = &a.blocks[l];
         let dy = g.branch_grad(Site::Mlp(l), &a.dres, &a.proj)?; // d fc_proj out (N, C)
-        g.linear_backward(dy, &blk.fch_gelu, &a.dfch_gelu, (FcProjW, FcProjB, l), (4 * c, c))?; // (N, 4C)
-        g.gelu_backward(&blk.fch, &a.dfch_gelu, &a.dfch, 4 * c)?; // (N, 4C)
+        g.linear_gelu_backward(dy, (&blk.fch, &blk.fch_gelu), (&a.dfch_gelu, &a.dfch), (FcProjW, FcProjB, l), (4 * c, c))?; // dfch (N, 4C), through the GELU
         g.linear_backward(&a.dfch, &blk.ln2, &a.dln, (FcW, FcB, l), (c, 4 * c))?; // (N, C)
         g.layernorm_backward(true, &a.dln, &blk.res2, (Ln2W, Ln2B, l), (&blk.ln2_mean, &blk.ln2_rstd), &a.dres)?; // d res2 (N, C)
         let dy = g.branch_grad(Site::AttnProj(l), &a.dres, &a.proj)?; // d attn_proj out (N, C)

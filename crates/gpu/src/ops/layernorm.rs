@@ -90,40 +90,6 @@ pub const LAYERNORM_BACKWARD_DWDB: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// [`LAYERNORM_BACKWARD_DX`] and [`LAYERNORM_BACKWARD_DWDB`] in one
-/// dispatch, a workgroup per row chunk, with their bits (`C` ≤
-/// [`LN_BACKWARD_FUSED_MAX_C`]).
-pub const LAYERNORM_BACKWARD_FUSED: KernelSource = KernelSource {
-    key: "layernorm_backward_dx_dwdb",
-    wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
-    entry: "dx_dwdb_rows",
-    constants: &[],
-};
-
-/// The widest row [`LAYERNORM_BACKWARD_FUSED`] takes (its `FUSED_MAX_C`: a
-/// lane keeps 2 × C / 32 column sums).
-pub const LN_BACKWARD_FUSED_MAX_C: u32 = 512;
-
-/// How the backward's `dx` and the first stage of its `dw`/`db` run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LayerNormBackwardForm {
-    /// One dispatch for both (the `Gpu` layout, `C` ≤
-    /// [`LN_BACKWARD_FUSED_MAX_C`]).
-    Fused,
-    /// A dispatch per row for `dx`, then one for the partials.
-    Separate,
-}
-
-impl LayerNormBackwardForm {
-    /// The form [`bind_layernorm_backward`] takes for `desc`.
-    pub fn of(desc: &LayerNormDesc) -> Self {
-        match desc.layout {
-            Layout::Gpu if desc.c <= LN_BACKWARD_FUSED_MAX_C => Self::Fused,
-            _ => Self::Separate,
-        }
-    }
-}
-
 /// `N` rows of `C` channels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LayerNormDesc {
@@ -320,36 +286,18 @@ pub struct LayerNormGrads<'a> {
 }
 
 /// Binds the backward: `dx (N, C)`, `dw (C)`, `db (C)`, each accumulated or
-/// overwritten as `desc.accumulate` says, in the form
-/// [`LayerNormBackwardForm::of`] picks.
+/// overwritten as `desc.accumulate` says. Three kinds of dispatch: `dx` per
+/// row, then `dw`/`db` per column in two deterministic stages (partials of
+/// [`rows_per_chunk`] rows in a scratch buffer the op owns, then their sums,
+/// dw's and db's in one dispatch).
 pub fn bind_layernorm_backward(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: LayerNormDesc,
     g: LayerNormGrads<'_>,
 ) -> Result<BoundOp, GpuError> {
-    bind_layernorm_backward_as(ctx, registry, desc, LayerNormBackwardForm::of(&desc), g)
-}
-
-/// The backward in `form`: `dx` per row and `dw`/`db` per column in two
-/// deterministic stages (partials of [`rows_per_chunk`] rows in a scratch
-/// buffer the op owns, then their sums, dw's and db's in one dispatch) —
-/// `dx` and the partials in one dispatch ([`LayerNormBackwardForm::Fused`])
-/// or two. Both forms give the same bits.
-pub fn bind_layernorm_backward_as(
-    ctx: &GpuContext,
-    registry: &mut PipelineRegistry,
-    desc: LayerNormDesc,
-    form: LayerNormBackwardForm,
-    g: LayerNormGrads<'_>,
-) -> Result<BoundOp, GpuError> {
     let op = "layernorm_backward";
     g.check(desc.check(op)?)?;
-    let fused = form == LayerNormBackwardForm::Fused;
-    if fused && LayerNormBackwardForm::of(&desc) != form {
-        let why = format!("the fused form takes the Gpu layout and C ≤ {LN_BACKWARD_FUSED_MAX_C}");
-        return Err(shape_error(op, format!("{desc:?}: {why}")));
-    }
     let n_chunks = chunks(desc.n).max(1);
     check_dim(ctx, op, "row chunks", n_chunks)?;
     let words = [
@@ -364,51 +312,34 @@ pub fn bind_layernorm_backward_as(
         "layernorm_backward_params",
         &[words.as_slice(), &offsets].concat(),
     );
-    // dw's partials (chunks, C), then db's.
-    let partials = ctx.zeros("layernorm_dwdb_partials", (2 * n_chunks * desc.c) as usize)?;
-    let read = [
+    let [b1, b2, b3, b4] = [
         (1, g.dout.buffer),
         (2, g.x.buffer),
         (3, g.mean.buffer),
         (4, g.rstd.buffer),
     ];
-    let dx_buffers = [(5, g.w.buffer), (6, g.dx.buffer)];
-    let mut kernels = if fused {
-        let buffers = [&read[..], &dx_buffers, &[(7, &partials)]].concat();
-        let src = &LAYERNORM_BACKWARD_FUSED;
-        vec![bind_kernel(
-            ctx,
-            registry,
-            src,
-            &params,
-            &buffers,
-            [n_chunks, 1, 1],
-        )]
-    } else {
-        let (src, groups) = desc.rows(ctx, &LAYERNORM_BACKWARD_DX, &LAYERNORM_BACKWARD_DX_SERIAL);
-        let buffers = [&read[..], &dx_buffers].concat();
-        let dx = bind_kernel(ctx, registry, src, &params, &buffers, groups);
-        let (src, columns) = match desc.layout {
-            Layout::Gpu => (&LAYERNORM_BACKWARD_DWDB, 32),
-            Layout::Cpu => (&LAYERNORM_BACKWARD_DWDB_SERIAL, 64),
-        };
-        let buffers = [&read[..], &[(7, &partials)]].concat();
-        let groups = [desc.c.div_ceil(columns), n_chunks, 1];
-        vec![
-            dx,
-            bind_kernel(ctx, registry, src, &params, &buffers, groups),
-        ]
+    let (src, groups) = desc.rows(ctx, &LAYERNORM_BACKWARD_DX, &LAYERNORM_BACKWARD_DX_SERIAL);
+    let dx_buffers = [b1, b2, b3, b4, (5, g.w.buffer), (6, g.dx.buffer)];
+    let dx = bind_kernel(ctx, registry, src, &params, &dx_buffers, groups);
+    // dw's partials (chunks, C), then db's.
+    let partials = ctx.zeros("layernorm_dwdb_partials", (2 * n_chunks * desc.c) as usize)?;
+    let (src, columns) = match desc.layout {
+        Layout::Gpu => (&LAYERNORM_BACKWARD_DWDB, 32),
+        Layout::Cpu => (&LAYERNORM_BACKWARD_DWDB_SERIAL, 64),
     };
+    let stage1_buffers = [b1, b2, b3, b4, (7, &partials)];
+    let stage1_groups = [desc.c.div_ceil(columns), n_chunks, 1];
+    let stage1 = bind_kernel(ctx, registry, src, &params, &stage1_buffers, stage1_groups);
     let columns = [
         ((&partials).into(), g.dw),
         (View::at(&partials, n_chunks * desc.c), g.db),
     ];
     let (layout, acc) = (desc.layout, desc.accumulate);
-    kernels.push(bind_column_sum(
+    let sums = bind_column_sum(
         ctx, registry, layout, n_chunks, desc.c, n_chunks, acc, &columns,
-    )?);
+    )?;
     Ok(BoundOp {
-        kernels,
+        kernels: vec![dx, stage1, sums],
         scratch: vec![partials],
     })
 }

@@ -122,6 +122,43 @@ impl<'a, 'r> Builder<'a, 'r> {
         self.weight_grad((dy, x), (u(d_out), u(d_in)), grads, (dy_rows, (w, l)))
     }
 
+    /// [`Builder::linear_backward`] of a linear reading `x = GELU(pre)`, on
+    /// through the GELU: `dpre = GELU'(pre) ⊙ (dy·W)`. Off tensor cores the
+    /// dX product's epilogue multiplies by GELU' (the GELU backward
+    /// kernel's bits, one dispatch fewer); else the product into `dx` and
+    /// the GELU backward.
+    #[allow(clippy::too_many_arguments)]
+    pub fn linear_gelu_backward(
+        &mut self,
+        dy: &Buf,
+        (pre, x): (&Buf, &Buf),
+        (dx, dpre): (&Buf, &Buf),
+        (w, b, l): Linear,
+        (d_in, d_out): (usize, usize),
+    ) -> R {
+        let fused = match self.coop {
+            true => None,
+            false => {
+                let desc = MatmulDesc {
+                    m: self.n(),
+                    k: u(d_out),
+                    n: u(d_in),
+                    ..Default::default()
+                };
+                let (ctx, ops) = (self.ctx, (dy.into(), self.params.at(w, l)));
+                let layout = self.layout;
+                layout.bind_gelu_grad(ctx, self.reg, desc, ops, pre.into(), dpre.into())?
+            }
+        };
+        let Some(k) = fused else {
+            self.linear_backward(dy, x, dx, (w, b, l), (d_in, d_out))?;
+            return self.gelu_backward(pre, dx, dpre, d_in);
+        };
+        self.push(k)?;
+        let grads = (self.grad(w, l), Some(self.grad(b, l)));
+        self.weight_grad((dy, x), (u(d_out), u(d_in)), grads, (None, (w, l)))
+    }
+
     /// LayerNorm backward from `dout`: `dx` overwritten (`accumulate` false)
     /// or added to, `dw`/`db` accumulated.
     #[allow(clippy::too_many_arguments)]

@@ -4,25 +4,29 @@ use crate::GpuContext;
 
 /// How the decoder lays out a token's LayerNorms and GEMVs.
 ///
-/// `Fused`: each LayerNorm in the prologue of the GEMV that reads it, every
-/// workgroup recomputing the row's mean and 1/σ — one dispatch fewer per
-/// LayerNorm, which a GPU's idle lanes pay for — and the first LayerNorm,
-/// the QKV GEMV and the attention in one kernel a head
-/// (`RowBuilder::qkv_attention`: one dispatch fewer a layer again), the
-/// final LayerNorm, the head and the pick in one kernel a sample
-/// (`RowBuilder::head_pick`: one fewer a token). `Separate`: the LayerNorm
-/// kernel on the one row, then the same GEMV (8 columns × 32 lanes per
-/// workgroup); both give the same bits (`gemv_row.wgsl` reproduces
-/// `layernorm.wgsl`'s sums). `Columns`: the LayerNorms on their own, the
-/// column-layout GEMVs ([`RowFusion::columns`]: one invocation per output
-/// column, no workgroup memory, no barrier) and the attention with one
-/// invocation per head (`attention_decode.wgsl`'s `main_serial`) — on a
+/// `Prologue` (a GPU's): each LayerNorm in the prologue of the GEMV that
+/// reads it, every workgroup recomputing the row's mean and 1/σ — one
+/// dispatch fewer per LayerNorm, which a GPU's idle lanes pay for. `Fused`:
+/// that, and the first LayerNorm, the QKV GEMV and the attention in one
+/// kernel a head (`RowBuilder::qkv_attention`: one dispatch fewer a layer
+/// again), the final LayerNorm, the head and the pick in one kernel a
+/// sample (`RowBuilder::head_pick`: one fewer a token) — the same bits, but
+/// a head's workgroup then streams its QKV weights alone where the GEMV
+/// spread them over many: measured slower at every shape on the H100
+/// (BENCHMARKS.md, run 73), so no device runs it by default. `Separate`:
+/// the LayerNorm kernel on the one row, then the same GEMV (8 columns × 32
+/// lanes per workgroup); all three give the same bits (`gemv_row.wgsl`
+/// reproduces `layernorm.wgsl`'s sums). `Columns`: the LayerNorms on their
+/// own, the column-layout GEMVs ([`RowFusion::columns`]: one invocation per
+/// output column, no workgroup memory, no barrier) and the attention with
+/// one invocation per head (`attention_decode.wgsl`'s `main_serial`) — on a
 /// CPU implementation of WebGPU, which pays per workgroup and per barrier,
 /// the fastest by far (BENCHMARKS.md, "The decoder on CPU devices").
 /// Its sums run in another order, so
 /// its logits differ from the others' in the last bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
+    Prologue,
     Fused,
     Separate,
     Columns,
@@ -30,12 +34,18 @@ pub enum DecoderKernels {
 
 impl DecoderKernels {
     /// `Columns` on a CPU implementation ([`GpuContext::cpu_device`]),
-    /// `Fused` on a GPU.
+    /// `Prologue` on a GPU.
     pub fn for_device(ctx: &GpuContext) -> Self {
         if ctx.cpu_device {
             Self::Columns
         } else {
-            Self::Fused
+            Self::Prologue
         }
+    }
+
+    /// Whether each LayerNorm runs in the prologue of the GEMV that reads
+    /// it (`Prologue` and `Fused`).
+    pub fn layernorm_in_prologue(self) -> bool {
+        matches!(self, Self::Prologue | Self::Fused)
     }
 }

@@ -175,11 +175,12 @@ impl<'a> RowBuilder<'a> {
     }
 
     /// LayerNorm `(w, b, l)` of `x`, as the next GEMV will read it: folded
-    /// into its prologue (`Fused`), or a kernel of its own writing `xn`.
+    /// into its prologue (`Prologue`, `Fused`), or a kernel of its own
+    /// writing `xn`.
     pub fn layernorm(&mut self, (w, b, l): Linear) -> Result<Input<'a>, GpuError> {
         let (w, b) = (self.params.at(w, l), self.params.at(b, l));
         let r = self.rows;
-        if self.layout == DecoderKernels::Fused {
+        if self.layout.layernorm_in_prologue() {
             let fusion = RowFusion {
                 layernorm: Some((w, b)),
                 ..self.plain()

@@ -3,9 +3,10 @@
 //! checks every matmul binder shares.
 
 use super::kernels::{
-    CELL_GROUP, LARGE_MIN_TILES, MATMUL_F32, MATMUL_F32_128, MATMUL_F32_128_GELU, MATMUL_F32_CELLS,
-    MATMUL_F32_CELLS_GELU, MATMUL_F32_GELU, MATMUL_F32_SMALL, MATMUL_F32_SMALL_GELU,
-    MATMUL_TILE_LARGE,
+    CELL_GROUP, LARGE_MIN_TILES, MATMUL_F32, MATMUL_F32_128, MATMUL_F32_128_GELU,
+    MATMUL_F32_128_GELU_GRAD, MATMUL_F32_CELLS, MATMUL_F32_CELLS_GELU, MATMUL_F32_CELLS_GELU_GRAD,
+    MATMUL_F32_GELU, MATMUL_F32_GELU_GRAD, MATMUL_F32_SMALL, MATMUL_F32_SMALL_GELU,
+    MATMUL_F32_SMALL_GELU_GRAD, MATMUL_TILE_LARGE,
 };
 use crate::ops::common::{grid, shape_error};
 use crate::ops::View;
@@ -48,6 +49,17 @@ impl TileKernel {
             Self::General => &MATMUL_F32_GELU,
             Self::Large => &MATMUL_F32_128_GELU,
             Self::Cells => &MATMUL_F32_CELLS_GELU,
+        }
+    }
+
+    /// Its pipeline with the GELU-backward epilogue
+    /// (epilogue_gelu_grad.wgsl): C times GELU' of the GELU's input.
+    pub fn source_gelu_grad(self) -> &'static KernelSource {
+        match self {
+            Self::Small => &MATMUL_F32_SMALL_GELU_GRAD,
+            Self::General => &MATMUL_F32_GELU_GRAD,
+            Self::Large => &MATMUL_F32_128_GELU_GRAD,
+            Self::Cells => &MATMUL_F32_CELLS_GELU_GRAD,
         }
     }
 

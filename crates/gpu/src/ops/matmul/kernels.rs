@@ -25,12 +25,27 @@ macro_rules! with_gelu {
         )
     };
 }
+/// An f32 tile kernel whose store multiplies C by GELU' of `aux`
+/// (epilogue_gelu_grad.wgsl).
+macro_rules! with_gelu_grad {
+    ($file:literal) => {
+        concat!(
+            include_str!(concat!("../../../../../shaders/", $file)),
+            include_str!("../../../../../shaders/matmul_common.wgsl"),
+            include_str!("../../../../../shaders/epilogue_gelu_grad.wgsl"),
+            include_str!("../../../../../shaders/erf.wgsl")
+        )
+    };
+}
 const MATMUL_WGSL: &str = with_common!("matmul.wgsl");
 const MATMUL_SMALL_WGSL: &str = with_common!("matmul_small.wgsl");
 const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
 const MATMUL_GELU_WGSL: &str = with_gelu!("matmul.wgsl");
 const MATMUL_SMALL_GELU_WGSL: &str = with_gelu!("matmul_small.wgsl");
 const MATMUL_128_GELU_WGSL: &str = with_gelu!("matmul_128.wgsl");
+const MATMUL_GELU_GRAD_WGSL: &str = with_gelu_grad!("matmul.wgsl");
+const MATMUL_SMALL_GELU_GRAD_WGSL: &str = with_gelu_grad!("matmul_small.wgsl");
+const MATMUL_128_GELU_GRAD_WGSL: &str = with_gelu_grad!("matmul_128.wgsl");
 const MATMUL_COOP_WGSL: &str = with_common!(
     "matmul_coop.wgsl",
     "coop_pad.wgsl",
@@ -112,6 +127,29 @@ pub const MATMUL_F32_128_GELU: KernelSource = KernelSource {
 pub const MATMUL_F32_CELLS_GELU: KernelSource = KernelSource {
     key: "matmul_f32_cells_gelu",
     wgsl: MATMUL_SMALL_GELU_WGSL,
+    ..MATMUL_F32_CELLS
+};
+
+/// Each f32 tile kernel with the GELU-backward epilogue
+/// ([`TileKernel::source_gelu_grad`]): C times GELU' of the GELU's input.
+pub const MATMUL_F32_GELU_GRAD: KernelSource = KernelSource {
+    key: "matmul_f32_64x64_k16_gelu_grad",
+    wgsl: MATMUL_GELU_GRAD_WGSL,
+    ..MATMUL_F32
+};
+pub const MATMUL_F32_SMALL_GELU_GRAD: KernelSource = KernelSource {
+    key: "matmul_f32_32x32_k4x8_gelu_grad",
+    wgsl: MATMUL_SMALL_GELU_GRAD_WGSL,
+    ..MATMUL_F32_SMALL
+};
+pub const MATMUL_F32_128_GELU_GRAD: KernelSource = KernelSource {
+    key: "matmul_f32_128x128_k8_gelu_grad",
+    wgsl: MATMUL_128_GELU_GRAD_WGSL,
+    ..MATMUL_F32_128
+};
+pub const MATMUL_F32_CELLS_GELU_GRAD: KernelSource = KernelSource {
+    key: "matmul_f32_cells_gelu_grad",
+    wgsl: MATMUL_SMALL_GELU_GRAD_WGSL,
     ..MATMUL_F32_CELLS
 };
 

@@ -2,7 +2,9 @@
 
 use super::desc::{MatmulDesc, TileKernel};
 use super::split_k::{bind_matmul_split_k, bind_matmul_split_k_row_sums};
-use super::tiled::{bind_matmul, bind_matmul_tiled, bind_matmul_tiled_gelu};
+use super::tiled::{
+    bind_matmul, bind_matmul_tiled, bind_matmul_tiled_gelu, bind_matmul_tiled_gelu_grad,
+};
 use crate::kernel::{BoundKernel, Layout};
 use crate::ops::{BoundOp, View};
 use crate::registry::PipelineRegistry;
@@ -51,6 +53,27 @@ impl Layout {
             Self::Cpu => TileKernel::Cells,
         };
         bind_matmul_tiled_gelu(ctx, registry, kernel, desc, operands, c, gelu).map(Some)
+    }
+
+    /// The tile kernel of this layout for `desc` with the GELU-backward
+    /// epilogue ([`bind_matmul_tiled_gelu_grad`]): C times GELU' of `pre`;
+    /// `None` (nothing bound) where [`Layout::bind`] would run a GEMV.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind_gelu_grad<'a>(
+        self,
+        ctx: &GpuContext,
+        registry: &mut PipelineRegistry,
+        desc: MatmulDesc,
+        operands: (View<'a>, View<'a>),
+        pre: View<'a>,
+        c: View<'a>,
+    ) -> Result<Option<BoundKernel>, GpuError> {
+        let kernel = match self {
+            Self::Gpu if desc.is_gemv() => return Ok(None),
+            Self::Gpu => desc.tile_kernel(),
+            Self::Cpu => TileKernel::Cells,
+        };
+        bind_matmul_tiled_gelu_grad(ctx, registry, kernel, desc, operands, pre, c).map(Some)
     }
 
     /// [`bind_matmul_split_k`] in this layout.

@@ -5,7 +5,7 @@ use super::desc::{check_operands, MatmulDesc, TileKernel};
 use super::gemv::{bind_gemv, RowFusion};
 use super::kernels::KT;
 use crate::kernel::BoundKernel;
-use crate::ops::common::{bind_kernel, check_no_alias};
+use crate::ops::common::{bind_kernel, check_no_alias, shape_error};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
@@ -83,8 +83,34 @@ pub fn bind_matmul_tiled_gelu<'a>(
     bind_with(ctx, registry, src, desc, a, b, bias, (c, Some(gelu)))
 }
 
+/// [`bind_matmul_tiled`] with the GELU-backward epilogue: the product is
+/// the gradient at a GELU's output, and C receives it times GELU' of the
+/// GELU's input `pre` (C's shape) — the GELU backward kernel's bits, in
+/// the product's dispatch. No bias and no accumulation (the GELU backward
+/// would add its product to C, not the product's sum); never split along K.
+#[allow(clippy::too_many_arguments)]
+pub fn bind_matmul_tiled_gelu_grad<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    kernel: TileKernel,
+    desc: MatmulDesc,
+    (a, b): (View<'a>, View<'a>),
+    pre: View<'a>,
+    c: View<'a>,
+) -> Result<BoundKernel, GpuError> {
+    if desc.bias || desc.accumulate {
+        let why = "the GELU-backward epilogue takes no bias and no accumulation";
+        return Err(shape_error("matmul", format!("{desc:?}: {why}")));
+    }
+    pre.need("matmul", "GELU input", desc.m as u64 * desc.n as u64)?;
+    check_no_alias("matmul", &[("c", c.buffer)], &[("GELU input", pre.buffer)])?;
+    let groups = kernel.grid(ctx, &desc);
+    let src = (kernel.source_gelu_grad(), groups);
+    bind_with(ctx, registry, src, desc, a, b, None, (c, Some(pre)))
+}
+
 /// Binds `src` over `workgroups`; `c`'s second view, where given, is the
-/// GELU epilogue's output.
+/// epilogue's `aux` (the GELU written, or the GELU's input read).
 #[allow(clippy::too_many_arguments)]
 fn bind_with<'a>(
     ctx: &GpuContext,

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Device command 73 — PLANNED, not yet run (no device machine was lent in
-# the session of 2026-12-05). The decoder's fused kernels of that session —
+# Device command 73 — run on 2026-12-05 at 07:45 UTC on an NVIDIA H100
+# (no H200 could be started; results in run73/, BENCHMARKS.md). Written
+# in the session before, when no device machine was lent. The decoder's fused kernels of that session —
 # a head's first LayerNorm, QKV columns and attention in one kernel, and the
 # final LayerNorm, head and pick in one (`tiny`/`small` 22 → 17 dispatches a
 # chained token, `nanogpt` 32 → 25) — against the build before them
