@@ -14,25 +14,15 @@ macro_rules! with_common {
         )
     };
 }
-/// An f32 tile kernel whose store also writes GELU(C) (epilogue_gelu.wgsl).
+/// An f32 tile kernel with a GELU epilogue (`epilogue_gelu.wgsl`: GELU(C)
+/// written beside C; `epilogue_gelu_grad.wgsl`: C times GELU' of `aux`)
+/// and erf.wgsl appended.
 macro_rules! with_gelu {
-    ($file:literal) => {
+    ($file:literal, $epilogue:literal) => {
         concat!(
             include_str!(concat!("../../../../../shaders/", $file)),
             include_str!("../../../../../shaders/matmul_common.wgsl"),
-            include_str!("../../../../../shaders/epilogue_gelu.wgsl"),
-            include_str!("../../../../../shaders/erf.wgsl")
-        )
-    };
-}
-/// An f32 tile kernel whose store multiplies C by GELU' of `aux`
-/// (epilogue_gelu_grad.wgsl).
-macro_rules! with_gelu_grad {
-    ($file:literal) => {
-        concat!(
-            include_str!(concat!("../../../../../shaders/", $file)),
-            include_str!("../../../../../shaders/matmul_common.wgsl"),
-            include_str!("../../../../../shaders/epilogue_gelu_grad.wgsl"),
+            include_str!(concat!("../../../../../shaders/", $epilogue)),
             include_str!("../../../../../shaders/erf.wgsl")
         )
     };
@@ -40,12 +30,13 @@ macro_rules! with_gelu_grad {
 const MATMUL_WGSL: &str = with_common!("matmul.wgsl");
 const MATMUL_SMALL_WGSL: &str = with_common!("matmul_small.wgsl");
 const MATMUL_128_WGSL: &str = with_common!("matmul_128.wgsl");
-const MATMUL_GELU_WGSL: &str = with_gelu!("matmul.wgsl");
-const MATMUL_SMALL_GELU_WGSL: &str = with_gelu!("matmul_small.wgsl");
-const MATMUL_128_GELU_WGSL: &str = with_gelu!("matmul_128.wgsl");
-const MATMUL_GELU_GRAD_WGSL: &str = with_gelu_grad!("matmul.wgsl");
-const MATMUL_SMALL_GELU_GRAD_WGSL: &str = with_gelu_grad!("matmul_small.wgsl");
-const MATMUL_128_GELU_GRAD_WGSL: &str = with_gelu_grad!("matmul_128.wgsl");
+const MATMUL_GELU_WGSL: &str = with_gelu!("matmul.wgsl", "epilogue_gelu.wgsl");
+const MATMUL_SMALL_GELU_WGSL: &str = with_gelu!("matmul_small.wgsl", "epilogue_gelu.wgsl");
+const MATMUL_128_GELU_WGSL: &str = with_gelu!("matmul_128.wgsl", "epilogue_gelu.wgsl");
+const MATMUL_GELU_GRAD_WGSL: &str = with_gelu!("matmul.wgsl", "epilogue_gelu_grad.wgsl");
+const MATMUL_SMALL_GELU_GRAD_WGSL: &str =
+    with_gelu!("matmul_small.wgsl", "epilogue_gelu_grad.wgsl");
+const MATMUL_128_GELU_GRAD_WGSL: &str = with_gelu!("matmul_128.wgsl", "epilogue_gelu_grad.wgsl");
 const MATMUL_COOP_WGSL: &str = with_common!(
     "matmul_coop.wgsl",
     "coop_pad.wgsl",
