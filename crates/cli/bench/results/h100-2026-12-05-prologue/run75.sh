@@ -1,6 +1,6 @@
 #!/bin/bash
-# Device command 75 — PLANNED, not run (2026-12-05: two tries on
-# nvidia-h100-x1 after run 74, at 09:17 and 09:29, found no machine). Run 74 timed `tiled-2buf` faster
+# Device command 75 — PLANNED, not run (2026-12-05: three tries on
+# nvidia-h100-x1 after run 74, at 09:17, 09:29 and 09:46, found no machine). Run 74 timed `tiled-2buf` faster
 # than the engine's `tiled` in every tensor-core product row (2–10 %) but
 # the nanoGPT step only once (25.67 against 25.76–25.83 ms). Here the
 # step of `small` and `nanogpt` on both forms of the same build
