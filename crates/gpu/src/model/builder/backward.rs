@@ -108,18 +108,23 @@ impl<'a, 'r> Builder<'a, 'r> {
         (w, b, l): Linear,
         (d_in, d_out): (usize, usize),
     ) -> R {
-        let dx_desc = MatmulDesc {
-            m: self.n(),
-            k: u(d_out),
-            n: u(d_in),
-            ..Default::default()
-        };
+        let dx_desc = self.dx_desc(d_in, d_out);
         let (wv, scale) = (self.params.at(w, l), self.grad_scale());
         let w_rows = self.forward_copy((w, l), 1);
         let wb = (wv, w_rows.as_ref());
         let [dy_rows, _] = self.matmul(dx_desc, (dy.into(), scale), wb, None, dx.into())?;
         let grads = (self.grad(w, l), Some(self.grad(b, l)));
         self.weight_grad((dy, x), (u(d_out), u(d_in)), grads, (dy_rows, (w, l)))
+    }
+
+    /// A linear's input gradient `dx (N, d_in) = dy (N, d_out) · W`.
+    fn dx_desc(&self, d_in: usize, d_out: usize) -> MatmulDesc {
+        MatmulDesc {
+            m: self.n(),
+            k: u(d_out),
+            n: u(d_in),
+            ..Default::default()
+        }
     }
 
     /// [`Builder::linear_backward`] of a linear reading `x = GELU(pre)`, on
@@ -139,12 +144,7 @@ impl<'a, 'r> Builder<'a, 'r> {
         let fused = match self.coop {
             true => None,
             false => {
-                let desc = MatmulDesc {
-                    m: self.n(),
-                    k: u(d_out),
-                    n: u(d_in),
-                    ..Default::default()
-                };
+                let desc = self.dx_desc(d_in, d_out);
                 let (ctx, ops) = (self.ctx, (dy.into(), self.params.at(w, l)));
                 let layout = self.layout;
                 layout.bind_gelu_grad(ctx, self.reg, desc, ops, pre.into(), dpre.into())?
