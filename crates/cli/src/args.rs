@@ -3,6 +3,7 @@
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use tinygpt_gpu::model::DecoderKernels;
 use tinygpt_gpu::ops::matmul::coop::CoopKernel;
 
 /// Train and sample a small character-level GPT on your GPU.
@@ -193,7 +194,7 @@ pub struct BenchArgs {
     /// way instead of the device's way (`columns` on a CPU implementation,
     /// `prologue` on a GPU) — e.g. `fused` on a GPU to time its one kernel
     /// a head, or `prologue` on lavapipe to time the lanes' subgroup sums.
-    #[arg(long, value_parser = ["prologue", "fused", "separate", "columns"])]
+    #[arg(long, value_parser = PossibleValuesParser::new(DecoderKernels::ALL.map(DecoderKernels::name)))]
     pub decoder: Option<String>,
     /// Run the tensor-core training path's products (and the profile's)
     /// on this kernel instead of the engine's `tiled` (the matmul rows time

@@ -147,7 +147,7 @@ fn bench_sample(
     if let Some(kernels) = decoder {
         model.set_decoder_kernels(kernels);
     }
-    let decoder = format!("{:?}", model.decoder_kernels()).to_lowercase();
+    let decoder = model.decoder_kernels().name();
     let dec = model.decoder_for(ctx, reg, samples)?;
     let n = n.min(dec.capacity() - 1);
     let run = |dec: &mut Decoder| {

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Instant;
 use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
+use tinygpt_gpu::model::DecoderKernels;
 use tinygpt_gpu::ops::matmul::coop::{self, CoopKernel};
 use tinygpt_gpu::GpuContext;
 
@@ -29,11 +30,12 @@ pub async fn run(cli: Cli) -> Result<()> {
                 let kernel = CoopKernel::from_name(name).context("a listed kernel")?;
                 coop::set_engine_kernel(kernel);
             }
+            // clap admits only the layouts' names.
+            let decoder = a.decoder.as_deref().and_then(DecoderKernels::from_name);
             let mut report = if a.profile {
-                let decode = (a.decode_only, a.decoder.as_deref());
+                let decode = (a.decode_only, decoder);
                 crate::profile::run(&ctx, a.quick, a.shape.as_deref(), decode)?
             } else {
-                let decoder = a.decoder.as_deref().map(crate::profile::decoder_kernels);
                 let only = (a.shape.as_deref(), decoder);
                 let mut report = crate::bench::run(&ctx, a.quick, only)?;
                 let shape = a.shape.as_deref();

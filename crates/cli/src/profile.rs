@@ -44,16 +44,6 @@ fn report(config: &str, what: &str, extra: Value, times: &[DispatchTime]) -> Val
     })
 }
 
-/// The decoder layout `--decoder` names.
-pub fn decoder_kernels(name: &str) -> DecoderKernels {
-    match name {
-        "separate" => DecoderKernels::Separate,
-        "columns" => DecoderKernels::Columns,
-        "fused" => DecoderKernels::Fused,
-        _ => DecoderKernels::Prologue,
-    }
-}
-
 /// Profiles one training step and one decoded token (at the middle of the
 /// context) of each shape (`tiny` only with `quick`; `only` alone if given;
 /// no training step with `decode_only`).
@@ -61,7 +51,7 @@ pub fn run(
     ctx: &GpuContext,
     quick: bool,
     only: Option<&str>,
-    (decode_only, decoder): (bool, Option<&str>),
+    (decode_only, decoder): (bool, Option<DecoderKernels>),
 ) -> Result<Value> {
     check_timestamps(ctx).context("`bench --profile` times dispatches with timestamp queries")?;
     let mut reg = PipelineRegistry::default();
@@ -80,8 +70,8 @@ pub fn run(
         };
         let params = init_params(&cfg, 0);
         let mut model = GpuModel::new(ctx, cfg, &params, None, tc, OptState::default())?;
-        if let Some(name) = decoder {
-            model.set_decoder_kernels(decoder_kernels(name));
+        if let Some(kernels) = decoder {
+            model.set_decoder_kernels(kernels);
         }
         let mut rng = Rng::new(1);
         let tokens: Vec<u32> = (0..100_000).map(|_| rng.below(VOCAB) as u32).collect();

@@ -54,12 +54,7 @@ fn f16() -> FastPaths {
 }
 
 /// Every layout of the decoder's kernels, whatever the test adapter is.
-const KERNELS: [DecoderKernels; 4] = [
-    DecoderKernels::Prologue,
-    DecoderKernels::Fused,
-    DecoderKernels::Separate,
-    DecoderKernels::Columns,
-];
+const KERNELS: [DecoderKernels; 4] = DecoderKernels::ALL;
 
 fn model(gpu: &TestGpu, reg: &mut PipelineRegistry, p: &[f32], fast: FastPaths) -> GpuModel {
     model_with(gpu, reg, p, fast, DecoderKernels::for_device(&gpu.ctx))

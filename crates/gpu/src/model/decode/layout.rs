@@ -43,6 +43,29 @@ impl DecoderKernels {
         }
     }
 
+    /// Every layout, in the order `tinygpt bench --decoder` lists them.
+    pub const ALL: [DecoderKernels; 4] = [
+        DecoderKernels::Prologue,
+        DecoderKernels::Fused,
+        DecoderKernels::Separate,
+        DecoderKernels::Columns,
+    ];
+
+    /// Its name (`tinygpt bench --decoder`, the bench's sample rows).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Prologue => "prologue",
+            Self::Fused => "fused",
+            Self::Separate => "separate",
+            Self::Columns => "columns",
+        }
+    }
+
+    /// The layout named `name`, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// Whether each LayerNorm runs in the prologue of the GEMV that reads
     /// it (`Prologue` and `Fused`).
     pub fn layernorm_in_prologue(self) -> bool {
