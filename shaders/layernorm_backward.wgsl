@@ -18,7 +18,7 @@ struct Params {
     rstd_off: u32,       // rstd (N)
     w_off: u32,          // w (C)
     dx_off: u32,         // dx (N, C)
-    _pad0: u32,
+    partials_off: u32,   // partials (2, chunks, C)
     _pad1: u32,
 }
 
@@ -179,8 +179,8 @@ fn dwdb_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
     }
     if (lane == 0u && col < p.c) {
         let sums = red_cols[lid.x];
-        partials[chunk * p.c + col] = sums.x;
-        partials[(chunks + chunk) * p.c + col] = sums.y;
+        partials[p.partials_off + chunk * p.c + col] = sums.x;
+        partials[p.partials_off + (chunks + chunk) * p.c + col] = sums.y;
     }
 }
 
@@ -201,6 +201,6 @@ fn dwdb_partials_serial(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_inv
     for (var r = r0; r < r1; r++) {
         sums += dwdb_term(r, col);
     }
-    partials[chunk * p.c + col] = sums.x;
-    partials[(chunks + chunk) * p.c + col] = sums.y;
+    partials[p.partials_off + chunk * p.c + col] = sums.x;
+    partials[p.partials_off + (chunks + chunk) * p.c + col] = sums.y;
 }

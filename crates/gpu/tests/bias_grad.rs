@@ -7,8 +7,10 @@ use tinygpt_core::numerics::assert_close;
 use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::Layout;
-use tinygpt_gpu::ops::bias_grad::{bind_bias_grad, BiasGradDesc};
-use tinygpt_gpu::ops::View;
+use tinygpt_gpu::ops::bias_grad::{
+    bind_bias_grad, bind_column_sum, bind_column_sums, BiasGradDesc, ColumnSum,
+};
+use tinygpt_gpu::ops::{BoundOp, View};
 use tinygpt_gpu::testing::random;
 use tinygpt_gpu::GpuContext;
 
@@ -73,5 +75,93 @@ fn column_sums_match_reference() {
             let atol = 2e-6 * (rows as f64).sqrt();
             assert_close(&format!("{desc:?}"), &got[2..], &want, atol, 1e-5);
         }
+    }
+}
+
+/// Sums of different widths and accumulation in one dispatch
+/// (`bind_column_sums`, how a backward finishes its LayerNorms' and bias
+/// gradients' second stages) give each sum's bits bound alone; sources or
+/// destinations in two buffers are refused.
+#[test]
+fn many_sums_in_one_dispatch_are_each_sum_alone() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let rows = 37u32;
+    // (columns, accumulate): past one and two workgroups' columns, narrower.
+    let shapes = [
+        (13u32, true),
+        (70, false),
+        (5, true),
+        (40, true),
+        (96, false),
+    ];
+    let mut rng = Rng::new(880);
+    let (mut src, mut dst0, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
+    for &(cols, _) in &shapes {
+        offsets.push((src.len() as u32 + 3, dst0.len() as u32 + 1));
+        src.extend(
+            [0.5; 3]
+                .into_iter()
+                .chain(random(&mut rng, (rows * cols) as usize)),
+        );
+        dst0.extend(std::iter::once(7.0).chain(random(&mut rng, cols as usize)));
+    }
+    let src_buf = ctx.upload("src", &src).unwrap();
+    for layout in [Layout::Gpu, Layout::Cpu] {
+        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+        // Each alone, into its own copy of the destinations.
+        let alone = ctx.upload("alone", &dst0).unwrap();
+        for (&(cols, acc), &(s, d)) in shapes.iter().zip(&offsets) {
+            let sum = [(View::at(&src_buf, s), View::at(&alone, d))];
+            let k = bind_column_sum(ctx, &mut reg, layout, rows, cols, rows, acc, &sum).unwrap();
+            BoundOp::from(k).submit(ctx, "column_sum");
+        }
+        let together = ctx.upload("together", &dst0).unwrap();
+        let sums: Vec<ColumnSum> = shapes
+            .iter()
+            .zip(&offsets)
+            .map(|(&(cols, accumulate), &(s, d))| ColumnSum {
+                src: View::at(&src_buf, s),
+                dst: View::at(&together, d),
+                cols,
+                accumulate,
+            })
+            .collect();
+        let k = bind_column_sums(ctx, &mut reg, layout, rows, rows, &sums).unwrap();
+        BoundOp::from(k).submit(ctx, "column_sums");
+        let (want, got) = (
+            read(ctx, &alone, dst0.len()),
+            read(ctx, &together, dst0.len()),
+        );
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{layout:?}");
+        // And each is the reference's column sum (onto dst0 when accumulating).
+        for (&(cols, acc), &(s, d)) in shapes.iter().zip(&offsets) {
+            let (s, d, c) = (s as usize, d as usize, cols as usize);
+            let start = if acc {
+                dst0[d..d + c].to_vec()
+            } else {
+                vec![0.0; c]
+            };
+            let want = reference(&src[s..s + rows as usize * c], &start, rows as usize);
+            assert_close(
+                &format!("{cols} {layout:?}"),
+                &got[d..d + c],
+                &want,
+                1e-5,
+                1e-5,
+            );
+        }
+        // The gaps between destinations are untouched.
+        for &(_, d) in &offsets {
+            assert_eq!(got[d as usize - 1], dst0[d as usize - 1]);
+        }
+        let other = ctx.upload("other", &dst0).unwrap();
+        let mut split = sums.clone();
+        split[1].dst = View::at(&other, offsets[1].1);
+        let err = bind_column_sums(ctx, &mut reg, layout, rows, rows, &split)
+            .err()
+            .expect("refused");
+        assert!(err.to_string().contains("share one buffer"), "{err}");
     }
 }

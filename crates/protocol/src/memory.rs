@@ -167,6 +167,39 @@ pub fn split_k_scratch_floats(cfg: &ModelConfig, rows: usize) -> u64 {
         .unwrap_or(0)
 }
 
+/// Rows a column sum's 8 lanes take per round of four loads each.
+const ROWS_PER_ROUND: u32 = 32;
+/// Fewest rows per chunk of a column sum: below this a chunk is not worth
+/// a workgroup.
+const MIN_ROWS_PER_CHUNK: u32 = 64;
+
+/// Rows a column sum (a bias gradient, a LayerNorm's dw and db) adds per
+/// partial in its first stage: about √rows, so that both stages are equally
+/// short (128 rows and 128 chunks at `N = B·T` = 16 384), a whole number of
+/// rounds, and at least 64.
+pub fn rows_per_chunk(rows: u32) -> u32 {
+    let root = (rows as f64).sqrt().ceil() as u32;
+    root.next_multiple_of(ROWS_PER_ROUND)
+        .max(MIN_ROWS_PER_CHUNK)
+}
+
+/// Number of row chunks, hence partial rows, of a column sum of `rows` rows.
+pub fn row_chunks(rows: u32) -> u32 {
+    rows.div_ceil(rows_per_chunk(rows))
+}
+
+/// Floats of the one buffer of partials whose sums a training step's
+/// backward finishes in one dispatch: each LayerNorm's dw and db partials
+/// `2 × (chunks, C)`, and room for each biased linear's bias gradient
+/// partials `(chunks, out)` where the `rows` take more than one chunk.
+pub fn backward_sum_partials_floats(cfg: &ModelConfig, rows: usize) -> u64 {
+    let (c, l) = (cfg.d_model as u64, cfg.n_layer as u64);
+    let chunks = row_chunks(rows as u32) as u64;
+    let layernorms = (2 * l + 1) * 2 * chunks.max(1) * c;
+    let biases = if chunks > 1 { l * chunks * 9 * c } else { 0 };
+    layernorms + biases
+}
+
 /// The buffers [`MemoryPlan::total`] counts: every storage buffer the engine
 /// creates for training `cfg` at `B × T` (uniforms of a few bytes aside).
 pub fn training_memory(cfg: &ModelConfig, b: usize, t: usize) -> MemoryPlan {
@@ -199,6 +232,7 @@ pub fn training_memory(cfg: &ModelConfig, b: usize, t: usize) -> MemoryPlan {
         + n * 3 * c
         + 2 * n * 4 * c;
     let split_k = split_k_scratch_floats(cfg, b * t);
+    let sums = backward_sum_partials_floats(cfg, b * t);
     let candidates = [
         ("logits (B·T × vocab)", n * v * f),
         ("MLP activations (B·T × 4·d_model)", n * 4 * c * f),
@@ -211,7 +245,7 @@ pub fn training_memory(cfg: &ModelConfig, b: usize, t: usize) -> MemoryPlan {
         .expect("four candidates");
     MemoryPlan {
         state_bytes,
-        activation_bytes: (floats + split_k) * f,
+        activation_bytes: (floats + split_k + sums) * f,
         largest_buffer_bytes,
         largest_buffer,
     }

@@ -71,5 +71,6 @@ pub fn backward(g: &mut Builder, a: &Acts) -> Result<(), GpuError> {
         g.layernorm_backward(true, &a.dln, &a.res[l], (Ln1W, Ln1B, l), (&blk.ln1_mean, &blk.ln1_rstd), &a.dres)?; // d res[l] (N, C)
     }
     let dy = g.branch_grad(Site::Embedding, &a.dres, &a.proj)?; // (N, C)
-    g.encoder_backward(&a.inputs, dy) // dtok_emb (V, C), dpos_emb (T, C)
+    g.encoder_backward(&a.inputs, dy)?; // dtok_emb (V, C), dpos_emb (T, C)
+    g.finish_sums() // every LayerNorm's dw, db and bias gradient's second stage: one dispatch
 }

@@ -8,6 +8,8 @@ use super::common::{bind_kernel, check_dim, check_no_alias, shape_error, uniform
 use crate::kernel::{BoundKernel, Layout};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
+/// The chunks of a column sum's first stage (the memory plan counts them).
+pub use tinygpt_protocol::memory::{row_chunks as chunks, rows_per_chunk};
 
 pub const COLUMN_SUM: KernelSource = KernelSource {
     key: "column_sum_chunked",
@@ -26,19 +28,6 @@ pub const COLUMN_SUM_SERIAL: KernelSource = KernelSource {
 
 /// Columns per workgroup of the column-sum kernel.
 const COLUMNS_PER_WORKGROUP: u32 = 32;
-/// Rows a workgroup's 8 lanes take per round of four loads each.
-const ROWS_PER_ROUND: u32 = 32;
-/// Fewest rows per chunk: below this a chunk is not worth a workgroup.
-const MIN_ROWS_PER_CHUNK: u32 = 64;
-
-/// Rows summed per partial in the first stage: about √rows, so that both
-/// stages are equally short (128 rows and 128 chunks at `N = B·T` = 16 384),
-/// a whole number of rounds, and at least 64.
-pub fn rows_per_chunk(rows: u32) -> u32 {
-    let root = (rows as f64).sqrt().ceil() as u32;
-    root.next_multiple_of(ROWS_PER_ROUND)
-        .max(MIN_ROWS_PER_CHUNK)
-}
 
 /// `db (cols) (+)= Σ_rows dout (rows, cols)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,17 +40,23 @@ pub struct BiasGradDesc {
     pub layout: Layout,
 }
 
-/// Number of row chunks, hence partial rows, for `rows` rows.
-pub fn chunks(rows: u32) -> u32 {
-    rows.div_ceil(rows_per_chunk(rows))
+/// One column sum of [`bind_column_sums`]: `dst[chunk, :] (+)= Σ_{r in
+/// chunk} src[r, :]` over `cols` columns (`src (rows, cols)`, `dst
+/// (chunks, cols)`), added onto `dst` when `accumulate`.
+#[derive(Clone, Copy, Debug)]
+pub struct ColumnSum<'a> {
+    pub src: View<'a>,
+    pub dst: View<'a>,
+    pub cols: u32,
+    pub accumulate: bool,
 }
 
 /// One dispatch: `dst[chunk, :] (+)= Σ_{r in chunk} src[r, :]` for `src
 /// (rows, cols)` in chunks of `rows_per_chunk` rows (`dst (chunks, cols)`),
-/// for each of `sums` — one `(src, dst)` pair, or two whose sources share a
-/// buffer and whose destinations share another (LayerNorm's dw and db: one
-/// dispatch instead of two). `layout` picks 8 lanes per column and a tree,
-/// or one invocation per column.
+/// for each of `sums` — one `(src, dst)` pair, or several whose sources
+/// share a buffer and whose destinations share another (LayerNorm's dw and
+/// db: one dispatch instead of two). `layout` picks 8 lanes per column and
+/// a tree, or one invocation per column.
 #[allow(clippy::too_many_arguments)]
 pub fn bind_column_sum<'a>(
     ctx: &GpuContext,
@@ -73,57 +68,65 @@ pub fn bind_column_sum<'a>(
     accumulate: bool,
     sums: &[(View<'a>, View<'a>)],
 ) -> Result<BoundKernel, GpuError> {
-    let (&(src, dst), rest) = sums
-        .split_first()
-        .ok_or_else(|| shape_error("column_sum", "no sums given".into()))?;
-    let (src1, dst1) = match rest {
-        [] => (src, dst),
-        [(s, d)] if s.buffer == src.buffer && d.buffer == dst.buffer => (*s, *d),
-        _ => {
-            return Err(shape_error(
-                "column_sum",
-                format!(
-                    "{} sums given; two must share their source and their destination buffers",
-                    sums.len()
-                ),
-            ))
-        }
-    };
+    let sums: Vec<ColumnSum> = sums
+        .iter()
+        .map(|&(src, dst)| ColumnSum {
+            src,
+            dst,
+            cols,
+            accumulate,
+        })
+        .collect();
+    bind_column_sums(ctx, registry, layout, rows, rows_per_chunk, &sums)
+}
+
+/// [`bind_column_sum`] of sums of the same rows, each with its own columns
+/// and accumulation (workgroup z computes sum z): every source in one
+/// buffer, every destination in another.
+pub fn bind_column_sums(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    layout: Layout,
+    rows: u32,
+    rows_per_chunk: u32,
+    sums: &[ColumnSum<'_>],
+) -> Result<BoundKernel, GpuError> {
+    let op = "column_sum";
+    let first = sums
+        .first()
+        .ok_or_else(|| shape_error(op, "no sums given".into()))?;
+    let (src_buf, dst_buf) = (first.src.buffer, first.dst.buffer);
+    if sums
+        .iter()
+        .any(|s| s.src.buffer != src_buf || s.dst.buffer != dst_buf)
+    {
+        let msg = format!(
+            "{} sums given; their sources must share one buffer and their destinations another",
+            sums.len()
+        );
+        return Err(shape_error(op, msg));
+    }
     let rows_per_chunk = rows_per_chunk.max(1);
     let n_chunks = rows.div_ceil(rows_per_chunk).max(1);
-    for (src, dst) in [(src, dst), (src1, dst1)] {
-        src.need("column_sum", "src", rows as u64 * cols as u64)?;
-        dst.need("column_sum", "dst", n_chunks as u64 * cols as u64)?;
+    let mut table = Vec::with_capacity(4 * sums.len());
+    for s in sums {
+        s.src.need(op, "src", rows as u64 * s.cols as u64)?;
+        s.dst.need(op, "dst", n_chunks as u64 * s.cols as u64)?;
+        table.extend([s.src.offset, s.dst.offset, s.cols, s.accumulate as u32]);
     }
-    check_no_alias("column_sum", &[("dst", dst.buffer)], &[("src", src.buffer)])?;
-    check_dim(ctx, "column_sum", "row chunks", n_chunks)?;
-    let params = uniform(
-        ctx,
-        "column_sum_params",
-        &[
-            rows,
-            cols,
-            rows_per_chunk,
-            accumulate as u32,
-            src.offset,
-            dst.offset,
-            src1.offset,
-            dst1.offset,
-        ],
-    );
-    let src_buf = src.buffer;
+    check_no_alias(op, &[("dst", dst_buf)], &[("src", src_buf)])?;
+    check_dim(ctx, op, "row chunks", n_chunks)?;
+    check_dim(ctx, op, "sums", sums.len() as u32)?;
+    let params = uniform(ctx, "column_sum_params", &[rows, rows_per_chunk, 0, 0]);
+    let table = ctx.upload_bytes("column_sum_table", bytemuck::cast_slice(&table))?;
+    let cols = sums.iter().map(|s| s.cols).max().unwrap_or(0);
     let (src, per_group) = match layout {
         Layout::Gpu => (&COLUMN_SUM, COLUMNS_PER_WORKGROUP),
         Layout::Cpu => (&COLUMN_SUM_SERIAL, 64),
     };
-    Ok(bind_kernel(
-        ctx,
-        registry,
-        src,
-        &params,
-        &[(1, src_buf), (2, dst.buffer)],
-        [cols.div_ceil(per_group), n_chunks, sums.len() as u32],
-    ))
+    let buffers = [(1, src_buf), (2, dst_buf), (3, &table)];
+    let groups = [cols.div_ceil(per_group), n_chunks, sums.len() as u32];
+    Ok(bind_kernel(ctx, registry, src, &params, &buffers, groups))
 }
 
 /// Binds `db (cols) (+)= Σ_rows dout (rows, cols)`: one dispatch when the rows
@@ -135,48 +138,75 @@ pub fn bind_bias_grad<'a>(
     dout: impl Into<View<'a>>,
     db: impl Into<View<'a>>,
 ) -> Result<BoundOp, GpuError> {
-    let (dout, db) = (dout.into(), db.into());
+    let partials = ctx.zeros("bias_grad_partials", bias_grad_partials(desc) as usize)?;
+    let (first, second) = bind_bias_grad_deferred(
+        ctx,
+        registry,
+        desc,
+        dout.into(),
+        db.into(),
+        (&partials).into(),
+    )?;
+    let Some(second) = second else {
+        return Ok(first.into());
+    };
+    let (rows, layout) = (chunks(desc.rows), desc.layout);
+    let stage2 = bind_column_sums(ctx, registry, layout, rows, rows, &[second])?;
+    Ok(BoundOp {
+        kernels: vec![first, stage2],
+        scratch: vec![partials],
+    })
+}
+
+/// Floats of the partials [`bind_bias_grad_deferred`] writes: `(chunks,
+/// cols)` where the rows take more than one chunk, else none.
+pub fn bias_grad_partials(desc: BiasGradDesc) -> u32 {
+    match chunks(desc.rows) {
+        0 | 1 => 0,
+        n => n * desc.cols,
+    }
+}
+
+/// [`bind_bias_grad`] with its second stage left to the caller: the one
+/// dispatch where the rows fit one chunk (`None` after it); else the first
+/// stage into `partials` ([`bias_grad_partials`] floats) and the second as
+/// a [`ColumnSum`] of `chunks(rows)` rows, for [`bind_column_sums`] to
+/// finish with others of as many rows in one dispatch.
+pub fn bind_bias_grad_deferred<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: BiasGradDesc,
+    dout: View<'a>,
+    db: View<'a>,
+    partials: View<'a>,
+) -> Result<(BoundKernel, Option<ColumnSum<'a>>), GpuError> {
     if desc.cols == 0 {
         return Err(shape_error("bias_grad", format!("{desc:?} has no columns")));
     }
-    let (rows, cols) = (desc.rows, desc.cols);
+    let (rows, cols, layout) = (desc.rows, desc.cols, desc.layout);
     let n_chunks = chunks(rows);
     if n_chunks <= 1 {
+        let sum = [(dout, db)];
         let k = bind_column_sum(
             ctx,
             registry,
-            desc.layout,
+            layout,
             rows,
             cols,
             rows,
             desc.accumulate,
-            &[(dout, db)],
+            &sum,
         )?;
-        return Ok(k.into());
+        return Ok((k, None));
     }
-    let partials = ctx.zeros("bias_grad_partials", (n_chunks * cols) as usize)?;
-    let stage1 = bind_column_sum(
-        ctx,
-        registry,
-        desc.layout,
-        rows,
+    let sum = [(dout, partials)];
+    let per = rows_per_chunk(rows);
+    let stage1 = bind_column_sum(ctx, registry, layout, rows, cols, per, false, &sum)?;
+    let second = ColumnSum {
+        src: partials,
+        dst: db,
         cols,
-        rows_per_chunk(rows),
-        false,
-        &[(dout, (&partials).into())],
-    )?;
-    let stage2 = bind_column_sum(
-        ctx,
-        registry,
-        desc.layout,
-        n_chunks,
-        cols,
-        n_chunks,
-        desc.accumulate,
-        &[((&partials).into(), db)],
-    )?;
-    Ok(BoundOp {
-        kernels: vec![stage1, stage2],
-        scratch: vec![partials],
-    })
+        accumulate: desc.accumulate,
+    };
+    Ok((stage1, Some(second)))
 }

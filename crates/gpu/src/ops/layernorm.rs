@@ -3,7 +3,7 @@
 //! variance). One workgroup of 128 threads per row: comfortable for `C` up to
 //! a few thousand.
 
-use super::bias_grad::{bind_column_sum, chunks, rows_per_chunk};
+use super::bias_grad::{bind_column_sums, chunks, rows_per_chunk, ColumnSum};
 use super::common::{
     bind_kernel, check_dim, check_no_alias, grid, shape_error, uniform, BoundOp, View,
 };
@@ -296,8 +296,38 @@ pub fn bind_layernorm_backward(
     desc: LayerNormDesc,
     g: LayerNormGrads<'_>,
 ) -> Result<BoundOp, GpuError> {
+    let floats = layernorm_backward_partials(desc) as usize;
+    let partials = ctx.zeros("layernorm_dwdb_partials", floats)?;
+    let (mut op, sums) =
+        bind_layernorm_backward_deferred(ctx, registry, desc, g, (&partials).into())?;
+    let n_chunks = chunks(desc.n).max(1);
+    let k = bind_column_sums(ctx, registry, desc.layout, n_chunks, n_chunks, &sums)?;
+    op.kernels.push(k);
+    op.scratch.push(partials);
+    Ok(op)
+}
+
+/// Floats of the partials of [`bind_layernorm_backward_deferred`]: dw's
+/// `(chunks, C)`, then db's.
+pub fn layernorm_backward_partials(desc: LayerNormDesc) -> u32 {
+    2 * chunks(desc.n).max(1) * desc.c
+}
+
+/// [`bind_layernorm_backward`] with its last stage left to the caller: `dx`
+/// and the `dw`/`db` partials into `partials`
+/// ([`layernorm_backward_partials`] floats), then their sums as two
+/// [`ColumnSum`]s of `chunks(N)` rows, for [`bind_column_sums`] to finish
+/// with others of as many rows in one dispatch.
+pub fn bind_layernorm_backward_deferred<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: LayerNormDesc,
+    g: LayerNormGrads<'a>,
+    partials: View<'a>,
+) -> Result<(BoundOp, [ColumnSum<'a>; 2]), GpuError> {
     let op = "layernorm_backward";
     g.check(desc.check(op)?)?;
+    partials.need(op, "partials", layernorm_backward_partials(desc) as u64)?;
     let n_chunks = chunks(desc.n).max(1);
     check_dim(ctx, op, "row chunks", n_chunks)?;
     let words = [
@@ -310,7 +340,7 @@ pub fn bind_layernorm_backward(
     let params = uniform(
         ctx,
         "layernorm_backward_params",
-        &[words.as_slice(), &offsets].concat(),
+        &[words.as_slice(), &offsets, &[partials.offset]].concat(),
     );
     let [b1, b2, b3, b4] = [
         (1, g.dout.buffer),
@@ -322,26 +352,26 @@ pub fn bind_layernorm_backward(
     let dx_buffers = [b1, b2, b3, b4, (5, g.w.buffer), (6, g.dx.buffer)];
     let dx = bind_kernel(ctx, registry, src, &params, &dx_buffers, groups);
     // dw's partials (chunks, C), then db's.
-    let partials = ctx.zeros("layernorm_dwdb_partials", (2 * n_chunks * desc.c) as usize)?;
     let (src, columns) = match desc.layout {
         Layout::Gpu => (&LAYERNORM_BACKWARD_DWDB, 32),
         Layout::Cpu => (&LAYERNORM_BACKWARD_DWDB_SERIAL, 64),
     };
-    let stage1_buffers = [b1, b2, b3, b4, (7, &partials)];
+    let stage1_buffers = [b1, b2, b3, b4, (7, partials.buffer)];
     let stage1_groups = [desc.c.div_ceil(columns), n_chunks, 1];
     let stage1 = bind_kernel(ctx, registry, src, &params, &stage1_buffers, stage1_groups);
-    let columns = [
-        ((&partials).into(), g.dw),
-        (View::at(&partials, n_chunks * desc.c), g.db),
-    ];
-    let (layout, acc) = (desc.layout, desc.accumulate);
-    let sums = bind_column_sum(
-        ctx, registry, layout, n_chunks, desc.c, n_chunks, acc, &columns,
-    )?;
-    Ok(BoundOp {
-        kernels: vec![dx, stage1, sums],
-        scratch: vec![partials],
-    })
+    let sum = |src: View<'a>, dst| ColumnSum {
+        src,
+        dst,
+        cols: desc.c,
+        accumulate: desc.accumulate,
+    };
+    let db_partials = View::at(partials.buffer, partials.offset + n_chunks * desc.c);
+    let sums = [sum(partials, g.dw), sum(db_partials, g.db)];
+    let op = BoundOp {
+        kernels: vec![dx, stage1],
+        scratch: Vec::new(),
+    };
+    Ok((op, sums))
 }
 
 impl LayerNormGrads<'_> {

@@ -3,10 +3,9 @@
 
 use super::{u, Buf, Builder, Grads, Linear, R};
 use crate::ops::attention::{bind_attention_backward, AttentionBackwardBuffers};
-use crate::ops::bias_grad::{bind_bias_grad, BiasGradDesc};
 use crate::ops::embedding::bind_embedding_backward;
 use crate::ops::gelu::bind_gelu_backward;
-use crate::ops::layernorm::{bind_layernorm_backward, LayerNormGrads};
+use crate::ops::layernorm::LayerNormGrads;
 use crate::ops::matmul::coop::{bind_matmul_coop_split_k, CoopOptions};
 use crate::ops::matmul::coop_stage::{Reuse, StagedRows};
 use crate::ops::matmul::MatmulDesc;
@@ -88,14 +87,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             self.push(op)?;
         }
         let Some(db) = db else { return Ok(()) };
-        let desc = BiasGradDesc {
-            rows: self.n(),
-            cols: rows,
-            accumulate: true,
-            layout: self.layout,
-        };
-        let k = bind_bias_grad(self.ctx, self.reg, desc, dy, db)?;
-        self.push(k)
+        self.bias_grad_deferred(dy.into(), db, rows)
     }
 
     /// For `y = x·Wᵀ + b` with `W (d_out, d_in)`: `dx = dy·W`, `dW += dyᵀ·x`,
@@ -181,8 +173,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             dw: self.grad(w, l),
             db: self.grad(b, l),
         };
-        let k = bind_layernorm_backward(self.ctx, self.reg, self.ln(accumulate), grads)?;
-        self.push(k)
+        self.layernorm_backward_deferred(accumulate, grads)
     }
 
     /// A residual branch's output gradient: `dres` itself, or (with
