@@ -93,13 +93,36 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
 // one after another in `a` from a_off, added in order z = 0, 1, … One
 // invocation per element of C, and with ROW_SUMS one more per row of C for
 // the row sums (matmul_common.wgsl).
-fn reduce_row_sums(row: u32) {
+fn reduce_row_sums(q: Params, row: u32) {
     var v = 0.0;
-    for (var z = 0u; z < p.slices; z++) {
-        v += a[p.a_off + p.slices * p.m * p.n + z * p.m + row];
+    for (var z = 0u; z < q.slices; z++) {
+        v += a[q.a_off + q.slices * q.m * q.n + z * q.m + row];
     }
-    let o = p.aux_off + row;
-    if ((p.flags & ACCUMULATE) != 0u) {
+    let o = q.aux_off + row;
+    if ((q.flags & ACCUMULATE) != 0u) {
+        v += c[o];
+    }
+    c[o] = v;
+}
+
+// Element (or, past C, row sum) i of the split product q.
+fn reduce_at(q: Params, i: u32) {
+    let len = q.m * q.n;
+    if (i >= len) {
+        if ((q.flags & ROW_SUMS) != 0u && i < len + q.m) {
+            reduce_row_sums(q, i - len);
+        }
+        return;
+    }
+    var v = 0.0;
+    for (var z = 0u; z < q.slices; z++) {
+        v += a[q.a_off + z * len + i];
+    }
+    if ((q.flags & HAS_BIAS) != 0u) {
+        v += bias[q.bias_off + i % q.n];
+    }
+    let o = q.c_off + i;
+    if ((q.flags & ACCUMULATE) != 0u) {
         v += c[o];
     }
     c[o] = v;
@@ -111,24 +134,22 @@ fn reduce_slices(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i = (wg.y * nwg.x + wg.x) * 256u + lid;
-    let len = p.m * p.n;
-    if (i >= len) {
-        if ((p.flags & ROW_SUMS) != 0u && i < len + p.m) {
-            reduce_row_sums(i - len);
-        }
-        return;
+    reduce_at(p, (wg.y * nwg.x + wg.x) * 256u + lid);
+}
+
+// Many split products' second stages in one dispatch (a backward's weight
+// gradients, at its end): workgroup z reduces reductions[z] (p.slices of
+// them), each with its slices in `a` and its C in `c` (no bias); the grid
+// covers the largest.
+@group(0) @binding(5) var<storage, read> reductions: array<Params>;
+
+@compute @workgroup_size(256)
+fn reduce_slices_table(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    if (wg.z < p.slices) {
+        reduce_at(reductions[wg.z], (wg.y * nwg.x + wg.x) * 256u + lid);
     }
-    var v = 0.0;
-    for (var z = 0u; z < p.slices; z++) {
-        v += a[p.a_off + z * len + i];
-    }
-    if ((p.flags & HAS_BIAS) != 0u) {
-        v += bias[p.bias_off + i % p.n];
-    }
-    let o = p.c_off + i;
-    if ((p.flags & ACCUMULATE) != 0u) {
-        v += c[o];
-    }
-    c[o] = v;
 }

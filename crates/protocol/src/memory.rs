@@ -167,6 +167,41 @@ pub fn split_k_scratch_floats(cfg: &ModelConfig, rows: usize) -> u64 {
         .unwrap_or(0)
 }
 
+/// Most floats (32 MiB) of the scratch in which each block's K-split f32
+/// weight gradients keep their slices until one dispatch reduces them all
+/// at the end of the backward ([`deferred_split_floats`]); beyond it each
+/// is reduced at once, through the one shared scratch.
+pub const DEFERRED_SPLIT_MAX_FLOATS: u64 = 8 << 20;
+
+/// Floats of one weight gradient `dW (out, in) = Σ_rows dyᵀ·x`'s slices
+/// and their row sums (its bias gradient's partials) where its f32 kernel
+/// splits it along the `rows`; 0 where it does not split.
+pub fn split_region_floats(out: u32, rows: u32, inp: u32) -> u64 {
+    match split_k(out, rows, inp).slices {
+        0 | 1 => 0,
+        slices => slices as u64 * out as u64 * (inp as u64 + 1),
+    }
+}
+
+/// Floats of the scratch of every block linear's K-split weight gradient
+/// kept for one reduce at the end of the backward: the sum of their
+/// [`split_region_floats`], or 0 (none kept) above
+/// [`DEFERRED_SPLIT_MAX_FLOATS`].
+pub fn deferred_split_floats(cfg: &ModelConfig, rows: usize) -> u64 {
+    let (c, rows) = (cfg.d_model as u32, rows as u32);
+    let linears = [(3 * c, c), (c, c), (4 * c, c), (c, 4 * c)];
+    let per_layer: u64 = linears
+        .into_iter()
+        .map(|(out, inp)| split_region_floats(out, rows, inp))
+        .sum();
+    let total = per_layer * cfg.n_layer as u64;
+    if total <= DEFERRED_SPLIT_MAX_FLOATS {
+        total
+    } else {
+        0
+    }
+}
+
 /// Rows a column sum's 8 lanes take per round of four loads each.
 const ROWS_PER_ROUND: u32 = 32;
 /// Fewest rows per chunk of a column sum: below this a chunk is not worth
@@ -232,20 +267,24 @@ pub fn training_memory(cfg: &ModelConfig, b: usize, t: usize) -> MemoryPlan {
         + n * 3 * c
         + 2 * n * 4 * c;
     let split_k = split_k_scratch_floats(cfg, b * t);
-    let sums = backward_sum_partials_floats(cfg, b * t);
+    let (sums, slices) = (
+        backward_sum_partials_floats(cfg, b * t),
+        deferred_split_floats(cfg, b * t),
+    );
     let candidates = [
         ("logits (B·T × vocab)", n * v * f),
         ("MLP activations (B·T × 4·d_model)", n * 4 * c * f),
         ("parameters", p * f),
         ("split-K scratch", split_k * f),
+        ("weight gradients' split-K slices", slices * f),
     ];
     let (largest_buffer, largest_buffer_bytes) = candidates
         .into_iter()
         .max_by_key(|x| x.1)
-        .expect("four candidates");
+        .expect("five candidates");
     MemoryPlan {
         state_bytes,
-        activation_bytes: (floats + split_k + sums) * f,
+        activation_bytes: (floats + split_k + sums + slices) * f,
         largest_buffer_bytes,
         largest_buffer,
     }

@@ -72,5 +72,5 @@ pub fn backward(g: &mut Builder, a: &Acts) -> Result<(), GpuError> {
     }
     let dy = g.branch_grad(Site::Embedding, &a.dres, &a.proj)?; // (N, C)
     g.encoder_backward(&a.inputs, dy)?; // dtok_emb (V, C), dpos_emb (T, C)
-    g.finish_sums() // every LayerNorm's dw, db and bias gradient's second stage: one dispatch
+    g.finish_backward() // the weight gradients' reduces, then the LayerNorms' and biases' column sums, left to here
 }

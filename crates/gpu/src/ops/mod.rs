@@ -89,6 +89,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &matmul::MATMUL_F32_CELLS_GELU_GRAD,
         &matmul::MATMUL_F32_128_GELU_GRAD,
         &MATMUL_REDUCE,
+        &matmul::MATMUL_REDUCE_TABLE,
         &GEMV_F32,
         &GEMV_F32_LN,
         &GEMV_F32_SG,

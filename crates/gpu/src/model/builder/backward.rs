@@ -41,11 +41,14 @@ impl<'a, 'r> Builder<'a, 'r> {
     }
 
     /// `dW (rows, cols) += dyᵀ · x` (and `db += Σ dy` when given), summed
-    /// over the N rows: K-split through the shared scratch when its few
-    /// output tiles would idle a GPU — with `db` as the split's row sums
-    /// where it splits on the f32 small-output kernel, else `db` by the
-    /// column sum. On cooperative matrices it reads `dy` as the dX product
-    /// staged it (`dy_rows`) and `x` as the weight's forward product did.
+    /// over the N rows: K-split when its few output tiles would idle a GPU
+    /// — with `db` as the split's row sums where it splits on the f32
+    /// small-output kernel, else `db` by the column sum. A block's f32
+    /// split keeps its slices for the reduce at the end of the backward
+    /// (`deferred.rs`) where they fit; others go through the shared scratch
+    /// and are reduced at once. On cooperative matrices it reads `dy` as
+    /// the dX product staged it (`dy_rows`) and `x` as the weight's forward
+    /// product did.
     fn weight_grad(
         &mut self,
         (dy, x): (&Buf, &Buf),
@@ -62,6 +65,12 @@ impl<'a, 'r> Builder<'a, 'r> {
             accumulate: true,
             ..Default::default()
         };
+        // Off tensor cores, reduced at the end where it can be; the tied
+        // head's gradient at once (deferred.rs).
+        let own = !self.coop && weight.0 != ParamKind::TokEmb;
+        if own && self.weight_grad_deferred(desc, (dy.into(), x.into()), (dw, db))? {
+            return Ok(());
+        }
         let scratch = self.scratch.as_ref();
         if self.coop {
             let a = (dy.into(), CoopOptions::scaled(self.grad_scale()));

@@ -4,7 +4,7 @@
 //! channels, `V` vocab; `(w, b, l)` names a parameter pair of layer `l`.
 
 mod backward;
-mod sums;
+mod deferred;
 
 use super::acts::Acts;
 use super::F16WeightCache;
@@ -85,8 +85,8 @@ pub struct Builder<'a, 'r> {
     /// linear's input once, before the linear; weights change only after
     /// the step).
     forward_staged: HashMap<(ParamKind, usize), Staged>,
-    /// The backward's column sums left to its end (`sums.rs`).
-    sums: sums::DeferredSums,
+    /// The reductions the backward leaves to its end (`deferred.rs`).
+    deferred: deferred::Deferred,
     pub ops: Vec<BoundOp>,
 }
 
@@ -120,17 +120,17 @@ impl<'a, 'r> Builder<'a, 'r> {
             t: a.t,
             scratch: None,
             forward_staged: HashMap::new(),
-            sums: Default::default(),
+            deferred: Default::default(),
             ops: Vec::new(),
         }
     }
 
     /// Switches to the backward: gradients go into `grads`, the K-split
-    /// weight gradients share one scratch of the size the memory plan
-    /// counts, and the column sums left to the end one buffer of partials.
+    /// products share one scratch of the size the memory plan counts, and
+    /// what the backward leaves to its end has its buffers (`deferred.rs`).
     pub fn backward(&mut self, grads: Flat<'a>) -> R {
         self.make_scratch()?;
-        self.make_sum_partials()?;
+        self.make_deferred()?;
         self.grads = Some(grads);
         Ok(())
     }

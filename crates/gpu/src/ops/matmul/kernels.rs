@@ -336,6 +336,15 @@ pub const MATMUL_REDUCE: KernelSource = KernelSource {
     constants: &[],
 };
 
+/// [`MATMUL_REDUCE`] for many split products at once, from a table of
+/// their words (`split_k::bind_reduce_table`).
+pub const MATMUL_REDUCE_TABLE: KernelSource = KernelSource {
+    key: "matmul_split_k_reduce_table",
+    wgsl: MATMUL_WGSL,
+    entry: "reduce_slices_table",
+    constants: &[],
+};
+
 /// K per step of the 64×64 kernel's loop; K slices are multiples of it.
 pub(super) const KT: u32 = 16;
 /// K per step of the small-output kernel's loop (8 per group of threads).
@@ -343,6 +352,8 @@ pub(super) const KT_SMALL: u32 = 32;
 /// The split reduce's flag (`matmul_common.wgsl`): the slices' row sums of
 /// op(A) too.
 pub(super) const ROW_SUMS: u32 = 128;
+/// The flag of a matmul with a bias (`MatmulDesc::flags`' bit 2).
+pub(super) const HAS_BIAS: u32 = 4;
 /// Threads per workgroup of `reduce_slices`.
 pub(super) const REDUCE_THREADS: u32 = 256;
 /// Output tile edge of the large-output kernel.

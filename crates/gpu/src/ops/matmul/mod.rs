@@ -34,12 +34,16 @@ pub use kernels::{
     MATMUL_COOP_TILED_AKM, MATMUL_COOP_TILED_BNK, MATMUL_F32, MATMUL_F32_128, MATMUL_F32_128_GELU,
     MATMUL_F32_128_GELU_GRAD, MATMUL_F32_CELLS, MATMUL_F32_CELLS_GELU, MATMUL_F32_CELLS_GELU_GRAD,
     MATMUL_F32_GELU, MATMUL_F32_GELU_GRAD, MATMUL_F32_SMALL, MATMUL_F32_SMALL_GELU,
-    MATMUL_F32_SMALL_GELU_GRAD, MATMUL_F32_SMALL_ROW_SUMS, MATMUL_REDUCE, MATMUL_TILE_LARGE,
+    MATMUL_F32_SMALL_GELU_GRAD, MATMUL_F32_SMALL_ROW_SUMS, MATMUL_REDUCE, MATMUL_REDUCE_TABLE,
+    MATMUL_TILE_LARGE,
 };
 #[cfg(feature = "fault-injection")]
 pub use kernels::{MATMUL_COOP_DROPTAIL, MATMUL_COOP_TILED_DROPTAIL};
 pub use reference::{f16w_golden, f32_order_bound, matmul_once, matmul_once_in, matmul_reference};
-pub use split_k::{bind_matmul_split_k, bind_matmul_split_k_row_sums};
+pub use split_k::{
+    bind_matmul_split_k, bind_matmul_split_k_row_sums, bind_reduce_table, bind_split_k_deferred,
+    SplitReduce,
+};
 pub use tiled::{
     bind_matmul, bind_matmul_tiled, bind_matmul_tiled_gelu, bind_matmul_tiled_gelu_grad,
 };
