@@ -4,8 +4,8 @@
 # than the engine's `tiled` in every tensor-core product row (2–10 %) but
 # the nanoGPT step only once (25.67 against 25.76–25.83 ms). Here the
 # step of `small` and `nanogpt` on both forms of the same build
-# (`tinygpt` built at aea7f28 — 6726248's engine, later commits touched only bench's flag parsing and a helper; `--coop-kernel`), alternating, up to three rounds (a time guard at 150 s), and
-# each form's nanoGPT profile. Carry: .gl, .carry (bins.tar.xz: tinygpt of aea7f28).
+# (`tinygpt` of the carried bins: aea7f28's until 11:56, then run 76's — the same tensor-core products, the backward's reductions left to its end; `--coop-kernel`), alternating, up to three rounds (a time guard at 150 s), and
+# each form's nanoGPT profile. Carry: .gl, .carry (bins.tar.xz: tinygpt).
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1
 tar -xJf .carry/bins.tar.xz -C .carry || exit 1

@@ -1,14 +1,18 @@
 #!/bin/bash
-# Device command 76 (2026-12-05, H100 or H200: whichever is lent). This
-# build (`tinygpt`) finishes every LayerNorm's dw/db and every two-stage
-# bias gradient's second stage in one column-sum dispatch at the end of
-# the backward (`builder/sums.rs`): 8 dispatches fewer a step on the f32
-# path, 24 on tensor cores. Against `tinygpt-before` (aea7f28): the tests
-# touched, `bench --shape` of both builds alternating (two rounds),
-# PyTorch's training and decoders, tiny's and small's profiles.
-# A time guard skips what would run past 500 s.
-# Carry: .gl, .carry (bins.tar.xz: tinygpt, tinygpt-before, tests/*;
-# pytorch_decode.py, pytorch_baseline.py).
+# Device command 76 (2026-12-05, H100 or H200: whichever is lent). Two
+# changes to the backward's reductions, each its own build: `tinygpt-sums`
+# (9c6aa1a) finishes every LayerNorm's dw/db and every two-stage bias
+# gradient's second stage in one column-sum dispatch at the end (8
+# dispatches fewer a step on the f32 path, 24 on tensor cores);
+# `tinygpt` (this commit) also keeps each block's f32 K-split weight
+# gradient's slices for one table reduce at the end (15 fewer at `tiny`,
+# `small`'s f32 path 7; none at `nanogpt`, above the 32 MiB cap).
+# Against `tinygpt-before` (aea7f28): the tests touched, `bench --shape`
+# alternating (two rounds; `sums` at tiny and small only), PyTorch's
+# training and decoders, tiny's and small's profiles. A time guard skips
+# what would run past 480 s.
+# Carry: .gl, .carry (bins.tar.xz: tinygpt, tinygpt-sums, tinygpt-before,
+# tests/*; pytorch_decode.py, pytorch_baseline.py).
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 tar -xJf .carry/bins.tar.xz -C .carry || exit 1
@@ -18,7 +22,7 @@ save() { tar czf $OUT/results.tar.gz -C $R .; }
 t0=$(date +%s)
 late() { [ $(( $(date +%s) - t0 )) -gt $1 ] && { echo "skipped $2 (time)"; return 0; }; return 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-for t in bias_grad layernorm gpu_model coop_training; do
+for t in bias_grad layernorm gpu_model coop_training matmul_split_deferred matmul_split_k memory; do
   timeout 90 .carry/tests/$t --test-threads 1 > $R/test-$t.txt 2>&1; echo "test $t rc=$? $(( $(date +%s) - t0 ))s"
 done
 grep -h "DID NOT\|did not run\|FAILED\|panicked" $R/test-*.txt | cut -c1-220 | head -20
@@ -27,9 +31,10 @@ save
 cd .carry
 shapes() {
   for s in tiny small nanogpt; do
-    for v in before after; do
-      late 420 "shape $s $v $1" && continue
-      bin=./tinygpt; [ $v = before ] && bin=./tinygpt-before
+    vs="before sums after"; [ $s = nanogpt ] && vs="before after"
+    for v in $vs; do
+      late 400 "shape $s $v $1" && continue
+      bin=./tinygpt; [ $v != after ] && bin=./tinygpt-$v
       timeout 60 $bin bench --shape $s > $R/shape-$s-$v-$1.json 2> $R/shape-$s-$v-$1.err; echo "shape $s $v $1 rc=$? $(( $(date +%s) - t0 ))s"
     done
   done; save
@@ -56,7 +61,7 @@ for f in sorted(glob.glob(f"{R}/shape-*-*-[12].json")):
     for t in d["train"]:
         rows.setdefault((s, t["path"], "train", 0), {}).setdefault(v, []).append(round(t["ms_per_step"], 3))
 for k, by in rows.items():
-    print(*k, "| before", by.get("before"), "| after", by.get("after"))
+    print(*k, "| before", by.get("before"), "| sums", by.get("sums"), "| after", by.get("after"))
 for s in ("tiny", "small"):
     try:
         for r in json.load(open(f"{R}/profile-{s}.json"))["profile"]:

@@ -9,6 +9,7 @@
 //! the optimiser, after the backward; the tied head's weight gradient,
 //! which the embedding's backward adds onto, is reduced at once.
 
+use super::regions::{Deferred, Regions};
 use super::{Builder, R};
 use crate::kernel::Layout;
 use crate::ops::bias_grad::{
@@ -18,48 +19,12 @@ use crate::ops::common::shape_error;
 use crate::ops::layernorm::{
     bind_layernorm_backward_deferred, layernorm_backward_partials, LayerNormGrads,
 };
-use crate::ops::matmul::{bind_reduce_table, bind_split_k_deferred, MatmulDesc, SplitReduce};
+use crate::ops::matmul::{bind_reduce_table, bind_split_k_deferred, MatmulDesc};
 use crate::ops::{BoundOp, View};
 use crate::GpuError;
 use tinygpt_protocol::memory::{
     backward_sum_partials_floats, deferred_split_floats, split_region_floats,
 };
-
-/// A buffer handed out in consecutive regions.
-#[derive(Default)]
-struct Regions {
-    buffer: Option<wgpu::Buffer>,
-    used: u32,
-}
-
-impl Regions {
-    fn new(buffer: Option<wgpu::Buffer>) -> Self {
-        Self { buffer, used: 0 }
-    }
-
-    /// `floats` of the buffer: the next region, `None` where none is left.
-    fn take(&mut self, floats: u64) -> Option<View<'_>> {
-        let buffer = self.buffer.as_ref()?;
-        let end = self.used as u64 + floats;
-        if end > buffer.size() / 4 {
-            return None;
-        }
-        let at = self.used;
-        self.used = end as u32;
-        Some(View::at(buffer, at))
-    }
-}
-
-/// What the backward leaves to its end: the sums' partials and the sums
-/// (`(partials offset, gradient offset, columns, accumulate)`); the weight
-/// gradients' slices and their reduces.
-#[derive(Default)]
-pub(super) struct Deferred {
-    partials: Regions,
-    sums: Vec<[u32; 4]>,
-    slices: Regions,
-    reduces: Vec<SplitReduce>,
-}
 
 impl<'a, 'r> Builder<'a, 'r> {
     /// Makes the buffers of what the backward leaves to its end, of the

@@ -5,6 +5,7 @@
 
 mod backward;
 mod deferred;
+mod regions;
 
 use super::acts::Acts;
 use super::F16WeightCache;
@@ -86,7 +87,7 @@ pub struct Builder<'a, 'r> {
     /// the step).
     forward_staged: HashMap<(ParamKind, usize), Staged>,
     /// The reductions the backward leaves to its end (`deferred.rs`).
-    deferred: deferred::Deferred,
+    deferred: regions::Deferred,
     pub ops: Vec<BoundOp>,
 }
 
