@@ -1,10 +1,12 @@
 #!/bin/bash
-# Device command 75 — PLANNED, not run (2026-12-05: three tries on
-# nvidia-h100-x1 after run 74, at 09:17, 09:29 and 09:46, found no machine). Run 74 timed `tiled-2buf` faster
+# Device command 75 — ran 2026-12-05 at 13:01 on nvidia-h100-x1 (the
+# machine run 76 had warmed; three tries after run 74, at 09:17, 09:29 and
+# 09:46, had found none), with run 76's `tinygpt` (a81f27d); output in
+# run75/output.txt. Run 74 timed `tiled-2buf` faster
 # than the engine's `tiled` in every tensor-core product row (2–10 %) but
 # the nanoGPT step only once (25.67 against 25.76–25.83 ms). Here the
 # step of `small` and `nanogpt` on both forms of the same build
-# (`tinygpt` of the carried bins: aea7f28's until 11:56, then run 76's — the same tensor-core products, the backward's reductions left to its end; `--coop-kernel`), alternating, up to three rounds (a time guard at 150 s), and
+# (`tinygpt` of a81f27d: 6726248's tensor-core products, the backward's reductions left to its end; `--coop-kernel`), alternating, up to three rounds (a time guard at 150 s), and
 # each form's nanoGPT profile. Carry: .gl, .carry (bins.tar.xz: tinygpt).
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1

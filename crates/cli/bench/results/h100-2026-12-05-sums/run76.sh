@@ -1,12 +1,14 @@
 #!/bin/bash
-# Device command 76 (2026-12-05, H100 or H200: whichever is lent). Two
+# Device command 76 (ran 2026-12-05 at 12:56 on nvidia-h100-x1, after
+# nine tries from 11:50 on found no H100 or H200; output in
+# run76/output.txt). Two
 # changes to the backward's reductions, each its own build: `tinygpt-sums`
 # (9c6aa1a) finishes every LayerNorm's dw/db and every two-stage bias
 # gradient's second stage in one column-sum dispatch at the end (8
 # dispatches fewer a step on the f32 path, 24 on tensor cores);
 # `tinygpt` (this commit) also keeps each block's f32 K-split weight
-# gradient's slices for one table reduce at the end (15 fewer at `tiny`,
-# `small`'s f32 path 7; none at `nanogpt`, above the 32 MiB cap).
+# gradient's slices for one table reduce at the end (15 fewer at `tiny`;
+# none at `small` and `nanogpt`, whose slices pass the 32 MiB cap).
 # Against `tinygpt-before` (aea7f28): the tests touched, `bench --shape`
 # alternating (two rounds; `sums` at tiny and small only), PyTorch's
 # training (the decoder is unchanged: run 74 has PyTorch's decoders),
