@@ -107,8 +107,9 @@ fn bind_split<'a>(
 
 /// [`bind_matmul_split_k_row_sums`] (with `row_sums`) or
 /// [`bind_matmul_split_k`] (without; no bias) with its second stage left
-/// to the caller: the partial products into `scratch` from its offset (its
-/// room counts the slices), and the reduce's words, for
+/// to the caller: the partial products into `scratch` from its offset (as
+/// many slices as fit before the buffer's end: a region of
+/// `memory::split_region_floats` holds them all), and the reduce's words, for
 /// [`bind_reduce_table`] to run with others in one dispatch. `None` where it
 /// does not split.
 pub fn bind_split_k_deferred<'a>(
