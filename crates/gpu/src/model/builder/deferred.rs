@@ -68,11 +68,7 @@ impl<'a, 'r> Builder<'a, 'r> {
     ) -> R {
         let desc = self.ln(accumulate);
         let floats = layernorm_backward_partials(desc) as u64;
-        let at = self
-            .deferred
-            .partials
-            .take(floats)
-            .ok_or_else(|| full("partials"))?;
+        let at = self.deferred.partials.need(floats, "partials")?;
         let (op, sums) = bind_layernorm_backward_deferred(self.ctx, self.reg, desc, grads, at)?;
         let grads = self.grads.as_ref().expect("backward() first").buffer;
         for s in sums {
@@ -85,11 +81,7 @@ impl<'a, 'r> Builder<'a, 'r> {
     pub(super) fn bias_grad_deferred(&mut self, dy: View<'_>, db: View<'_>, cols: u32) -> R {
         let desc = self.bias_desc(cols);
         let floats = bias_grad_partials(desc) as u64;
-        let at = self
-            .deferred
-            .partials
-            .take(floats)
-            .ok_or_else(|| full("partials"))?;
+        let at = self.deferred.partials.need(floats, "partials")?;
         let (k, second) = bind_bias_grad_deferred(self.ctx, self.reg, desc, dy, db, at)?;
         if let Some(s) = second {
             let grads = self.grads.as_ref().expect("backward() first").buffer;
@@ -183,9 +175,4 @@ fn sum_words(grads: &wgpu::Buffer, s: ColumnSum<'_>) -> Result<[u32; 4], GpuErro
         return Err(shape_error("backward", msg));
     }
     Ok([s.src.offset, s.dst.offset, s.cols, s.accumulate as u32])
-}
-
-/// The error of a region asked past its buffer's end.
-fn full(what: &str) -> GpuError {
-    shape_error("backward", format!("the backward's {what} buffer is full"))
 }

@@ -1,8 +1,10 @@
 //! The buffers and lists of what a backward leaves to its end
 //! (`deferred.rs` binds them).
 
+use crate::ops::common::shape_error;
 use crate::ops::matmul::SplitReduce;
 use crate::ops::View;
+use crate::GpuError;
 
 /// A buffer handed out in consecutive regions.
 #[derive(Default)]
@@ -26,6 +28,13 @@ impl Regions {
         let at = self.used;
         self.used = end as u32;
         Some(View::at(buffer, at))
+    }
+
+    /// [`Self::take`], or the error that the `what` buffer is full.
+    pub(super) fn need(&mut self, floats: u64, what: &str) -> Result<View<'_>, GpuError> {
+        let msg = format!("the backward's {what} buffer is full");
+        self.take(floats)
+            .ok_or_else(|| shape_error("backward", msg))
     }
 }
 
