@@ -47,6 +47,12 @@
 
 var<workgroup> red: array<f32, 256>;
 
+// `attend`'s output: the output rows.
+fn put_out(at: u32, d: u32, v: f32) {
+    out[at] = v;
+}
+
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let h = wg.x;

@@ -4,8 +4,9 @@
 // positions, the weighted sum of values in groups of positions (the
 // algorithm and its orders: attention_decode.wgsl's header). Appended to
 // those kernels' sources, with reduce_wg.wgsl or reduce_sg.wgsl; the kernel
-// declares `ap` (a DecodeParams uniform), `k_cache`, `v_cache`, `out` and
-// `red` (at least 256 words).
+// declares `ap` (a DecodeParams uniform), `k_cache`, `v_cache`, `red` (at
+// least 256 words) and `put_out(at, d, v)`, where output dim d of the head
+// goes (`at`: its index in the output rows).
 
 // The decode attention's params (ops/attention/decode.rs).
 struct DecodeParams {
@@ -151,7 +152,7 @@ fn attend(base: u32, last: u32, o: u32, tid: u32) {
         }
         let r = sum / l;
         for (var i = 0u; i < 4u && 4u * tid + i < hs; i++) {
-            out[o + 4u * tid + i] = r[i];
+            put_out(o + 4u * tid + i, 4u * tid + i, r[i]);
         }
     }
 }

@@ -21,6 +21,11 @@
 // The attention's output rows (C per sample).
 @group(0) @binding(24) var<storage, read_write> out: array<f32>;
 
+// `attend`'s output: the output rows.
+fn put_out(at: u32, d: u32, v: f32) {
+    out[at] = v;
+}
+
 // The workgroup's head, where its caches start and the position appended.
 var<private> head: u32;
 var<private> cache_base: u32;

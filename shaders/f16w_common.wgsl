@@ -28,7 +28,8 @@ struct Params {
     ln_w_off: u32,
     ln_b_off: u32,
     // The `*_ln` GEMVs: groups of 8 columns a workgroup, one after another
-    // (0 or 1: one), sharing the row's LayerNorm statistics.
+    // (0 or 1: one), sharing the row's LayerNorm statistics; the high
+    // half: the input row's slots (gemv_row.wgsl's `row_in`).
     groups: u32,
     // The subgroup size of the GEMVs' `lanes_sg.wgsl` form.
     sg: u32,

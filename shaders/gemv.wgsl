@@ -36,7 +36,8 @@ struct Params {
     ln_b_off: u32,
     // `main_ln`: groups of 8 columns a workgroup, one after another (0 or
     // 1: one), so that many rows' workgroups fit the GPU at once and share
-    // a row's LayerNorm statistics.
+    // a row's LayerNorm statistics; the high half: the input row's slots
+    // (gemv_row.wgsl's `row_in`).
     groups: u32,
     // The subgroup size of the `lanes_sg.wgsl` form.
     sg: u32,
@@ -210,7 +211,7 @@ fn main_ln(
     set_row(wg);
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
-    let groups = max(p.groups, 1u);
+    let groups = ln_groups();
     for (var g = 0u; g < groups; g++) {
         let col = group_column(wg, nwg, lid, g, groups);
         finish_lanes(lid, col, lane_dot_ln(row_of(col), t, lid.x, st));

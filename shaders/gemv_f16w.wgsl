@@ -296,7 +296,7 @@ fn gemv_quads_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     set_row(wg);
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
-    let groups = max(p.groups, 1u);
+    let groups = ln_groups();
     for (var g = 0u; g < groups; g++) {
         let col = group_column(wg, nwg, lid, g, groups);
         let acc = lane_dot_quads_ln(quad_row(col), t, lid.x, k_end(fault), st, fault);
@@ -315,7 +315,7 @@ fn gemv_pairs_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     set_row(wg);
     let t = lid.y * LANES + lid.x;
     let st = ln_stats(t);
-    let groups = max(p.groups, 1u);
+    let groups = ln_groups();
     for (var g = 0u; g < groups; g++) {
         let col = group_column(wg, nwg, lid, g, groups);
         let acc = lane_dot_pairs_ln(half_row(col), t, lid.x, k_end(fault), st, fault);

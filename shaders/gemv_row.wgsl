@@ -23,7 +23,8 @@
 //
 // Appended to the kernel's source (with ln_sum.wgsl and erf.wgsl); the
 // kernel declares
-// `p` (fields k, n, flags, a_off, bias_off, c_off, ln_w_off, ln_b_off),
+// `p` (fields m, k, n, flags, a_off, bias_off, c_off, ln_w_off, ln_b_off,
+// groups),
 // `a` (f32 input row), `bias` and `c` at bindings 1, 3, 4, and runs 256
 // invocations per workgroup.
 
@@ -47,19 +48,39 @@ fn set_row(wg: vec3<u32>) {
 // `red` (ln_sum.wgsl) holds in turn: the LayerNorm's two sums (a region
 // each), chunks of the normalised row, the lanes' partial dot products.
 
+// Groups of 8 columns a workgroup of a `*_ln` entry point runs (the low
+// half of `p.groups`; 0 or 1: one).
+fn ln_groups() -> u32 {
+    return max(p.groups & 0xffffu, 1u);
+}
+
+// Input k of the LayerNorm prologue. Its row is one row of `a`, or (the
+// high half of `p.groups`: S > 1 slots, the decoder's `Stack` layout) the
+// sum of S rows — row r of each of S blocks of M·K, slot i's at
+// a_off + i·M·K — added in slot order: the residual row kept as its
+// shares (attention_decode_proj.wgsl), which every reader sums alike.
+fn row_in(k: u32) -> f32 {
+    var v = a[a_row + k];
+    let slots = p.groups >> 16u;
+    for (var i = 1u; i < slots; i++) {
+        v += a[a_row + i * p.m * p.k + k];
+    }
+    return v;
+}
+
 // Mean and 1/σ of the K inputs. Every invocation calls it (barriers).
 fn ln_stats(t: u32) -> vec2<f32> {
     var s = 0.0;
     if (t < LN_THREADS) {
         for (var i = t; i < p.k; i += LN_THREADS) {
-            s += a[a_row + i];
+            s += row_in(i);
         }
     }
     let mu = ln_sum(t, s, 0u) / f32(p.k);
     var q = 0.0;
     if (t < LN_THREADS) {
         for (var i = t; i < p.k; i += LN_THREADS) {
-            let d = a[a_row + i] - mu;
+            let d = row_in(i) - mu;
             q += d * d;
         }
     }
@@ -69,7 +90,7 @@ fn ln_stats(t: u32) -> vec2<f32> {
 
 // Input k normalised with `st` = (mean, 1/σ).
 fn ln_x(k: u32, st: vec2<f32>) -> f32 {
-    return (a[a_row + k] - st.x) * st.y * lnp[p.ln_w_off + k] + lnp[p.ln_b_off + k];
+    return (row_in(k) - st.x) * st.y * lnp[p.ln_w_off + k] + lnp[p.ln_b_off + k];
 }
 
 // Stages inputs k0 … k0 + 255 (those below K) normalised with `st` in

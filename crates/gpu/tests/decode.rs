@@ -54,7 +54,7 @@ fn f16() -> FastPaths {
 }
 
 /// Every layout of the decoder's kernels, whatever the test adapter is.
-const KERNELS: [DecoderKernels; 4] = DecoderKernels::ALL;
+const KERNELS: [DecoderKernels; 5] = DecoderKernels::ALL;
 
 fn model(gpu: &TestGpu, reg: &mut PipelineRegistry, p: &[f32], fast: FastPaths) -> GpuModel {
     model_with(gpu, reg, p, fast, DecoderKernels::for_device(&gpu.ctx))
@@ -159,8 +159,9 @@ fn gpu_picks_equal_the_one_token_at_a_time_path_bit_for_bit() {
 
 /// The LayerNorm folded into the GEMV or on its own: the same bits; so are
 /// the `Fused` layout's LayerNorm, QKV and attention in one kernel a head
-/// (f32 weights). The column layout sums in another order: the same
-/// logits to f32 rounding.
+/// (f32 weights). The column layout and the `Stack` layout's projection
+/// (a share a head, then the heads) sum in other orders: the same logits
+/// to f32 rounding.
 #[test]
 fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
     let gpu = gpu_or_skip!();
@@ -171,26 +172,24 @@ fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
             let mut m = model_with(gpu, &mut reg, &p, fast, ln);
             let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
             dec.reset();
-            [3u32, 1, 4, 1, 5]
+            let steps: Vec<Vec<f32>> = [3u32, 1, 4, 1, 5]
                 .iter()
                 .map(|&t| pollster::block_on(dec.push(&gpu.ctx, t)).unwrap())
-                .collect::<Vec<_>>()
+                .collect();
+            (ln, steps.concat())
         });
-        let bits =
-            |l: &Vec<Vec<f32>>| -> Vec<u32> { l.iter().flatten().map(|v| v.to_bits()).collect() };
-        assert_eq!(bits(&logits[0]), bits(&logits[1]), "{fast:?}");
-        let flat = |l: &Vec<Vec<f32>>| -> Vec<f32> { l.iter().flatten().copied().collect() };
-        assert_close(
-            &format!("{fast:?}: columns vs lanes"),
-            &flat(&logits[2]),
-            &flat(&logits[1]),
-            1e-5,
-            1e-5,
-        );
-        assert!(
-            logits[0].iter().flatten().any(|&v| v != 0.0),
-            "logits were computed"
-        );
+        let of = |k: DecoderKernels| &logits.iter().find(|(ln, _)| *ln == k).unwrap().1;
+        let bits = |l: &[f32]| -> Vec<u32> { l.iter().map(|v| v.to_bits()).collect() };
+        let prologue = of(DecoderKernels::Prologue);
+        for same in [DecoderKernels::Fused, DecoderKernels::Separate] {
+            assert_eq!(bits(of(same)), bits(prologue), "{fast:?}: {same:?}");
+        }
+        for close in [DecoderKernels::Columns, DecoderKernels::Stack] {
+            let what = format!("{fast:?}: {close:?} vs prologue");
+            assert_close(&what, of(close), prologue, 1e-5, 1e-5);
+            assert_ne!(bits(of(close)), bits(prologue), "{what}: another order");
+        }
+        assert!(prologue.iter().any(|&v| v != 0.0), "logits were computed");
     }
 }
 
@@ -385,6 +384,20 @@ fn a_decoded_token_is_four_dispatches_per_layer_and_two_more() {
         assert_eq!(dec.dispatches_per_token(), 5 * cfg.n_layer + 2);
         let ln = keys.iter().filter(|k| k.starts_with("layernorm")).count();
         assert_eq!(ln, 0, "{keys:?}");
+        assert_eq!(keys.last(), Some(&"greedy_pick"), "{keys:?}");
+        // The attention's projection in the attention kernel: one fewer a
+        // layer.
+        m.set_decoder_kernels(DecoderKernels::Stack);
+        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+        dec.reset();
+        let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
+        let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
+        assert_eq!(keys.len(), 4 * cfg.n_layer + 3, "{keys:?}");
+        assert_eq!(dec.dispatches_per_token(), 4 * cfg.n_layer + 2);
+        let proj = keys
+            .iter()
+            .filter(|k| k.starts_with("attention_decode_proj"));
+        assert_eq!(proj.count(), cfg.n_layer, "{keys:?}");
         assert_eq!(keys.last(), Some(&"greedy_pick"), "{keys:?}");
     }
 }

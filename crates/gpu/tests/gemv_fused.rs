@@ -120,6 +120,73 @@ fn a_layernorm_gemv_over_many_rows_gives_each_row_its_bits_alone() {
     }
 }
 
+/// A LayerNorm-prologue GEMV whose input row is a stack of slots (the
+/// decoder's `Stack` layout: `RowFusion::slots`) gives the bits of the
+/// same GEMV reading their sum, added on the CPU in slot order (f32 adds,
+/// exact alike), for every row of several — f32 and f16 weights, aligned
+/// and not; slots without a LayerNorm, or more than `a` holds, are refused.
+#[test]
+fn a_gemv_over_slots_gives_the_bits_of_their_sum() {
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let (rows, n, slots) = (3usize, 70u32, 6usize);
+    for (i, (k, w_off)) in [(48u32, 0u32), (50, 4)].into_iter().enumerate() {
+        let case = Case::new(ctx, k, n, w_off, 60 + i as u64);
+        let mut rng = Rng::new(17 + i as u64);
+        // Slot-major: slot s of row r at (s·rows + r)·K.
+        let stack = random_in(&mut rng, slots * rows * k as usize, -0.5, 1.0);
+        let kk = k as usize;
+        let sum: Vec<f32> = (0..rows * kk)
+            .map(|e| (1..slots).fold(stack[e], |v, s| v + stack[s * rows * kk + e]))
+            .collect();
+        let ln = Some((case.ln_w(), case.ln_b()));
+        let desc = MatmulDesc::linear(rows as u32, k, n);
+        for f16 in [false, true] {
+            let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+            let mut run = |x: &[f32], n_slots: u32| -> Vec<f32> {
+                let x = ctx.upload("x", x).unwrap();
+                let out = ctx.zeros("out", rows * n as usize).unwrap();
+                let fusion = RowFusion {
+                    layernorm: ln,
+                    slots: n_slots,
+                    ..RowFusion::default()
+                };
+                let k = case.gemv_desc(ctx, &mut reg, f16, desc, &x, fusion, &out);
+                submit(ctx, "slots", &[&k]);
+                pollster::block_on(ctx.read_f32(&out, rows * n as usize)).unwrap()
+            };
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let (summed, stacked) = (run(&sum, 1), run(&stack, slots as u32));
+            assert_eq!(bits(&stacked), bits(&summed), "K {k} f16 {f16}");
+            assert!(stacked.iter().all(|v| v.is_finite() && *v != 0.0));
+            // Fewer slots read a different row.
+            assert_ne!(bits(&run(&stack, 2)), bits(&summed), "K {k} f16 {f16}");
+        }
+        let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+        let x = ctx.upload("x", &stack).unwrap();
+        let out = ctx.zeros("out", rows * n as usize).unwrap();
+        let refuse = |fusion: RowFusion<'_>, reg: &mut tinygpt_gpu::PipelineRegistry| {
+            let plain = bind_gemv(ctx, reg, desc, &x, &case.w, Some(case.bias()), fusion, &out);
+            assert!(plain.is_err(), "{fusion:?}");
+        };
+        refuse(
+            RowFusion {
+                slots: 2,
+                ..RowFusion::default()
+            },
+            &mut reg,
+        );
+        refuse(
+            RowFusion {
+                layernorm: ln,
+                slots: slots as u32 + 1,
+                ..RowFusion::default()
+            },
+            &mut reg,
+        );
+    }
+}
+
 /// The column layout (one invocation per output column: CPU
 /// implementations) gives the lane layout's results to f32 rounding, and
 /// the f64 reference's, f32 and f16 weights at any alignment and K, with

@@ -133,6 +133,7 @@ async fn compare_form(
         gelu: form.gelu,
         columns: ctx.cpu_device,
         subgroups: None,
+        slots: 1,
     };
     let (want_buf, got_buf) = (ctx.upload("want", &c0)?, ctx.upload("got", &c0)?);
     let bias = Some(View::from(&b_buf));

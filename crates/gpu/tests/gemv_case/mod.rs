@@ -197,6 +197,7 @@ impl Case {
             gelu: folds.gelu,
             columns,
             subgroups,
+            slots: 1,
         };
         let k = self.gemv_with(ctx, &mut reg, f16, &self.x, fusion, folds.residual, &out);
         submit(ctx, "fused", &[&k]);

@@ -23,13 +23,21 @@ use crate::GpuContext;
 /// CPU implementation of WebGPU, which pays per workgroup and per barrier,
 /// the fastest by far (BENCHMARKS.md, "The decoder on CPU devices").
 /// Its sums run in another order, so
-/// its logits differ from the others' in the last bits.
+/// its logits differ from the others' in the last bits. `Stack`: the
+/// LayerNorms in the GEMVs' prologues, and the attention's output
+/// projection in the attention kernel, each head's workgroup projecting its
+/// own outputs (`ops::attention::bind_attention_decode_proj`): the residual
+/// row becomes a stack of shares that every reader sums
+/// (`ops::attention::Stack`), one dispatch a layer fewer than `Prologue`
+/// (`4·n_layer + 2` a token); the projection's sums run in another order
+/// (per head, then the heads), so its logits too differ in the last bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
     Prologue,
     Fused,
     Separate,
     Columns,
+    Stack,
 }
 
 impl DecoderKernels {
@@ -44,11 +52,12 @@ impl DecoderKernels {
     }
 
     /// Every layout, in the order `tinygpt bench --decoder` lists them.
-    pub const ALL: [DecoderKernels; 4] = [
+    pub const ALL: [DecoderKernels; 5] = [
         DecoderKernels::Prologue,
         DecoderKernels::Fused,
         DecoderKernels::Separate,
         DecoderKernels::Columns,
+        DecoderKernels::Stack,
     ];
 
     /// Its name (`tinygpt bench --decoder`, the bench's sample rows).
@@ -58,6 +67,7 @@ impl DecoderKernels {
             Self::Fused => "fused",
             Self::Separate => "separate",
             Self::Columns => "columns",
+            Self::Stack => "stack",
         }
     }
 
@@ -67,8 +77,8 @@ impl DecoderKernels {
     }
 
     /// Whether each LayerNorm runs in the prologue of the GEMV that reads
-    /// it (`Prologue` and `Fused`).
+    /// it (`Prologue`, `Fused` and `Stack`).
     pub fn layernorm_in_prologue(self) -> bool {
-        matches!(self, Self::Prologue | Self::Fused)
+        matches!(self, Self::Prologue | Self::Fused | Self::Stack)
     }
 }

@@ -58,7 +58,7 @@ use crate::kernel::{record_pass, BoundKernel};
 use crate::ops::argmax::{
     bind_greedy_pick, bind_sample_pick, sample_params_words, Pick, PICK_BYTES,
 };
-use crate::ops::attention::{DecodeDesc, KvCache, POSITION_BYTES};
+use crate::ops::attention::{DecodeDesc, KvCache, Stack, POSITION_BYTES};
 use crate::profile::TimedPass;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use rows::{RowBuilder, Rows};
@@ -165,7 +165,11 @@ impl Decoder {
         let caches: Vec<KvCache> = (0..cfg.n_layer)
             .map(|_| KvCache::new(ctx, desc))
             .collect::<Result<_, _>>()?;
-        let rows = Rows::new(ctx, c as usize, v as usize, batch as usize)?;
+        let slots = match layout {
+            DecoderKernels::Stack => Stack::layer_slots(desc.nh),
+            _ => 0,
+        };
+        let rows = Rows::new(ctx, (c as usize, v as usize), batch as usize, slots)?;
         let mut g = RowBuilder {
             ctx,
             reg,
@@ -193,6 +197,8 @@ impl Decoder {
             xn,
             mean,
             rstd,
+            stacks,
+            ..
         } = rows;
         let Records {
             picks,
@@ -212,7 +218,10 @@ impl Decoder {
             steps: [first, second],
             sample_params,
             draws,
-            _buffers: vec![other, x, x_next, qkv, atty, fch, xn, mean, rstd],
+            _buffers: [other, x, x_next, qkv, atty, fch, xn, mean, rstd]
+                .into_iter()
+                .chain(stacks)
+                .collect(),
             _caches: caches,
             len: 0,
         })
@@ -457,9 +466,27 @@ impl Records {
 /// line per op (as `graph.rs` binds training).
 #[rustfmt::skip] // one line per op
 fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Result<Step, GpuError> {
-    let (c, v, batch, r) = (g.desc.c, g.v, g.desc.batch, g.rows);
+    let (v, batch, r) = (g.v, g.desc.batch, g.rows);
     g.encoder()?; // x (C)
     let embedding = g.take().remove(0);
+    match g.layout {
+        DecoderKernels::Stack => bind_stack_blocks(g, caches)?,
+        _ => bind_blocks(g, caches)?,
+    }
+    let blocks = g.take();
+    let lnf = g.layernorm_at(g.residual_in(caches.len()), (LnfW, LnfB, 0))?;
+    g.head(lnf)?; // logits (V)
+    let head = g.take();
+    let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
+    let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;
+    let head_pick = g.head_pick((&out.picks, &out.sample_params, &out.draws))?; // the head and each pick in one kernel, or none
+    Ok(Step { embedding, blocks, head, pick, sample, head_pick })
+}
+
+/// The blocks of a step, the residual row `x` added into.
+#[rustfmt::skip] // one line per op
+fn bind_blocks(g: &mut RowBuilder<'_>, caches: &[KvCache]) -> Result<(), GpuError> {
+    let (c, r) = (g.desc.c, g.rows);
     for (l, cache) in caches.iter().enumerate() {
         g.qkv_attention((Ln1W, Ln1B, l), (QkvW, QkvB, l), cache)?; // atty (C); K, V appended to the cache
         g.linear(g.row(&r.atty), (AttnProjW, AttnProjB, l), (c, c), true, g.x())?; // x += (C)
@@ -467,12 +494,23 @@ fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Resul
         g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
         g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), true, g.x())?; // x += (C)
     }
-    let blocks = g.take();
-    let lnf = g.layernorm((LnfW, LnfB, 0))?;
-    g.head(lnf)?; // logits (V)
-    let head = g.take();
-    let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
-    let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;
-    let head_pick = g.head_pick((&out.picks, &out.sample_params, &out.draws))?; // the head and each pick in one kernel, or none
-    Ok(Step { embedding, blocks, head, pick, sample, head_pick })
+    Ok(())
+}
+
+/// The blocks of a step in the `Stack` layout: each layer's residual row a
+/// stack of shares (slot 0 the row it starts from, a slot per head's share
+/// of the projection, the fc projection's output last), each reader
+/// summing the slots.
+#[rustfmt::skip] // one line per op
+fn bind_stack_blocks(g: &mut RowBuilder<'_>, caches: &[KvCache]) -> Result<(), GpuError> {
+    let (c, nh, r) = (g.desc.c, g.desc.nh, g.rows);
+    for (l, cache) in caches.iter().enumerate() {
+        let ln1 = g.layernorm_at(g.residual_in(l), (Ln1W, Ln1B, l))?;
+        g.linear(ln1, (QkvW, QkvB, l), (c, 3 * c), false, &r.qkv)?; // qkv (3C)
+        g.attention_proj(cache, (AttnProjW, AttnProjB, l))?; // slots 0..=NH: the row, each head's share of the projection; K, V appended
+        let ln2 = g.layernorm_at(g.stack(l, nh + 1), (Ln2W, Ln2B, l))?;
+        g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
+        g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), false, g.stack_slot(l, nh + 1))?; // slot NH + 1
+    }
+    Ok(())
 }

@@ -8,12 +8,14 @@ use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;
 use crate::ops::argmax::{bind_head_pick, head_pick_offered, Head, NextInput, Records, Rule};
 use crate::ops::attention::{
-    bind_attention_decode, bind_attention_decode_qkv, DecodeDesc, KvCache, QkvWeight, QkvWeights,
+    bind_attention_decode, bind_attention_decode_proj, bind_attention_decode_qkv, DecodeDesc,
+    KvCache, ProjWeights, QkvWeight, QkvWeights, Stack,
 };
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
 use crate::ops::matmul::f16w::bind_gemv_f16w;
 use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
+use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::ParamKind::{LnfB, LnfW, PosEmb, TokEmb};
 
@@ -38,11 +40,30 @@ pub(super) struct Rows {
     pub xn: wgpu::Buffer,
     pub mean: wgpu::Buffer,
     pub rstd: wgpu::Buffer,
+    /// The `Stack` layout's residual stacks (`slots` rows each), layer
+    /// `l`'s in `stacks[l % 2]`, so that a layer's attention reads the
+    /// previous layer's stack and writes its own; none in other layouts.
+    pub stacks: Vec<wgpu::Buffer>,
+    pub slots: u32,
 }
 
 impl Rows {
-    pub fn new(ctx: &GpuContext, c: usize, v: usize, batch: usize) -> Result<Self, GpuError> {
+    /// Rows of `c` channels and `v` logits for `batch` samples, and two
+    /// stacks of `slots` rows (none for 0).
+    pub fn new(
+        ctx: &GpuContext,
+        (c, v): (usize, usize),
+        batch: usize,
+        slots: u32,
+    ) -> Result<Self, GpuError> {
         let row = |label: &str, len: usize| ctx.zeros(label, len * batch);
+        let stacks = match slots {
+            0 => Vec::new(),
+            n => vec![
+                row("decode_stack", n as usize * c)?,
+                row("decode_stack", n as usize * c)?,
+            ],
+        };
         Ok(Self {
             token: row("decode_token", 1)?,
             position: [0; 2].map(|_| crate::ops::attention::decode_position_buffer(ctx)),
@@ -54,6 +75,8 @@ impl Rows {
             xn: row("decode_xn", c)?,
             mean: row("decode_mean", 1)?,
             rstd: row("decode_rstd", 1)?,
+            stacks,
+            slots,
         })
     }
 }
@@ -174,20 +197,64 @@ impl<'a> RowBuilder<'a> {
         Ok(())
     }
 
-    /// LayerNorm `(w, b, l)` of `x`, as the next GEMV will read it: folded
-    /// into its prologue (`Prologue`, `Fused`), or a kernel of its own
-    /// writing `xn`.
-    pub fn layernorm(&mut self, (w, b, l): Linear) -> Result<Input<'a>, GpuError> {
+    /// The residual row that layer `l` starts from (`l` = the layers: the
+    /// final LayerNorm's input): `x`, or in the `Stack` layout the previous
+    /// layer's whole stack (the first layer's is `x`).
+    pub fn residual_in(&self, l: usize) -> Stack<'a> {
+        match (self.layout, l) {
+            (DecoderKernels::Stack, 1..) => self.stack(l - 1, self.rows.slots),
+            _ => Stack {
+                buffer: self.x(),
+                slots: 1,
+            },
+        }
+    }
+
+    /// The first `slots` slots of layer `l`'s stack (`Stack` layout).
+    pub fn stack(&self, l: usize, slots: u32) -> Stack<'a> {
+        Stack {
+            buffer: &self.rows.stacks[l % 2],
+            slots,
+        }
+    }
+
+    /// Slot `i` of layer `l`'s stack, to write (`Stack` layout).
+    pub fn stack_slot(&self, l: usize, i: u32) -> View<'a> {
+        let row = self.desc.batch * self.desc.c;
+        View::at(&self.rows.stacks[l % 2], i * row)
+    }
+
+    /// LayerNorm `(w, b, l)` of `x`, as the next GEMV will read it.
+    pub fn layernorm(&mut self, ln: Linear) -> Result<Input<'a>, GpuError> {
+        self.layernorm_at(self.residual_in(0), ln)
+    }
+
+    /// LayerNorm `(w, b, l)` of the row `src` holds (the sum of its slots),
+    /// as the next GEMV will read it: folded into its prologue (`Prologue`,
+    /// `Fused`, `Stack`), or a kernel of its own writing `xn` (a row of one
+    /// slot only).
+    pub fn layernorm_at(
+        &mut self,
+        src: Stack<'a>,
+        (w, b, l): Linear,
+    ) -> Result<Input<'a>, GpuError> {
         let (w, b) = (self.params.at(w, l), self.params.at(b, l));
         let r = self.rows;
         if self.layout.layernorm_in_prologue() {
             let fusion = RowFusion {
                 layernorm: Some((w, b)),
+                slots: src.slots,
                 ..self.plain()
             };
             return Ok(Input {
-                row: self.x(),
+                row: src.buffer,
                 fusion,
+            });
+        }
+        if src.slots != 1 {
+            return Err(GpuError::Shape {
+                op: "decoder",
+                detail: "a LayerNorm kernel of its own reads a row of one slot".into(),
             });
         }
         let desc = LayerNormDesc {
@@ -201,15 +268,7 @@ impl<'a> RowBuilder<'a> {
             },
         };
         let k = bind_layernorm_forward(
-            self.ctx,
-            self.reg,
-            desc,
-            self.x(),
-            w,
-            b,
-            &r.xn,
-            &r.mean,
-            &r.rstd,
+            self.ctx, self.reg, desc, src.buffer, w, b, &r.xn, &r.mean, &r.rstd,
         )?;
         self.kernels.push(k);
         Ok(self.row(&r.xn))
@@ -224,8 +283,9 @@ impl<'a> RowBuilder<'a> {
         (w, b, l): Linear,
         (k, n): (u32, u32),
         add: bool,
-        out: &'a wgpu::Buffer,
+        out: impl Into<View<'a>>,
     ) -> R {
+        let out = out.into();
         let desc = MatmulDesc {
             accumulate: add,
             ..MatmulDesc::linear(self.desc.batch, k, n)
@@ -262,6 +322,41 @@ impl<'a> RowBuilder<'a> {
             &r.qkv,
             cache,
             &r.atty,
+        )?;
+        self.kernels.push(k);
+        Ok(())
+    }
+
+    /// Layer `l`'s stack (`Stack` layout): slot 0 the residual row it
+    /// starts from, slot `h + 1` head `h`'s share of the projection `proj`
+    /// of the attention over `cache` (`qkv`'s keys and values appended).
+    pub fn attention_proj(&mut self, cache: &KvCache, (w, b, l): Linear) -> R {
+        let (wv, bias) = (self.params.at(w, l), self.params.at(b, l));
+        let weights = match self.f16 {
+            Some(f) => {
+                let packed = f.at(wv.offset);
+                ProjWeights {
+                    w: View::at(packed.buffer, packed.offset),
+                    half: true,
+                    bias,
+                }
+            }
+            None => ProjWeights {
+                w: wv,
+                half: false,
+                bias,
+            },
+        };
+        let stacks = (self.residual_in(l), self.stack(l, self.rows.slots));
+        let k = bind_attention_decode_proj(
+            self.ctx,
+            self.reg,
+            self.subgroups,
+            self.desc,
+            self.positions().0,
+            &self.rows.qkv,
+            (cache, weights),
+            stacks,
         )?;
         self.kernels.push(k);
         Ok(())

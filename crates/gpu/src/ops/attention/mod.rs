@@ -20,9 +20,11 @@ use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
 
 mod decode;
+mod decode_proj;
 mod decode_qkv;
 mod shape;
 pub use decode::*;
+pub use decode_proj::*;
 pub use decode_qkv::*;
 pub use shape::MAX_HEAD_SIZE;
 use shape::{head_size, need, scale};

@@ -217,6 +217,7 @@ fn bind<'a>(
         ));
     }
     fusion.check_layout(ctx, "matmul_f16w")?;
+    fusion.check_slots("matmul_f16w", &desc, a)?;
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("matmul_f16w", desc.k, a.buffer, c.buffer)?;
     let kernel = if !gemv && w.compute {
         super::f16c::refuse(ctx)?;
@@ -246,7 +247,7 @@ fn bind<'a>(
         Kernel::GemvQuads | Kernel::GemvAny => ln_column_groups(&desc, fusion),
         _ => 1,
     };
-    params.aux = [groups, fusion.subgroup_word()];
+    params.aux = [fusion.groups_word(groups), fusion.subgroup_word()];
     let uniform = params.upload(ctx, "matmul_f16w_params");
     // Each entry point binds exactly what it reads: the aligned GEMV reads
     // W and A as vectors, and A as f32 only for a LayerNorm.

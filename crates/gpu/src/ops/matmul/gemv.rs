@@ -98,6 +98,11 @@ pub struct RowFusion<'a> {
     /// subgroups fast path): the same tree, so the same bits, with no
     /// barrier where subgroups hold 32 lanes. Not with `columns`.
     pub subgroups: Option<u32>,
+    /// With `layernorm`: the input row is the sum of this many slots (more
+    /// than one: the decoder's `Stack` layout, `ops::attention::Stack`),
+    /// slot `i` of row `r` at `a + (i·M + r)·K`, added in slot order
+    /// (gemv_row.wgsl's `row_in`). 0 or 1: the row itself.
+    pub slots: u32,
 }
 
 impl<'a> RowFusion<'a> {
@@ -131,6 +136,40 @@ impl<'a> RowFusion<'a> {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// The params' groups word (`p.groups`): the LayerNorm prologue's
+    /// groups of columns, the input's slots in the high half.
+    pub(crate) fn groups_word(&self, groups: u32) -> u32 {
+        groups | (self.slots.max(1) << 16)
+    }
+
+    /// Refuses slots without the LayerNorm prologue (the only reader of
+    /// them) or past what the params' half-word holds, and an `a` too
+    /// short for them.
+    pub(crate) fn check_slots(
+        &self,
+        op: &'static str,
+        desc: &MatmulDesc,
+        a: View<'_>,
+    ) -> Result<(), GpuError> {
+        if self.slots <= 1 {
+            return Ok(());
+        }
+        if self.layernorm.is_none() || self.slots > 0xffff {
+            return Err(shape_error(
+                op,
+                format!(
+                    "{} input slots: only a LayerNorm prologue sums slots, at most 65,535",
+                    self.slots
+                ),
+            ));
+        }
+        a.need(
+            op,
+            "input slots",
+            self.slots as u64 * desc.m as u64 * desc.k as u64,
+        )
     }
 
     /// The params' subgroup word (`p.sg`): the size, or 0 (no shuffles).
@@ -187,13 +226,14 @@ pub fn bind_gemv<'a>(
     }
     check_operands("matmul", &desc, a, (Some(b), b.buffer), bias, c)?;
     fusion.check_layout(ctx, "gemv")?;
+    fusion.check_slots("gemv", &desc, a)?;
     let (ln, ln_w, ln_b) = fusion.layernorm_binding("gemv", desc.k, a.buffer, c.buffer)?;
     // An unused bias binding still needs a buffer: A is read-only, so reuse it.
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
     let mut params = desc.params(offsets, [ln_w, ln_b], fusion.flags());
     let groups = ln_column_groups(&desc, fusion);
-    params.aux = [groups, fusion.subgroup_word()];
+    params.aux = [fusion.groups_word(groups), fusion.subgroup_word()];
     let uniform = params.upload(ctx, "gemv_params");
     let mut buffers = vec![
         (1, a.buffer),
