@@ -147,8 +147,8 @@ fn bench_sample(
     if let Some(kernels) = decoder {
         model.set_decoder_kernels(kernels);
     }
-    let decoder = model.decoder_kernels().name();
     let dec = model.decoder_for(ctx, reg, samples)?;
+    let decoder = dec.layout().name();
     let n = n.min(dec.capacity() - 1);
     let run = |dec: &mut Decoder| {
         let mut samplers = (0..samples)

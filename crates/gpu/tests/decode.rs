@@ -31,7 +31,8 @@ fn config() -> ModelConfig {
         block_size: 12,
         n_layer: 2,
         n_head: 2,
-        d_model: 20,
+        // Heads of 12: a multiple of 4, as the `Persistent` kernel needs.
+        d_model: 24,
     }
 }
 
@@ -54,7 +55,7 @@ fn f16() -> FastPaths {
 }
 
 /// Every layout of the decoder's kernels, whatever the test adapter is.
-const KERNELS: [DecoderKernels; 5] = DecoderKernels::ALL;
+const KERNELS: [DecoderKernels; 6] = DecoderKernels::ALL;
 
 fn model(gpu: &TestGpu, reg: &mut PipelineRegistry, p: &[f32], fast: FastPaths) -> GpuModel {
     model_with(gpu, reg, p, fast, DecoderKernels::for_device(&gpu.ctx))
@@ -184,7 +185,12 @@ fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
         for same in [DecoderKernels::Fused, DecoderKernels::Separate] {
             assert_eq!(bits(of(same)), bits(prologue), "{fast:?}: {same:?}");
         }
-        for close in [DecoderKernels::Columns, DecoderKernels::Stack] {
+        let others = [
+            DecoderKernels::Columns,
+            DecoderKernels::Stack,
+            DecoderKernels::Persistent,
+        ];
+        for close in others {
             let what = format!("{fast:?}: {close:?} vs prologue");
             assert_close(&what, of(close), prologue, 1e-5, 1e-5);
             assert_ne!(bits(of(close)), bits(prologue), "{what}: another order");
@@ -399,6 +405,16 @@ fn a_decoded_token_is_four_dispatches_per_layer_and_two_more() {
             .filter(|k| k.starts_with("attention_decode_proj"));
         assert_eq!(proj.count(), cfg.n_layer, "{keys:?}");
         assert_eq!(keys.last(), Some(&"greedy_pick"), "{keys:?}");
+        // The whole token in one kernel, then the pick.
+        m.set_decoder_kernels(DecoderKernels::Persistent);
+        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+        assert_eq!(dec.layout(), DecoderKernels::Persistent);
+        dec.reset();
+        let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
+        let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
+        assert_eq!(keys.len(), 3, "{keys:?}");
+        assert!(keys[1].starts_with("decode_persistent"), "{keys:?}");
+        assert_eq!(dec.dispatches_per_token(), 2);
     }
 }
 

@@ -1,5 +1,7 @@
 //! How the decoder lays out a token's kernels, per device class.
 
+use crate::ops::attention::DecodeDesc;
+use crate::ops::persistent::persistent_fits;
 use crate::GpuContext;
 
 /// How the decoder lays out a token's LayerNorms and GEMVs.
@@ -31,6 +33,14 @@ use crate::GpuContext;
 /// (`ops::attention::Stack`), one dispatch a layer fewer than `Prologue`
 /// (`4·n_layer + 2` a token); the projection's sums run in another order
 /// (per head, then the heads), so its logits too differ in the last bits.
+/// `Persistent`: the whole token — every block, the final LayerNorm and
+/// the head — in one workgroup per sample
+/// (`ops::persistent::bind_decode_persistent`), then the pick: two
+/// dispatches a token, where one workgroup streaming every weight is
+/// cheaper than the other layouts' launches (small models); its own sums'
+/// orders. A model whose rows do not fit its workgroup
+/// (`ops::persistent::persistent_fits`) decodes in `Prologue` instead
+/// ([`DecoderKernels::for_model`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
     Prologue,
@@ -38,6 +48,7 @@ pub enum DecoderKernels {
     Separate,
     Columns,
     Stack,
+    Persistent,
 }
 
 impl DecoderKernels {
@@ -52,12 +63,13 @@ impl DecoderKernels {
     }
 
     /// Every layout, in the order `tinygpt bench --decoder` lists them.
-    pub const ALL: [DecoderKernels; 5] = [
+    pub const ALL: [DecoderKernels; 6] = [
         DecoderKernels::Prologue,
         DecoderKernels::Fused,
         DecoderKernels::Separate,
         DecoderKernels::Columns,
         DecoderKernels::Stack,
+        DecoderKernels::Persistent,
     ];
 
     /// Its name (`tinygpt bench --decoder`, the bench's sample rows).
@@ -68,6 +80,17 @@ impl DecoderKernels {
             Self::Separate => "separate",
             Self::Columns => "columns",
             Self::Stack => "stack",
+            Self::Persistent => "persistent",
+        }
+    }
+
+    /// The layout a model of `desc`'s shape decodes in: this one, or
+    /// `Prologue` for `Persistent` where its rows do not fit the kernel's
+    /// workgroup.
+    pub fn for_model(self, desc: &DecodeDesc) -> Self {
+        match self {
+            Self::Persistent if !persistent_fits(desc) => Self::Prologue,
+            k => k,
         }
     }
 

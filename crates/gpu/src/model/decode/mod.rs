@@ -59,6 +59,7 @@ use crate::ops::argmax::{
     bind_greedy_pick, bind_sample_pick, sample_params_words, Pick, PICK_BYTES,
 };
 use crate::ops::attention::{DecodeDesc, KvCache, Stack, POSITION_BYTES};
+use crate::ops::persistent::persistent_cache;
 use crate::profile::TimedPass;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use rows::{RowBuilder, Rows};
@@ -100,6 +101,9 @@ struct Step {
 /// decoding.
 pub struct Decoder {
     desc: DecodeDesc,
+    /// The layout its kernels run in (the one asked for, or what
+    /// [`DecoderKernels::for_model`] gives for it).
+    layout: DecoderKernels,
     /// Samples decoded together.
     batch: usize,
     /// The embedding's input tokens (one per sample).
@@ -162,9 +166,13 @@ impl Decoder {
         let positions = ctx.upload_bytes("decode_positions", bytemuck::cast_slice(&table))?;
         let host_tokens = ctx.zeros("decode_host_tokens", rows_of(t_max))?;
         let records = Records::new(ctx, v, rows_of(t_max))?;
-        let caches: Vec<KvCache> = (0..cfg.n_layer)
-            .map(|_| KvCache::new(ctx, desc))
-            .collect::<Result<_, _>>()?;
+        let layout = layout.for_model(&desc);
+        let caches: Vec<KvCache> = match layout {
+            DecoderKernels::Persistent => vec![persistent_cache(ctx, desc, cfg.n_layer as u32)?],
+            _ => (0..cfg.n_layer)
+                .map(|_| KvCache::new(ctx, desc))
+                .collect::<Result<_, _>>()?,
+        };
         let slots = match layout {
             DecoderKernels::Stack => Stack::layer_slots(desc.nh),
             _ => 0,
@@ -207,6 +215,7 @@ impl Decoder {
         } = records;
         Ok(Self {
             desc,
+            layout,
             batch: batch as usize,
             token,
             host_tokens,
@@ -230,6 +239,11 @@ impl Decoder {
     /// Capacity of the cache (the model's context).
     pub fn capacity(&self) -> usize {
         self.desc.t_max as usize
+    }
+
+    /// The layout its kernels run in.
+    pub fn layout(&self) -> DecoderKernels {
+        self.layout
     }
 
     /// Samples decoded together.
@@ -470,12 +484,15 @@ fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Resul
     g.encoder()?; // x (C)
     let embedding = g.take().remove(0);
     match g.layout {
+        DecoderKernels::Persistent => g.persistent(&caches[0])?, // logits (V): every block, the final LayerNorm, the head
         DecoderKernels::Stack => bind_stack_blocks(g, caches)?,
         _ => bind_blocks(g, caches)?,
     }
     let blocks = g.take();
-    let lnf = g.layernorm_at(g.residual_in(caches.len()), (LnfW, LnfB, 0))?;
-    g.head(lnf)?; // logits (V)
+    if g.layout != DecoderKernels::Persistent {
+        let lnf = g.layernorm_at(g.residual_in(caches.len()), (LnfW, LnfB, 0))?;
+        g.head(lnf)?; // logits (V)
+    }
     let head = g.take();
     let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
     let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;

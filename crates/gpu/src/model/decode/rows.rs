@@ -15,9 +15,10 @@ use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
 use crate::ops::matmul::f16w::bind_gemv_f16w;
 use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
+use crate::ops::persistent::{bind_decode_persistent, PersistentWeights};
 use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};
-use tinygpt_core::ParamKind::{LnfB, LnfW, PosEmb, TokEmb};
+use tinygpt_core::ParamKind::{self, LnfB, LnfW, PosEmb, TokEmb};
 
 /// The activations of a token step (`C` channels, `V` vocab), a row per
 /// sample decoded together.
@@ -393,6 +394,32 @@ impl<'a> RowBuilder<'a> {
             self.x(),
             weights,
             (cache, &r.atty),
+        )?;
+        self.kernels.push(k);
+        Ok(())
+    }
+
+    /// `logits (V)` from `x` through every block (the token's keys and
+    /// values appended to `cache`, all layers' in one), the final
+    /// LayerNorm and the tied head, in one kernel (`Persistent`).
+    pub fn persistent(&mut self, cache: &KvCache) -> R {
+        let offset = |k: ParamKind| self.params.at(k, 0).offset;
+        let weights = PersistentWeights {
+            flat: self.params.buffer,
+            offset: &offset,
+            halves: self.f16.map(|f| f.at(0).buffer),
+            n_layer: self.params.layout.get(ParamKind::Ln1W).shape[0] as u32,
+            vocab: self.v,
+        };
+        let io = (self.x(), &self.rows.logits);
+        let k = bind_decode_persistent(
+            self.ctx,
+            self.reg,
+            self.desc,
+            self.positions().0,
+            &weights,
+            cache,
+            io,
         )?;
         self.kernels.push(k);
         Ok(())
