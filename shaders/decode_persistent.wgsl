@@ -16,8 +16,8 @@
 // each lane's four products a vec4, its partial (x + y) + (z + w), the 8
 // partials added as a fixed tree. The attention (`attend_heads`) runs
 // every head at once: scores by (head, position) over all threads, each
-// head's max and sum over 32 lanes of its own, then each output dim by one
-// thread summing the positions in order. All sums are f32, in fixed
+// head's max and sum over 32 lanes of its own, then each output dim by
+// 256/C threads (groups of positions), the groups added in order. All sums are f32, in fixed
 // orders (not the other layouts': the logits agree to f32 rounding).
 //
 // Caches: one buffer each for every layer and sample; head h of sample b
@@ -93,6 +93,8 @@ var<workgroup> big_sh: array<f32, 1024>;
 // A round's partial sums; the attention's scores (NH·T_max).
 var<workgroup> part_sh: array<f32, 1024>;
 var<workgroup> red: array<f32, WG>;
+// Each head's sum of weights.
+var<workgroup> l_sh: array<f32, 8>;
 
 // The sample this workgroup decodes, and the batch.
 var<private> row: u32;
@@ -140,6 +142,30 @@ fn layernorm(t: u32, w_off: u32, b_off: u32) {
     workgroupBarrier();
 }
 
+// Lane `lane`'s four vec4 products for the columns at vec4 rows `rowq`:
+// quads q, q + 8, q + 16, q + 24 (sixteen loads in flight), in order.
+fn quads4(src: u32, rowq: array<u32, 4>, q: u32, half: bool, acc_in: array<vec4<f32>, 4>) -> array<vec4<f32>, 4> {
+    var acc = acc_in;
+    var w: array<vec4<f32>, 16>;
+    for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) {
+            let e4 = rowq[j] + q + i * LANES;
+            if (half) {
+                w[4u * i + j] = half_vec(e4);
+            } else {
+                w[4u * i + j] = w4[e4];
+            }
+        }
+    }
+    for (var i = 0u; i < 4u; i++) {
+        let x = in_vec(src, 4u * (q + i * LANES));
+        for (var j = 0u; j < 4u; j++) {
+            acc[j] = fma(x, w[4u * i + j], acc[j]);
+        }
+    }
+    return acc;
+}
+
 // out (N) = in (K) · Wᵀ [+ bias] [GELU], W (N, K) from element w_off
 // (`half`: of the packed halves), written per `dst`: into big, added into
 // x (the residual), or to the sample's logits. K a multiple of 4.
@@ -153,18 +179,18 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
         for (var j = 0u; j < 4u; j++) {
             rowq[j] = (w_off + min(r0 + g + 32u * j, n - 1u) * k) / 4u;
         }
-        for (var q = lane; q < quads; q += LANES) {
+        var q = lane;
+        for (; q + 3u * LANES < quads; q += 4u * LANES) {
+            acc = quads4(src, rowq, q, half, acc);
+        }
+        for (; q < quads; q += LANES) {
             let x = in_vec(src, 4u * q);
-            var w: array<vec4<f32>, 4>;
             for (var j = 0u; j < 4u; j++) {
+                var w = w4[rowq[j] + q];
                 if (half) {
-                    w[j] = half_vec(rowq[j] + q);
-                } else {
-                    w[j] = w4[rowq[j] + q];
+                    w = half_vec(rowq[j] + q);
                 }
-            }
-            for (var j = 0u; j < 4u; j++) {
-                acc[j] = fma(x, w[j], acc[j]);
+                acc[j] = fma(x, w, acc[j]);
             }
         }
         for (var j = 0u; j < 4u; j++) {
@@ -216,17 +242,27 @@ fn attend_heads(t: u32, l: u32, last: u32) {
     }
     storageBarrier();
     workgroupBarrier();
-    // Scores of (head, position), positions neighbouring across threads.
+    // Scores of (head, position), positions neighbouring across threads;
+    // sixteen dims' loads in flight.
     for (var i = t; i < p.nh * n; i += WG) {
         let h = i / n;
         let s = i % n;
         let base = cache_base(l, h) + s;
         let q = h * hs;
         var acc = vec4<f32>(0.0);
-        for (var d = 0u; d < hs; d += 4u) {
-            let kv = vec4<f32>(k_cache[base + d * p.t_max], k_cache[base + (d + 1u) * p.t_max],
-                k_cache[base + (d + 2u) * p.t_max], k_cache[base + (d + 3u) * p.t_max]);
-            acc = fma(vec4<f32>(big_sh[q + d], big_sh[q + d + 1u], big_sh[q + d + 2u], big_sh[q + d + 3u]), kv, acc);
+        var d = 0u;
+        for (; d + 16u <= hs; d += 16u) {
+            let k0 = k4(base, d);
+            let k1 = k4(base, d + 4u);
+            let k2 = k4(base, d + 8u);
+            let k3 = k4(base, d + 12u);
+            acc = fma(big4(q + d), k0, acc);
+            acc = fma(big4(q + d + 4u), k1, acc);
+            acc = fma(big4(q + d + 8u), k2, acc);
+            acc = fma(big4(q + d + 12u), k3, acc);
+        }
+        for (; d < hs; d += 4u) {
+            acc = fma(big4(q + d), k4(base, d), acc);
         }
         part_sh[h * p.t_max + s] = ((acc.x + acc.y) + (acc.z + acc.w)) * p.scale;
     }
@@ -268,25 +304,72 @@ fn attend_heads(t: u32, l: u32, last: u32) {
         }
     }
     workgroupBarrier();
-    // Output dim t: its head's weighted values, positions in order.
-    if (t < c) {
-        let hh = t / hs;
-        let d = t % hs;
-        let base = cache_base(l, hh) + d;
+    if (live && lane == 0u) {
+        l_sh[h] = red[t];
+    }
+    // Output dim o of group gi (WG / C groups of positions, gi, gi + G, …):
+    // its head's weighted values, four positions' loads at a time, sixteen
+    // in flight; the groups added in order.
+    let groups = WG / c;
+    let o = t % c;
+    let gi = t / c;
+    var acc = 0.0;
+    if (gi < groups) {
+        let hh = o / hs;
+        let base = cache_base(l, hh) + o % hs;
         let w0 = hh * p.t_max;
-        var acc = vec4<f32>(0.0);
-        var s = 0u;
-        for (; s + 4u <= n; s += 4u) {
-            let vv = vec4<f32>(v_cache[base + s * hs], v_cache[base + (s + 1u) * hs],
-                v_cache[base + (s + 2u) * hs], v_cache[base + (s + 3u) * hs]);
-            acc = fma(vec4<f32>(part_sh[w0 + s], part_sh[w0 + s + 1u], part_sh[w0 + s + 2u], part_sh[w0 + s + 3u]), vv, acc);
+        var a4 = vec4<f32>(0.0);
+        var s = gi;
+        let step = 4u * groups;
+        // Sixteen positions a round: s, s + G, …, s + 15G.
+        for (; s + 15u * groups < n; s += 4u * step) {
+            let v0 = v4(base, s, groups);
+            let v1 = v4(base, s + step, groups);
+            let v2 = v4(base, s + 2u * step, groups);
+            let v3 = v4(base, s + 3u * step, groups);
+            a4 = fma(w4s(w0, s, groups), v0, a4);
+            a4 = fma(w4s(w0, s + step, groups), v1, a4);
+            a4 = fma(w4s(w0, s + 2u * step, groups), v2, a4);
+            a4 = fma(w4s(w0, s + 3u * step, groups), v3, a4);
         }
-        for (; s < n; s++) {
-            acc.x = fma(part_sh[w0 + s], v_cache[base + s * hs], acc.x);
+        for (; s < n; s += groups) {
+            a4.x = fma(part_sh[w0 + s], v_cache[base + s * hs], a4.x);
         }
-        xn_sh[t] = ((acc.x + acc.y) + (acc.z + acc.w)) / red[hh * 32u];
+        acc = (a4.x + a4.y) + (a4.z + a4.w);
     }
     workgroupBarrier();
+    red[t] = acc;
+    workgroupBarrier();
+    if (t < c) {
+        var sum = red[t];
+        for (var i = 1u; i < groups; i++) {
+            sum += red[i * c + t];
+        }
+        xn_sh[t] = sum / l_sh[t / hs];
+    }
+    workgroupBarrier();
+}
+
+// Dims d … d + 3 of the key at the transposed block position `at`.
+fn k4(at: u32, d: u32) -> vec4<f32> {
+    let tm = p.t_max;
+    return vec4<f32>(k_cache[at + d * tm], k_cache[at + (d + 1u) * tm], k_cache[at + (d + 2u) * tm], k_cache[at + (d + 3u) * tm]);
+}
+
+fn big4(i: u32) -> vec4<f32> {
+    return vec4<f32>(big_sh[i], big_sh[i + 1u], big_sh[i + 2u], big_sh[i + 3u]);
+}
+
+// The values of dim `at` (a head's block + dim) at positions s, s + g,
+// s + 2g, s + 3g.
+fn v4(at: u32, s: u32, g: u32) -> vec4<f32> {
+    let hs = p.hs;
+    return vec4<f32>(v_cache[at + s * hs], v_cache[at + (s + g) * hs], v_cache[at + (s + 2u * g) * hs], v_cache[at + (s + 3u * g) * hs]);
+}
+
+// The weights of positions s, s + g, s + 2g, s + 3g from w0.
+fn w4s(w0: u32, s: u32, g: u32) -> vec4<f32> {
+    return vec4<f32>(part_sh[w0 + s], part_sh[w0 + s + g], part_sh[w0 + s + 2u * g], part_sh[w0 + s + 3u * g]);
 }
 
 @compute @workgroup_size(256)
