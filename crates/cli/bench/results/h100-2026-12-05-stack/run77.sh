@@ -1,5 +1,7 @@
 #!/bin/bash
-# Device command 77 (2026-12-05; planned). The decoder's `Stack` layout
+# Device command 77 (ran 2026-12-05 at 14:28 on nvidia-h100-x1, 170 s;
+# output in run77/output.txt; pytorch_decode.py failed there: it imports
+# pytorch_baseline.py, which was not carried). The decoder's `Stack` layout
 # (91a2185): each head's share of the attention's output projection in
 # the attention kernel, the residual row a stack of slots its readers
 # sum — 4·n_layer + 2 dispatches a token against `Prologue`'s
