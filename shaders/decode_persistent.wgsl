@@ -100,12 +100,6 @@ var<workgroup> l_sh: array<f32, 8>;
 var<private> row: u32;
 var<private> rows: u32;
 
-// Elements 4·e4 … 4·e4 + 3 of the packed halves.
-fn half_vec(e4: u32) -> vec4<f32> {
-    let q = wh[e4];
-    return vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y));
-}
-
 fn in_vec(src: u32, k: u32) -> vec4<f32> {
     if (src == IN_XN) {
         return vec4<f32>(xn_sh[k], xn_sh[k + 1u], xn_sh[k + 2u], xn_sh[k + 3u]);
@@ -142,28 +136,98 @@ fn layernorm(t: u32, w_off: u32, b_off: u32) {
     workgroupBarrier();
 }
 
-// Lane `lane`'s four vec4 products for the columns at vec4 rows `rowq`:
-// quads q, q + 8, q + 16, q + 24 (sixteen loads in flight), in order.
-fn quads4(src: u32, rowq: array<u32, 4>, q: u32, half: bool, acc_in: array<vec4<f32>, 4>) -> array<vec4<f32>, 4> {
-    var acc = acc_in;
-    var w: array<vec4<f32>, 16>;
-    for (var i = 0u; i < 4u; i++) {
-        for (var j = 0u; j < 4u; j++) {
-            let e4 = rowq[j] + q + i * LANES;
-            if (half) {
-                w[4u * i + j] = half_vec(e4);
-            } else {
-                w[4u * i + j] = w4[e4];
-            }
-        }
+// A lane's four columns' vec4 sums.
+struct Acc {
+    a0: vec4<f32>,
+    a1: vec4<f32>,
+    a2: vec4<f32>,
+    a3: vec4<f32>,
+}
+
+// One lane's products for the four columns whose weight rows start at
+// vec4s `rq`: quads q = lane, lane + 8, … < `quads`, four quads (sixteen
+// loads) a round, the products of each column in order of q. f32 weights.
+// (Written out, no arrays: a GPU compiler keeps these in registers.)
+fn lane_f32(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
+    var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    var q = lane;
+    for (; q + 3u * LANES < quads; q += 4u * LANES) {
+        let q1 = q + LANES;
+        let q2 = q + 2u * LANES;
+        let q3 = q + 3u * LANES;
+        let w00 = w4[rq.x + q];
+        let w01 = w4[rq.y + q];
+        let w02 = w4[rq.z + q];
+        let w03 = w4[rq.w + q];
+        let w10 = w4[rq.x + q1];
+        let w11 = w4[rq.y + q1];
+        let w12 = w4[rq.z + q1];
+        let w13 = w4[rq.w + q1];
+        let w20 = w4[rq.x + q2];
+        let w21 = w4[rq.y + q2];
+        let w22 = w4[rq.z + q2];
+        let w23 = w4[rq.w + q2];
+        let w30 = w4[rq.x + q3];
+        let w31 = w4[rq.y + q3];
+        let w32 = w4[rq.z + q3];
+        let w33 = w4[rq.w + q3];
+        a = step4(a, in_vec(src, 4u * q), w00, w01, w02, w03);
+        a = step4(a, in_vec(src, 4u * q1), w10, w11, w12, w13);
+        a = step4(a, in_vec(src, 4u * q2), w20, w21, w22, w23);
+        a = step4(a, in_vec(src, 4u * q3), w30, w31, w32, w33);
     }
-    for (var i = 0u; i < 4u; i++) {
-        let x = in_vec(src, 4u * (q + i * LANES));
-        for (var j = 0u; j < 4u; j++) {
-            acc[j] = fma(x, w[4u * i + j], acc[j]);
-        }
+    for (; q < quads; q += LANES) {
+        a = step4(a, in_vec(src, 4u * q), w4[rq.x + q], w4[rq.y + q], w4[rq.z + q], w4[rq.w + q]);
     }
-    return acc;
+    return a;
+}
+
+// `lane_f32` with the weights as packed halves.
+fn lane_half(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
+    var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    var q = lane;
+    for (; q + 3u * LANES < quads; q += 4u * LANES) {
+        let q1 = q + LANES;
+        let q2 = q + 2u * LANES;
+        let q3 = q + 3u * LANES;
+        let w00 = wh[rq.x + q];
+        let w01 = wh[rq.y + q];
+        let w02 = wh[rq.z + q];
+        let w03 = wh[rq.w + q];
+        let w10 = wh[rq.x + q1];
+        let w11 = wh[rq.y + q1];
+        let w12 = wh[rq.z + q1];
+        let w13 = wh[rq.w + q1];
+        let w20 = wh[rq.x + q2];
+        let w21 = wh[rq.y + q2];
+        let w22 = wh[rq.z + q2];
+        let w23 = wh[rq.w + q2];
+        let w30 = wh[rq.x + q3];
+        let w31 = wh[rq.y + q3];
+        let w32 = wh[rq.z + q3];
+        let w33 = wh[rq.w + q3];
+        a = step4(a, in_vec(src, 4u * q), hv(w00), hv(w01), hv(w02), hv(w03));
+        a = step4(a, in_vec(src, 4u * q1), hv(w10), hv(w11), hv(w12), hv(w13));
+        a = step4(a, in_vec(src, 4u * q2), hv(w20), hv(w21), hv(w22), hv(w23));
+        a = step4(a, in_vec(src, 4u * q3), hv(w30), hv(w31), hv(w32), hv(w33));
+    }
+    for (; q < quads; q += LANES) {
+        a = step4(a, in_vec(src, 4u * q), hv(wh[rq.x + q]), hv(wh[rq.y + q]), hv(wh[rq.z + q]), hv(wh[rq.w + q]));
+    }
+    return a;
+}
+
+fn step4(a: Acc, x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: vec4<f32>) -> Acc {
+    return Acc(fma(x, w0, a.a0), fma(x, w1, a.a1), fma(x, w2, a.a2), fma(x, w3, a.a3));
+}
+
+// Four halves (two words) as f32.
+fn hv(q: vec2<u32>) -> vec4<f32> {
+    return vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y));
+}
+
+fn lane_sum(a: vec4<f32>) -> f32 {
+    return (a.x + a.y) + (a.z + a.w);
 }
 
 // out (N) = in (K) · Wᵀ [+ bias] [GELU], W (N, K) from element w_off
@@ -174,29 +238,23 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
     let lane = t % LANES;
     let quads = k / 4u;
     for (var r0 = 0u; r0 < n; r0 += ROUND) {
-        var acc = array<vec4<f32>, 4>();
-        var rowq = array<u32, 4>();
-        for (var j = 0u; j < 4u; j++) {
-            rowq[j] = (w_off + min(r0 + g + 32u * j, n - 1u) * k) / 4u;
+        let last = n - 1u;
+        let rq = vec4<u32>(
+            (w_off + min(r0 + g, last) * k) / 4u,
+            (w_off + min(r0 + g + 32u, last) * k) / 4u,
+            (w_off + min(r0 + g + 64u, last) * k) / 4u,
+            (w_off + min(r0 + g + 96u, last) * k) / 4u,
+        );
+        var a: Acc;
+        if (half) {
+            a = lane_half(src, rq, lane, quads);
+        } else {
+            a = lane_f32(src, rq, lane, quads);
         }
-        var q = lane;
-        for (; q + 3u * LANES < quads; q += 4u * LANES) {
-            acc = quads4(src, rowq, q, half, acc);
-        }
-        for (; q < quads; q += LANES) {
-            let x = in_vec(src, 4u * q);
-            for (var j = 0u; j < 4u; j++) {
-                var w = w4[rowq[j] + q];
-                if (half) {
-                    w = half_vec(rowq[j] + q);
-                }
-                acc[j] = fma(x, w, acc[j]);
-            }
-        }
-        for (var j = 0u; j < 4u; j++) {
-            let a = acc[j];
-            part_sh[(g + 32u * j) * LANES + lane] = (a.x + a.y) + (a.z + a.w);
-        }
+        part_sh[g * LANES + lane] = lane_sum(a.a0);
+        part_sh[(g + 32u) * LANES + lane] = lane_sum(a.a1);
+        part_sh[(g + 64u) * LANES + lane] = lane_sum(a.a2);
+        part_sh[(g + 96u) * LANES + lane] = lane_sum(a.a3);
         workgroupBarrier();
         let col = r0 + t;
         if (t < ROUND && col < n) {
