@@ -90,10 +90,13 @@ const OUT_LOGITS: u32 = 2u;
 var<workgroup> x_sh: array<f32, CMAX>;
 var<workgroup> xn_sh: array<f32, CMAX>;
 var<workgroup> big_sh: array<f32, 1024>;
-// A round's partial sums; the attention's scores (NH·T_max).
-var<workgroup> part_sh: array<f32, 1024>;
+// Two rounds' partial sums (rounds alternate halves); the attention's
+// scores (NH·T_max).
+var<workgroup> part_sh: array<f32, 2048>;
 var<workgroup> red: array<f32, WG>;
-// Each head's sum of weights.
+var<workgroup> red16: array<f32, 16>;
+// Each head's max score and sum of weights.
+var<workgroup> m_sh: array<f32, 8>;
 var<workgroup> l_sh: array<f32, 8>;
 
 // The sample this workgroup decodes, and the batch.
@@ -107,18 +110,26 @@ fn in_vec(src: u32, k: u32) -> vec4<f32> {
     return vec4<f32>(big_sh[k], big_sh[k + 1u], big_sh[k + 2u], big_sh[k + 3u]);
 }
 
-// The tree of `red` over all threads: the sum of every thread's `v`.
+// The sum of every thread's `v`: sixteen threads add sixteen each, then
+// every thread the sixteen sums (fixed trees), three barriers.
 fn block_sum(t: u32, v: f32) -> f32 {
     workgroupBarrier();
     red[t] = v;
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        workgroupBarrier();
-        if (t < s) {
-            red[t] += red[t + s];
-        }
+    workgroupBarrier();
+    if (t < 16u) {
+        let o = 16u * t;
+        red16[t] = (sum4(red[o], red[o + 1u], red[o + 2u], red[o + 3u])
+            + sum4(red[o + 4u], red[o + 5u], red[o + 6u], red[o + 7u]))
+            + (sum4(red[o + 8u], red[o + 9u], red[o + 10u], red[o + 11u])
+            + sum4(red[o + 12u], red[o + 13u], red[o + 14u], red[o + 15u]));
     }
     workgroupBarrier();
-    return red[0];
+    return (sum4(red16[0], red16[1], red16[2], red16[3]) + sum4(red16[4], red16[5], red16[6], red16[7]))
+        + (sum4(red16[8], red16[9], red16[10], red16[11]) + sum4(red16[12], red16[13], red16[14], red16[15]));
+}
+
+fn sum4(a: f32, b: f32, c: f32, d: f32) -> f32 {
+    return (a + b) + (c + d);
 }
 
 // xn = LayerNorm(x) with weight and bias at elements w_off and b_off.
@@ -238,6 +249,10 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
     let lane = t % LANES;
     let quads = k / 4u;
     for (var r0 = 0u; r0 < n; r0 += ROUND) {
+        // This round's half of part_sh: the next round writes the other
+        // while this one's sums are read, the one after this one's only
+        // past the next round's barrier.
+        let pb = ((r0 / ROUND) % 2u) * ROUND * LANES;
         let last = n - 1u;
         let rq = vec4<u32>(
             (w_off + min(r0 + g, last) * k) / 4u,
@@ -251,14 +266,14 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
         } else {
             a = lane_f32(src, rq, lane, quads);
         }
-        part_sh[g * LANES + lane] = lane_sum(a.a0);
-        part_sh[(g + 32u) * LANES + lane] = lane_sum(a.a1);
-        part_sh[(g + 64u) * LANES + lane] = lane_sum(a.a2);
-        part_sh[(g + 96u) * LANES + lane] = lane_sum(a.a3);
+        part_sh[pb + g * LANES + lane] = lane_sum(a.a0);
+        part_sh[pb + (g + 32u) * LANES + lane] = lane_sum(a.a1);
+        part_sh[pb + (g + 64u) * LANES + lane] = lane_sum(a.a2);
+        part_sh[pb + (g + 96u) * LANES + lane] = lane_sum(a.a3);
         workgroupBarrier();
         let col = r0 + t;
         if (t < ROUND && col < n) {
-            let q = t * LANES;
+            let q = pb + t * LANES;
             var v = ((part_sh[q] + part_sh[q + 1u]) + (part_sh[q + 2u] + part_sh[q + 3u]))
                 + ((part_sh[q + 4u] + part_sh[q + 5u]) + (part_sh[q + 6u] + part_sh[q + 7u]));
             if (dst != OUT_LOGITS) {
@@ -275,8 +290,8 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
                 logits[row * p.v + col] = v;
             }
         }
-        workgroupBarrier();
     }
+    workgroupBarrier();
 }
 
 // Where head h's cache block of layer l starts.
@@ -285,48 +300,53 @@ fn cache_base(l: u32, h: u32) -> u32 {
 }
 
 // The attention of layer l over positions 0 ..= last: q, k, v in big
-// (the qkv row), k and v appended at `last` first; the heads' outputs into
-// xn. Every thread calls it (barriers).
+// (the qkv row); k and v appended to the caches at `last`, where this
+// dispatch never reads them back (position `last` comes from big); the
+// heads' outputs into xn. Every thread calls it (barriers).
 fn attend_heads(t: u32, l: u32, last: u32) {
     let c = p.c;
     let hs = p.hs;
     let n = last + 1u;
     if (t < c) {
-        let h = t / hs;
+        let base = cache_base(l, t / hs);
         let d = t % hs;
-        let base = cache_base(l, h);
         k_cache[base + d * p.t_max + last] = big_sh[c + t];
         v_cache[base + last * hs + d] = big_sh[2u * c + t];
     }
-    storageBarrier();
-    workgroupBarrier();
     // Scores of (head, position), positions neighbouring across threads;
     // sixteen dims' loads in flight.
     for (var i = t; i < p.nh * n; i += WG) {
         let h = i / n;
         let s = i % n;
-        let base = cache_base(l, h) + s;
         let q = h * hs;
         var acc = vec4<f32>(0.0);
-        var d = 0u;
-        for (; d + 16u <= hs; d += 16u) {
-            let k0 = k4(base, d);
-            let k1 = k4(base, d + 4u);
-            let k2 = k4(base, d + 8u);
-            let k3 = k4(base, d + 12u);
-            acc = fma(big4(q + d), k0, acc);
-            acc = fma(big4(q + d + 4u), k1, acc);
-            acc = fma(big4(q + d + 8u), k2, acc);
-            acc = fma(big4(q + d + 12u), k3, acc);
-        }
-        for (; d < hs; d += 4u) {
-            acc = fma(big4(q + d), k4(base, d), acc);
+        if (s == last) {
+            for (var d = 0u; d < hs; d += 4u) {
+                acc = fma(big4(q + d), big4(c + q + d), acc);
+            }
+        } else {
+            let base = cache_base(l, h) + s;
+            var d = 0u;
+            for (; d + 16u <= hs; d += 16u) {
+                let k0 = k4(base, d);
+                let k1 = k4(base, d + 4u);
+                let k2 = k4(base, d + 8u);
+                let k3 = k4(base, d + 12u);
+                acc = fma(big4(q + d), k0, acc);
+                acc = fma(big4(q + d + 4u), k1, acc);
+                acc = fma(big4(q + d + 8u), k2, acc);
+                acc = fma(big4(q + d + 12u), k3, acc);
+            }
+            for (; d < hs; d += 4u) {
+                acc = fma(big4(q + d), k4(base, d), acc);
+            }
         }
         part_sh[h * p.t_max + s] = ((acc.x + acc.y) + (acc.z + acc.w)) * p.scale;
     }
     workgroupBarrier();
     // Each head's max, then its weights exp(score − max) and their sum:
-    // 32 lanes a head, lane j taking positions j, j + 32, ….
+    // 32 lanes a head, lane j taking positions j, j + 32, …; lane 0 adds
+    // the lanes' 32 in order.
     let h = t / 32u;
     let lane = t % 32u;
     let live = h < p.nh;
@@ -337,37 +357,36 @@ fn attend_heads(t: u32, l: u32, last: u32) {
         }
     }
     red[t] = m;
-    for (var s = 16u; s > 0u; s >>= 1u) {
-        workgroupBarrier();
-        if (lane < s) {
-            red[t] = max(red[t], red[t + s]);
+    workgroupBarrier();
+    if (live && lane == 0u) {
+        var mm = red[t];
+        for (var i = 1u; i < 32u; i++) {
+            mm = max(mm, red[t + i]);
         }
+        m_sh[h] = mm;
     }
     workgroupBarrier();
-    m = red[h * 32u];
     var l_sum = 0.0;
     if (live) {
+        let mh = m_sh[h];
         for (var s = lane; s < n; s += 32u) {
-            let e = exp(part_sh[h * p.t_max + s] - m);
+            let e = exp(part_sh[h * p.t_max + s] - mh);
             part_sh[h * p.t_max + s] = e;
             l_sum += e;
         }
     }
-    workgroupBarrier();
     red[t] = l_sum;
-    for (var s = 16u; s > 0u; s >>= 1u) {
-        workgroupBarrier();
-        if (lane < s) {
-            red[t] += red[t + s];
-        }
-    }
     workgroupBarrier();
     if (live && lane == 0u) {
-        l_sh[h] = red[t];
+        var ls = red[t];
+        for (var i = 1u; i < 32u; i++) {
+            ls += red[t + i];
+        }
+        l_sh[h] = ls;
     }
-    // Output dim o of group gi (WG / C groups of positions, gi, gi + G, …):
-    // its head's weighted values, four positions' loads at a time, sixteen
-    // in flight; the groups added in order.
+    // Output dim o of group gi (WG / C groups of positions gi, gi + G, …
+    // below `last`): its head's weighted values, sixteen positions' loads
+    // in flight; then the groups in order, then position `last` from big.
     let groups = WG / c;
     let o = t % c;
     let gi = t / c;
@@ -380,7 +399,7 @@ fn attend_heads(t: u32, l: u32, last: u32) {
         var s = gi;
         let step = 4u * groups;
         // Sixteen positions a round: s, s + G, …, s + 15G.
-        for (; s + 15u * groups < n; s += 4u * step) {
+        for (; s + 15u * groups < last; s += 4u * step) {
             let v0 = v4(base, s, groups);
             let v1 = v4(base, s + step, groups);
             let v2 = v4(base, s + 2u * step, groups);
@@ -390,7 +409,7 @@ fn attend_heads(t: u32, l: u32, last: u32) {
             a4 = fma(w4s(w0, s + 2u * step, groups), v2, a4);
             a4 = fma(w4s(w0, s + 3u * step, groups), v3, a4);
         }
-        for (; s < n; s += groups) {
+        for (; s < last; s += groups) {
             a4.x = fma(part_sh[w0 + s], v_cache[base + s * hs], a4.x);
         }
         acc = (a4.x + a4.y) + (a4.z + a4.w);
@@ -403,7 +422,9 @@ fn attend_heads(t: u32, l: u32, last: u32) {
         for (var i = 1u; i < groups; i++) {
             sum += red[i * c + t];
         }
-        xn_sh[t] = sum / l_sh[t / hs];
+        let hh = t / hs;
+        sum = fma(part_sh[hh * p.t_max + last], big_sh[2u * c + t], sum);
+        xn_sh[t] = sum / l_sh[hh];
     }
     workgroupBarrier();
 }
