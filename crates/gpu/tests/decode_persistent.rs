@@ -95,6 +95,44 @@ fn the_persistent_kernel_gives_the_prologue_layouts_logits_and_text() {
     }
 }
 
+/// A round's lanes added with subgroup shuffles (the subgroups fast
+/// path, `shaders/decode_persistent_sg.wgsl`) give the workgroup-memory
+/// form's bits, f32 and f16 weights.
+#[test]
+fn the_subgroup_sums_give_the_workgroup_sums_bits() {
+    let gpu = gpu_or_skip!();
+    match gpu.ctx.subgroup_size() {
+        Ok(n) if n >= 8 => {}
+        Ok(n) => {
+            let why = format!("subgroups of {n} lanes: the shuffles add 8");
+            return tinygpt_gpu::testing::did_not_run("persistent subgroup sums", &why);
+        }
+        Err(why) => return tinygpt_gpu::testing::did_not_run("persistent subgroup sums", why),
+    }
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    for (c, nh, t_max) in SHAPES {
+        for fast in [FastPaths::default(), f16()] {
+            let logits = [false, true].map(|subgroups| {
+                let fast = FastPaths { subgroups, ..fast };
+                let mut m = model(
+                    gpu,
+                    &mut reg,
+                    cfg(c, nh, t_max),
+                    fast,
+                    DecoderKernels::Persistent,
+                );
+                let dec = m.decoder_for(&gpu.ctx, &mut reg, 2).unwrap();
+                dec.reset();
+                (0..20u32)
+                    .flat_map(|t| pollster::block_on(dec.push(&gpu.ctx, t * 5 % 65)).unwrap())
+                    .map(f32::to_bits)
+                    .collect::<Vec<_>>()
+            });
+            assert_eq!(logits[0], logits[1], "C {c}, {fast:?}");
+        }
+    }
+}
+
 #[test]
 fn a_model_the_workgroup_cannot_hold_decodes_in_the_prologue_layout() {
     let gpu = gpu_or_skip!();

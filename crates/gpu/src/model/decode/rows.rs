@@ -415,6 +415,7 @@ impl<'a> RowBuilder<'a> {
         let k = bind_decode_persistent(
             self.ctx,
             self.reg,
+            self.subgroups.filter(|&n| n >= 8),
             self.desc,
             self.positions().0,
             &weights,
