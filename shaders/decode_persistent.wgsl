@@ -28,12 +28,7 @@
 // same buffer), the linears' weights as packed halves (`wh`, the f16
 // weight cache) when HALF_W; LayerNorms, biases and the tied head always
 // f32. Needs C ≤ 256, C and HS multiples of 4, NH ≤ 8, NH·T_max ≤ 1024
-// (ops/persistent.rs checks).
-//
-// A round's 8 lanes of a column are added by `finish_round`: through
-// workgroup memory (decode_persistent_wg.wgsl, appended) or with subgroup
-// shuffles (decode_persistent_sg.wgsl: the same tree, so the same bits,
-// without a barrier a round; the subgroups fast path).
+// (ops/attention/persistent.rs checks).
 
 struct Params {
     c: u32,
@@ -160,86 +155,76 @@ struct Acc {
     a3: vec4<f32>,
 }
 
-// A block's sixteen raw weight vec4s: quads q0, q0 + 8, q0 + 16, q0 + 24
-// (w0–w3, w4–w7, …) of four columns each. Raw (f32 bits, or four halves
-// in x and y), so that the loads stay in flight until `dec`.
-struct Block {
-    w0: vec4<u32>,
-    w1: vec4<u32>,
-    w2: vec4<u32>,
-    w3: vec4<u32>,
-    w4: vec4<u32>,
-    w5: vec4<u32>,
-    w6: vec4<u32>,
-    w7: vec4<u32>,
-    w8: vec4<u32>,
-    w9: vec4<u32>,
-    w10: vec4<u32>,
-    w11: vec4<u32>,
-    w12: vec4<u32>,
-    w13: vec4<u32>,
-    w14: vec4<u32>,
-    w15: vec4<u32>,
-}
-
-// Quad q of the row at vec4 `rq` (a quad past `q_end` reads the row's
-// first: its input is zero), raw.
-fn ld(rq: u32, q: u32, q_end: u32, half: bool) -> vec4<u32> {
-    let e = rq + select(0u, q, q < q_end);
-    if (half) {
-        return vec4<u32>(wh[e], 0u, 0u);
+// One lane's products for the four columns whose weight rows start at
+// vec4s `rq`: quads q = lane, lane + 8, … < `quads`, four quads (sixteen
+// loads) a round, the products of each column in order of q. f32 weights.
+// (Written out, no arrays: a GPU compiler keeps these in registers.)
+fn lane_f32(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
+    var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    var q = lane;
+    for (; q + 3u * LANES < quads; q += 4u * LANES) {
+        let q1 = q + LANES;
+        let q2 = q + 2u * LANES;
+        let q3 = q + 3u * LANES;
+        let w00 = w4[rq.x + q];
+        let w01 = w4[rq.y + q];
+        let w02 = w4[rq.z + q];
+        let w03 = w4[rq.w + q];
+        let w10 = w4[rq.x + q1];
+        let w11 = w4[rq.y + q1];
+        let w12 = w4[rq.z + q1];
+        let w13 = w4[rq.w + q1];
+        let w20 = w4[rq.x + q2];
+        let w21 = w4[rq.y + q2];
+        let w22 = w4[rq.z + q2];
+        let w23 = w4[rq.w + q2];
+        let w30 = w4[rq.x + q3];
+        let w31 = w4[rq.y + q3];
+        let w32 = w4[rq.z + q3];
+        let w33 = w4[rq.w + q3];
+        a = step4(a, in_vec(src, 4u * q), w00, w01, w02, w03);
+        a = step4(a, in_vec(src, 4u * q1), w10, w11, w12, w13);
+        a = step4(a, in_vec(src, 4u * q2), w20, w21, w22, w23);
+        a = step4(a, in_vec(src, 4u * q3), w30, w31, w32, w33);
     }
-    return bitcast<vec4<u32>>(w4[e]);
-}
-
-fn dec(r: vec4<u32>, half: bool) -> vec4<f32> {
-    if (half) {
-        return vec4<f32>(unpack2x16float(r.x), unpack2x16float(r.y));
+    for (; q < quads; q += LANES) {
+        a = step4(a, in_vec(src, 4u * q), w4[rq.x + q], w4[rq.y + q], w4[rq.z + q], w4[rq.w + q]);
     }
-    return bitcast<vec4<f32>>(r);
+    return a;
 }
 
-// Input quad q, zero past `q_end`.
-fn in_vec0(src: u32, q: u32, q_end: u32) -> vec4<f32> {
-    if (q >= q_end) {
-        return vec4<f32>(0.0);
+// `lane_f32` with the weights as packed halves.
+fn lane_half(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
+    var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    var q = lane;
+    for (; q + 3u * LANES < quads; q += 4u * LANES) {
+        let q1 = q + LANES;
+        let q2 = q + 2u * LANES;
+        let q3 = q + 3u * LANES;
+        let w00 = wh[rq.x + q];
+        let w01 = wh[rq.y + q];
+        let w02 = wh[rq.z + q];
+        let w03 = wh[rq.w + q];
+        let w10 = wh[rq.x + q1];
+        let w11 = wh[rq.y + q1];
+        let w12 = wh[rq.z + q1];
+        let w13 = wh[rq.w + q1];
+        let w20 = wh[rq.x + q2];
+        let w21 = wh[rq.y + q2];
+        let w22 = wh[rq.z + q2];
+        let w23 = wh[rq.w + q2];
+        let w30 = wh[rq.x + q3];
+        let w31 = wh[rq.y + q3];
+        let w32 = wh[rq.z + q3];
+        let w33 = wh[rq.w + q3];
+        a = step4(a, in_vec(src, 4u * q), hv(w00), hv(w01), hv(w02), hv(w03));
+        a = step4(a, in_vec(src, 4u * q1), hv(w10), hv(w11), hv(w12), hv(w13));
+        a = step4(a, in_vec(src, 4u * q2), hv(w20), hv(w21), hv(w22), hv(w23));
+        a = step4(a, in_vec(src, 4u * q3), hv(w30), hv(w31), hv(w32), hv(w33));
     }
-    return in_vec(src, 4u * q);
-}
-
-fn load_block(rq: vec4<u32>, q0: u32, q_end: u32, half: bool) -> Block {
-    return Block(
-        ld(rq.x, q0 + 0u * LANES, q_end, half),
-        ld(rq.y, q0 + 0u * LANES, q_end, half),
-        ld(rq.z, q0 + 0u * LANES, q_end, half),
-        ld(rq.w, q0 + 0u * LANES, q_end, half),
-        ld(rq.x, q0 + 1u * LANES, q_end, half),
-        ld(rq.y, q0 + 1u * LANES, q_end, half),
-        ld(rq.z, q0 + 1u * LANES, q_end, half),
-        ld(rq.w, q0 + 1u * LANES, q_end, half),
-        ld(rq.x, q0 + 2u * LANES, q_end, half),
-        ld(rq.y, q0 + 2u * LANES, q_end, half),
-        ld(rq.z, q0 + 2u * LANES, q_end, half),
-        ld(rq.w, q0 + 2u * LANES, q_end, half),
-        ld(rq.x, q0 + 3u * LANES, q_end, half),
-        ld(rq.y, q0 + 3u * LANES, q_end, half),
-        ld(rq.z, q0 + 3u * LANES, q_end, half),
-        ld(rq.w, q0 + 3u * LANES, q_end, half),
-    );
-}
-
-// The block's products added into `a`, quad after quad.
-fn fma_block(a_in: Acc, w: Block, src: u32, q0: u32, q_end: u32, half: bool) -> Acc {
-    var a = a_in;
-    var x: vec4<f32>;
-    x = in_vec0(src, q0 + 0u * LANES, q_end);
-    a = step4(a, x, dec(w.w0, half), dec(w.w1, half), dec(w.w2, half), dec(w.w3, half));
-    x = in_vec0(src, q0 + 1u * LANES, q_end);
-    a = step4(a, x, dec(w.w4, half), dec(w.w5, half), dec(w.w6, half), dec(w.w7, half));
-    x = in_vec0(src, q0 + 2u * LANES, q_end);
-    a = step4(a, x, dec(w.w8, half), dec(w.w9, half), dec(w.w10, half), dec(w.w11, half));
-    x = in_vec0(src, q0 + 3u * LANES, q_end);
-    a = step4(a, x, dec(w.w12, half), dec(w.w13, half), dec(w.w14, half), dec(w.w15, half));
+    for (; q < quads; q += LANES) {
+        a = step4(a, in_vec(src, 4u * q), hv(wh[rq.x + q]), hv(wh[rq.y + q]), hv(wh[rq.z + q]), hv(wh[rq.w + q]));
+    }
     return a;
 }
 
@@ -247,71 +232,63 @@ fn step4(a: Acc, x: vec4<f32>, w0: vec4<f32>, w1: vec4<f32>, w2: vec4<f32>, w3: 
     return Acc(fma(x, w0, a.a0), fma(x, w1, a.a1), fma(x, w2, a.a2), fma(x, w3, a.a3));
 }
 
+// Four halves (two words) as f32.
+fn hv(q: vec2<u32>) -> vec4<f32> {
+    return vec4<f32>(unpack2x16float(q.x), unpack2x16float(q.y));
+}
+
 fn lane_sum(a: vec4<f32>) -> f32 {
     return (a.x + a.y) + (a.z + a.w);
 }
 
-// The vec4 rows of round r's four columns of group g (a column past N
-// reads the last one's row and writes nothing).
-fn round_rows(r: u32, g: u32, k: u32, n: u32, w_off: u32) -> vec4<u32> {
-    let r0 = r * ROUND;
-    let last = n - 1u;
-    return vec4<u32>(
-        (w_off + min(r0 + g, last) * k) / 4u,
-        (w_off + min(r0 + g + 32u, last) * k) / 4u,
-        (w_off + min(r0 + g + 64u, last) * k) / 4u,
-        (w_off + min(r0 + g + 96u, last) * k) / 4u,
-    );
-}
-
-// Output column `col` from its dot product `v`: + bias, GELU, written per
-// `dst`.
-fn put_col(col: u32, dot: f32, b_off: u32, gelu_on: bool, dst: u32) {
-    var v = dot;
-    if (dst != OUT_LOGITS) {
-        v += wf[b_off + col];
-    }
-    if (gelu_on) {
-        v = gelu_f32(v);
-    }
-    if (dst == OUT_BIG) {
-        big_sh[col] = v;
-    } else if (dst == OUT_X_ADD) {
-        x_sh[col] += v;
-    } else {
-        logits[row * p.v + col] = v;
-    }
-}
-
 // out (N) = in (K) · Wᵀ [+ bias] [GELU], W (N, K) from element w_off
 // (`half`: of the packed halves), written per `dst`: into big, added into
-// x (the residual), or to the sample's logits. K a multiple of 4. Blocks
-// of 32 quads of a row (4 per lane), rounds of 128 columns; each block's
-// weights are loaded before the previous block's products are taken (one
-// block ahead, across rounds too), so that a lane always has a block's
-// loads in flight.
+// x (the residual), or to the sample's logits. K a multiple of 4.
 fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, gelu_on: bool, dst: u32) {
     let g = t / LANES;
     let lane = t % LANES;
-    let q_end = k / 4u;
-    let per_round = (q_end + 4u * LANES - 1u) / (4u * LANES);
-    let total = ((n + ROUND - 1u) / ROUND) * per_round;
-    var w = load_block(round_rows(0u, g, k, n, w_off), lane, q_end, half);
-    var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-    for (var b = 0u; b < total; b++) {
-        let r = b / per_round;
-        let i = b % per_round;
-        var next = w;
-        if (b + 1u < total) {
-            let r1 = (b + 1u) / per_round;
-            let i1 = (b + 1u) % per_round;
-            next = load_block(round_rows(r1, g, k, n, w_off), lane + i1 * 4u * LANES, q_end, half);
+    let quads = k / 4u;
+    for (var r0 = 0u; r0 < n; r0 += ROUND) {
+        // This round's half of part_sh: the next round writes the other
+        // while this one's sums are read, the one after this one's only
+        // past the next round's barrier.
+        let pb = ((r0 / ROUND) % 2u) * ROUND * LANES;
+        let last = n - 1u;
+        let rq = vec4<u32>(
+            (w_off + min(r0 + g, last) * k) / 4u,
+            (w_off + min(r0 + g + 32u, last) * k) / 4u,
+            (w_off + min(r0 + g + 64u, last) * k) / 4u,
+            (w_off + min(r0 + g + 96u, last) * k) / 4u,
+        );
+        var a: Acc;
+        if (half) {
+            a = lane_half(src, rq, lane, quads);
+        } else {
+            a = lane_f32(src, rq, lane, quads);
         }
-        a = fma_block(a, w, src, lane + i * 4u * LANES, q_end, half);
-        w = next;
-        if (i + 1u == per_round) {
-            finish_round(t, g, lane, r * ROUND, a, n, b_off, gelu_on, dst);
-            a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+        part_sh[pb + g * LANES + lane] = lane_sum(a.a0);
+        part_sh[pb + (g + 32u) * LANES + lane] = lane_sum(a.a1);
+        part_sh[pb + (g + 64u) * LANES + lane] = lane_sum(a.a2);
+        part_sh[pb + (g + 96u) * LANES + lane] = lane_sum(a.a3);
+        workgroupBarrier();
+        let col = r0 + t;
+        if (t < ROUND && col < n) {
+            let q = pb + t * LANES;
+            var v = ((part_sh[q] + part_sh[q + 1u]) + (part_sh[q + 2u] + part_sh[q + 3u]))
+                + ((part_sh[q + 4u] + part_sh[q + 5u]) + (part_sh[q + 6u] + part_sh[q + 7u]));
+            if (dst != OUT_LOGITS) {
+                v += wf[b_off + col];
+            }
+            if (gelu_on) {
+                v = gelu_f32(v);
+            }
+            if (dst == OUT_BIG) {
+                big_sh[col] = v;
+            } else if (dst == OUT_X_ADD) {
+                x_sh[col] += v;
+            } else {
+                logits[row * p.v + col] = v;
+            }
         }
     }
     workgroupBarrier();

@@ -95,44 +95,6 @@ fn the_persistent_kernel_gives_the_prologue_layouts_logits_and_text() {
     }
 }
 
-/// A round's lanes added with subgroup shuffles (the subgroups fast
-/// path, `shaders/decode_persistent_sg.wgsl`) give the workgroup-memory
-/// form's bits, f32 and f16 weights.
-#[test]
-fn the_subgroup_sums_give_the_workgroup_sums_bits() {
-    let gpu = gpu_or_skip!();
-    match gpu.ctx.subgroup_size() {
-        Ok(n) if n >= 8 => {}
-        Ok(n) => {
-            let why = format!("subgroups of {n} lanes: the shuffles add 8");
-            return tinygpt_gpu::testing::did_not_run("persistent subgroup sums", &why);
-        }
-        Err(why) => return tinygpt_gpu::testing::did_not_run("persistent subgroup sums", why),
-    }
-    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
-    for (c, nh, t_max) in SHAPES {
-        for fast in [FastPaths::default(), f16()] {
-            let logits = [false, true].map(|subgroups| {
-                let fast = FastPaths { subgroups, ..fast };
-                let mut m = model(
-                    gpu,
-                    &mut reg,
-                    cfg(c, nh, t_max),
-                    fast,
-                    DecoderKernels::Persistent,
-                );
-                let dec = m.decoder_for(&gpu.ctx, &mut reg, 2).unwrap();
-                dec.reset();
-                (0..20u32)
-                    .flat_map(|t| pollster::block_on(dec.push(&gpu.ctx, t * 5 % 65)).unwrap())
-                    .map(f32::to_bits)
-                    .collect::<Vec<_>>()
-            });
-            assert_eq!(logits[0], logits[1], "C {c}, {fast:?}");
-        }
-    }
-}
-
 #[test]
 fn a_model_the_workgroup_cannot_hold_decodes_in_the_prologue_layout() {
     let gpu = gpu_or_skip!();
@@ -166,5 +128,56 @@ fn a_model_the_workgroup_cannot_hold_decodes_in_the_prologue_layout() {
         (130, 2, 8),
     ] {
         assert!(!persistent_fits(&desc(c, nh, t_max)), "{c} {nh} {t_max}");
+    }
+}
+
+/// The engine's own choice: on a GPU `Persistent` for rows up to 128 wide
+/// that fit it, `Prologue` past them; on a CPU implementation the column
+/// layout; a layout set by hand stays set.
+#[test]
+fn the_engine_picks_the_persistent_layout_for_narrow_models_on_gpus() {
+    let gpu = gpu_or_skip!();
+    let desc = |c, nh| DecodeDesc {
+        c,
+        nh,
+        t_max: 64,
+        batch: 1,
+    };
+    let gpu_layout = DecoderKernels::Prologue;
+    assert_eq!(
+        gpu_layout.preferred_for(&desc(128, 4)),
+        DecoderKernels::Persistent
+    );
+    assert_eq!(
+        gpu_layout.preferred_for(&desc(256, 4)),
+        DecoderKernels::Prologue
+    );
+    assert_eq!(
+        gpu_layout.preferred_for(&desc(20, 2)),
+        DecoderKernels::Prologue
+    );
+    let cpu_layout = DecoderKernels::Columns;
+    assert_eq!(
+        cpu_layout.preferred_for(&desc(128, 4)),
+        DecoderKernels::Columns
+    );
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    for (c, nh) in [(128, 4), (256, 4)] {
+        let cfg = cfg(c, nh, 16);
+        let p = Gpt::new(cfg, 5).unwrap().params;
+        let tc = TrainConfig::default();
+        let mut m = GpuModel::new(&gpu.ctx, cfg, &p, None, tc, OptState::default()).unwrap();
+        let device = DecoderKernels::for_device(&gpu.ctx);
+        let want = device.preferred_for(&desc(c as u32, nh as u32));
+        assert_eq!(
+            m.decoder(&gpu.ctx, &mut reg).unwrap().layout(),
+            want,
+            "C {c}"
+        );
+        m.set_decoder_kernels(DecoderKernels::Separate);
+        assert_eq!(
+            m.decoder(&gpu.ctx, &mut reg).unwrap().layout(),
+            DecoderKernels::Separate
+        );
     }
 }

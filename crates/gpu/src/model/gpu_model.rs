@@ -41,6 +41,10 @@ pub struct GpuModel {
     pub(super) graph: Option<Graph>,
     pub(super) decoder: Option<Decoder>,
     pub(super) decoder_kernels: DecoderKernels,
+    /// Whether `decoder_kernels` was set ([`Self::set_decoder_kernels`]):
+    /// else the device's layout, preferred per model shape
+    /// ([`DecoderKernels::preferred_for`]).
+    pub(super) decoder_kernels_set: bool,
     /// The training graph's kernel layout.
     pub(super) kernel_layout: Layout,
     pub(super) fast: FastPaths,
@@ -165,6 +169,7 @@ impl GpuModel {
             graph: None,
             decoder: None,
             decoder_kernels: DecoderKernels::for_device(ctx),
+            decoder_kernels_set: false,
             kernel_layout: Layout::for_device(ctx),
             fast: FastPaths::default(),
             f16: None,
@@ -351,8 +356,10 @@ impl GpuModel {
         }
     }
 
-    /// How the decoder lays out its kernels (by default
-    /// [`DecoderKernels::for_device`]).
+    /// How the decoder lays out its kernels: the layout set, or the
+    /// device's ([`DecoderKernels::for_device`]), which the decoder
+    /// replaces by [`DecoderKernels::preferred_for`] this model's shape
+    /// (`Decoder::layout` says what it runs).
     pub fn decoder_kernels(&self) -> DecoderKernels {
         self.decoder_kernels
     }
@@ -360,8 +367,9 @@ impl GpuModel {
     /// How the decoder lays out its kernels (by default
     /// [`DecoderKernels::for_device`]); the decoder is rebound on next use.
     pub fn set_decoder_kernels(&mut self, kernels: DecoderKernels) {
-        if kernels != self.decoder_kernels {
+        if kernels != self.decoder_kernels || !self.decoder_kernels_set {
             self.decoder_kernels = kernels;
+            self.decoder_kernels_set = true;
             self.decoder = None;
         }
     }
@@ -375,6 +383,21 @@ impl GpuModel {
         reg: &mut PipelineRegistry,
     ) -> Result<&mut Decoder, GpuError> {
         self.decoder_for(ctx, reg, 1)
+    }
+
+    /// The layout the decoder is bound in: the one set, or the device's
+    /// preferred for this model's shape.
+    fn decoder_layout(&self) -> DecoderKernels {
+        if self.decoder_kernels_set {
+            return self.decoder_kernels;
+        }
+        let desc = crate::ops::attention::DecodeDesc {
+            c: self.cfg.d_model as u32,
+            nh: self.cfg.n_head as u32,
+            t_max: self.cfg.block_size as u32,
+            batch: 1,
+        };
+        self.decoder_kernels.preferred_for(&desc)
     }
 
     /// The subgroup size the decoder's GEMVs sum their lanes with: the
@@ -417,7 +440,7 @@ impl GpuModel {
                     layout: &self.layout,
                 },
                 self.f16.as_ref().filter(|c| c.readers().decode),
-                (self.decoder_kernels, batch as u32, self.subgroup_sums(ctx)),
+                (self.decoder_layout(), batch as u32, self.subgroup_sums(ctx)),
             )?);
         }
         Ok(self.decoder.as_mut().expect("bound above"))

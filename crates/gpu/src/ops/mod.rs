@@ -102,7 +102,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     all.extend(&matmul::MATMUL_COOP_TILED_BNK);
     all.extend(attention::ATTENTION_DECODE_QKV_F16W.iter().flatten());
     all.extend(attention::ATTENTION_DECODE_PROJ.iter().flatten());
-    all.extend(persistent::DECODE_PERSISTENT.iter().flatten());
+    all.extend(&persistent::DECODE_PERSISTENT);
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
     #[cfg(feature = "fault-injection")]

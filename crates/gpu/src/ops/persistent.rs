@@ -11,51 +11,26 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::ParamKind;
 
-macro_rules! persistent_source {
-    ($rounds:literal) => {
-        concat!(
-            include_str!("../../../../shaders/decode_persistent.wgsl"),
-            include_str!($rounds),
-            include_str!("../../../../shaders/erf.wgsl")
-        )
-    };
-}
+const PERSISTENT_WGSL: &str = concat!(
+    include_str!("../../../../shaders/decode_persistent.wgsl"),
+    include_str!("../../../../shaders/erf.wgsl")
+);
 
-const PERSISTENT_WG: &str = persistent_source!("../../../../shaders/decode_persistent_wg.wgsl");
-const PERSISTENT_SG: &str = persistent_source!("../../../../shaders/decode_persistent_sg.wgsl");
-
-/// By `[f16 weights][subgroup sums]`: the linears' weights f32 or packed
-/// halves (the f16 weight cache); a round's lanes added through workgroup
-/// memory or with subgroup shuffles (the same bits).
-pub const DECODE_PERSISTENT: [[KernelSource; 2]; 2] = [
-    [
-        KernelSource {
-            key: "decode_persistent",
-            wgsl: PERSISTENT_WG,
-            entry: "main",
-            constants: &[],
-        },
-        KernelSource {
-            key: "decode_persistent_sg",
-            wgsl: PERSISTENT_SG,
-            entry: "main",
-            constants: &[],
-        },
-    ],
-    [
-        KernelSource {
-            key: "decode_persistent_f16w",
-            wgsl: PERSISTENT_WG,
-            entry: "main",
-            constants: &[("HALF_W", 1.0)],
-        },
-        KernelSource {
-            key: "decode_persistent_f16w_sg",
-            wgsl: PERSISTENT_SG,
-            entry: "main",
-            constants: &[("HALF_W", 1.0)],
-        },
-    ],
+/// By f16 weights: the linears' weights f32, or packed halves (the f16
+/// weight cache).
+pub const DECODE_PERSISTENT: [KernelSource; 2] = [
+    KernelSource {
+        key: "decode_persistent",
+        wgsl: PERSISTENT_WGSL,
+        entry: "main",
+        constants: &[],
+    },
+    KernelSource {
+        key: "decode_persistent_f16w",
+        wgsl: PERSISTENT_WGSL,
+        entry: "main",
+        constants: &[("HALF_W", 1.0)],
+    },
 ];
 
 /// The widest row the kernel's workgroup holds (`CMAX`).
@@ -144,14 +119,10 @@ impl PersistentWeights<'_> {
 /// Binds a token step of `desc.batch` samples: from each sample's input
 /// row `x` (C) through every block (the token's keys and values appended
 /// to `cache`, a [`persistent_cache`], at the position) to its logits
-/// (V) in `logits`; with `subgroups` (the adapter's subgroup size, at
-/// least 8) each round's lanes added with shuffles. Refuses a shape that
-/// does not [`persistent_fits`].
-#[allow(clippy::too_many_arguments)]
+/// (V) in `logits`. Refuses a shape that does not [`persistent_fits`].
 pub fn bind_decode_persistent(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
-    subgroups: Option<u32>,
     desc: DecodeDesc,
     position: &wgpu::Buffer,
     weights: &PersistentWeights<'_>,
@@ -202,15 +173,7 @@ pub fn bind_decode_persistent(
         (7, x),
         (8, logits),
     ];
-    if let Some(n) = subgroups {
-        if !ctx.features.contains(wgpu::Features::SUBGROUP) || n < 8 {
-            return Err(shape_error(
-                "decode_persistent",
-                format!("subgroup sums of 8 lanes need subgroups of at least 8, not {n}"),
-            ));
-        }
-    }
-    let src = &DECODE_PERSISTENT[weights.halves.is_some() as usize][subgroups.is_some() as usize];
+    let src = &DECODE_PERSISTENT[weights.halves.is_some() as usize];
     Ok(bind_kernel(
         ctx,
         registry,

@@ -4,6 +4,10 @@ use crate::ops::attention::DecodeDesc;
 use crate::ops::persistent::persistent_fits;
 use crate::GpuContext;
 
+/// The widest rows for which the engine picks the `Persistent` layout
+/// by itself ([`DecoderKernels::preferred_for`]).
+pub const PERSISTENT_PREFERRED_MAX_C: u32 = 128;
+
 /// How the decoder lays out a token's LayerNorms and GEMVs.
 ///
 /// `Prologue` (a GPU's): each LayerNorm in the prologue of the GEMV that
@@ -81,6 +85,22 @@ impl DecoderKernels {
             Self::Columns => "columns",
             Self::Stack => "stack",
             Self::Persistent => "persistent",
+        }
+    }
+
+    /// The layout the engine picks for a model of `desc`'s shape on a
+    /// device whose layout is `self` ([`Self::for_device`]): `Persistent`
+    /// in place of `Prologue` where it fits and the rows are at most
+    /// [`PERSISTENT_PREFERRED_MAX_C`] wide — measured faster there on the
+    /// H100 (BENCHMARKS.md, runs 78–80: `tiny`, C 128, 84 against 99 µs a
+    /// token) and slower at C 256 (`small`: 194 against 111) — else
+    /// itself.
+    pub fn preferred_for(self, desc: &DecodeDesc) -> Self {
+        match self {
+            Self::Prologue if persistent_fits(desc) && desc.c <= PERSISTENT_PREFERRED_MAX_C => {
+                Self::Persistent
+            }
+            k => k,
         }
     }
 

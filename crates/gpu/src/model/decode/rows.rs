@@ -415,7 +415,6 @@ impl<'a> RowBuilder<'a> {
         let k = bind_decode_persistent(
             self.ctx,
             self.reg,
-            self.subgroups.filter(|&n| n >= 8),
             self.desc,
             self.positions().0,
             &weights,
