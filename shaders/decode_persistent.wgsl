@@ -136,13 +136,16 @@ fn sum4(a: f32, b: f32, c: f32, d: f32) -> f32 {
 fn layernorm(t: u32, w_off: u32, b_off: u32) {
     let c = p.c;
     let live = t < c;
+    // Loaded before the sums, so that their round trip overlaps them.
+    let lw = wf[w_off + min(t, c - 1u)];
+    let lb = wf[b_off + min(t, c - 1u)];
     let xv = select(0.0, x_sh[min(t, c - 1u)], live);
     let mu = block_sum(t, xv) / f32(c);
     let d = select(0.0, xv - mu, live);
     let variance = block_sum(t, d * d) / f32(c);
     let rstd = 1.0 / sqrt(variance + LN_EPS);
     if (live) {
-        xn_sh[t] = d * rstd * wf[w_off + t] + wf[b_off + t];
+        xn_sh[t] = d * rstd * lw + lb;
     }
     workgroupBarrier();
 }
@@ -260,6 +263,11 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
             (w_off + min(r0 + g + 64u, last) * k) / 4u,
             (w_off + min(r0 + g + 96u, last) * k) / 4u,
         );
+        // The column's bias, loaded with the round's weights.
+        var bias_v = 0.0;
+        if (t < ROUND && dst != OUT_LOGITS) {
+            bias_v = wf[b_off + min(r0 + t, last)];
+        }
         var a: Acc;
         if (half) {
             a = lane_half(src, rq, lane, quads);
@@ -277,7 +285,7 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
             var v = ((part_sh[q] + part_sh[q + 1u]) + (part_sh[q + 2u] + part_sh[q + 3u]))
                 + ((part_sh[q + 4u] + part_sh[q + 5u]) + (part_sh[q + 6u] + part_sh[q + 7u]));
             if (dst != OUT_LOGITS) {
-                v += wf[b_off + col];
+                v += bias_v;
             }
             if (gelu_on) {
                 v = gelu_f32(v);
@@ -312,6 +320,25 @@ fn attend_heads(t: u32, l: u32, last: u32) {
         let d = t % hs;
         k_cache[base + d * p.t_max + last] = big_sh[c + t];
         v_cache[base + last * hs + d] = big_sh[2u * c + t];
+    }
+    // The weighted values' first round of sixteen positions (below
+    // `last`), loaded now, so that its round trip overlaps the scores and
+    // the softmax (`groups`, `gi`: below).
+    let groups = WG / c;
+    let o = t % c;
+    let gi = t / c;
+    let hh = o / hs;
+    let vbase = cache_base(l, hh) + o % hs;
+    let first = gi < groups && gi + 15u * groups < last;
+    var pv0 = vec4<f32>(0.0);
+    var pv1 = vec4<f32>(0.0);
+    var pv2 = vec4<f32>(0.0);
+    var pv3 = vec4<f32>(0.0);
+    if (first) {
+        pv0 = v4(vbase, gi, groups);
+        pv1 = v4(vbase, gi + 4u * groups, groups);
+        pv2 = v4(vbase, gi + 8u * groups, groups);
+        pv3 = v4(vbase, gi + 12u * groups, groups);
     }
     // Scores of (head, position), positions neighbouring across threads;
     // sixteen dims' loads in flight.
@@ -387,30 +414,32 @@ fn attend_heads(t: u32, l: u32, last: u32) {
     // Output dim o of group gi (WG / C groups of positions gi, gi + G, …
     // below `last`): its head's weighted values, sixteen positions' loads
     // in flight; then the groups in order, then position `last` from big.
-    let groups = WG / c;
-    let o = t % c;
-    let gi = t / c;
     var acc = 0.0;
     if (gi < groups) {
-        let hh = o / hs;
-        let base = cache_base(l, hh) + o % hs;
         let w0 = hh * p.t_max;
         var a4 = vec4<f32>(0.0);
         var s = gi;
         let step = 4u * groups;
+        if (first) {
+            a4 = fma(w4s(w0, s, groups), pv0, a4);
+            a4 = fma(w4s(w0, s + step, groups), pv1, a4);
+            a4 = fma(w4s(w0, s + 2u * step, groups), pv2, a4);
+            a4 = fma(w4s(w0, s + 3u * step, groups), pv3, a4);
+            s += 4u * step;
+        }
         // Sixteen positions a round: s, s + G, …, s + 15G.
         for (; s + 15u * groups < last; s += 4u * step) {
-            let v0 = v4(base, s, groups);
-            let v1 = v4(base, s + step, groups);
-            let v2 = v4(base, s + 2u * step, groups);
-            let v3 = v4(base, s + 3u * step, groups);
+            let v0 = v4(vbase, s, groups);
+            let v1 = v4(vbase, s + step, groups);
+            let v2 = v4(vbase, s + 2u * step, groups);
+            let v3 = v4(vbase, s + 3u * step, groups);
             a4 = fma(w4s(w0, s, groups), v0, a4);
             a4 = fma(w4s(w0, s + step, groups), v1, a4);
             a4 = fma(w4s(w0, s + 2u * step, groups), v2, a4);
             a4 = fma(w4s(w0, s + 3u * step, groups), v3, a4);
         }
         for (; s < last; s += groups) {
-            a4.x = fma(part_sh[w0 + s], v_cache[base + s * hs], a4.x);
+            a4.x = fma(part_sh[w0 + s], v_cache[vbase + s * hs], a4.x);
         }
         acc = (a4.x + a4.y) + (a4.z + a4.w);
     }
@@ -422,9 +451,9 @@ fn attend_heads(t: u32, l: u32, last: u32) {
         for (var i = 1u; i < groups; i++) {
             sum += red[i * c + t];
         }
-        let hh = t / hs;
-        sum = fma(part_sh[hh * p.t_max + last], big_sh[2u * c + t], sum);
-        xn_sh[t] = sum / l_sh[hh];
+        let th = t / hs;
+        sum = fma(part_sh[th * p.t_max + last], big_sh[2u * c + t], sum);
+        xn_sh[t] = sum / l_sh[th];
     }
     workgroupBarrier();
 }
