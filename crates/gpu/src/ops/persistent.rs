@@ -13,6 +13,7 @@ use tinygpt_core::ParamKind;
 
 const PERSISTENT_WGSL: &str = concat!(
     include_str!("../../../../shaders/decode_persistent.wgsl"),
+    include_str!("../../../../shaders/decode_persistent_attend.wgsl"),
     include_str!("../../../../shaders/erf.wgsl")
 );
 

@@ -48,6 +48,7 @@
 mod layout;
 mod profile;
 mod rows;
+mod steps;
 
 pub use layout::DecoderKernels;
 
@@ -55,16 +56,15 @@ use super::builder::Flat;
 use super::F16WeightCache;
 use crate::buffers::PendingRead;
 use crate::kernel::{record_pass, BoundKernel};
-use crate::ops::argmax::{
-    bind_greedy_pick, bind_sample_pick, sample_params_words, Pick, PICK_BYTES,
-};
+use crate::ops::argmax::{sample_params_words, Pick, PICK_BYTES};
 use crate::ops::attention::{DecodeDesc, KvCache, Stack, POSITION_BYTES};
 use crate::ops::persistent::persistent_cache;
 use crate::profile::TimedPass;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use rows::{RowBuilder, Rows};
+use steps::{bind_step, Records, Step};
 use tinygpt_core::sample::SampleParams;
-use tinygpt_core::{ModelConfig, ParamKind::*};
+use tinygpt_core::ModelConfig;
 
 /// What a step records after the blocks.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -77,24 +77,6 @@ enum Out {
     Pick,
     /// The logits and the seeded pick.
     Sample,
-}
-
-/// The dispatches of a token step reading one of the two position
-/// uniforms.
-struct Step {
-    /// The embedding: only where a step starts from the host's token (a
-    /// pick writes the next step's input row itself).
-    embedding: BoundKernel,
-    blocks: Vec<BoundKernel>,
-    /// The final LayerNorm and the tied head: one GEMV, or the LayerNorm
-    /// and the GEMV.
-    head: Vec<BoundKernel>,
-    pick: BoundKernel,
-    /// The seeded pick.
-    sample: BoundKernel,
-    /// The final LayerNorm, the head and the greedy or the seeded pick in
-    /// one kernel, where the layout has it (`RowBuilder::head_pick`).
-    head_pick: Option<[BoundKernel; 2]>,
 }
 
 /// The row buffers (a row per sample), caches and bound kernels of
@@ -455,79 +437,4 @@ fn encoder(ctx: &GpuContext) -> wgpu::CommandEncoder {
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("decode"),
         })
-}
-
-/// Where the picks go: their records, and the seeded pick's rule and draws.
-struct Records {
-    picks: wgpu::Buffer,
-    sample_params: wgpu::Buffer,
-    draws: wgpu::Buffer,
-}
-
-impl Records {
-    /// Room for `rows` picks (a row per position and sample) over `v` logits.
-    fn new(ctx: &GpuContext, v: u32, rows: usize) -> Result<Self, GpuError> {
-        let words = sample_params_words(v, 0, &SampleParams::default());
-        Ok(Self {
-            picks: ctx.zeros("decode_picks", rows * (PICK_BYTES as usize / 4))?,
-            sample_params: ctx.uniform("decode_sample_params", bytemuck::cast_slice(&words)),
-            draws: ctx.zeros("decode_draws", rows)?,
-        })
-    }
-}
-
-/// Binds the dispatches of a step reading `g`'s position uniform, one
-/// line per op (as `graph.rs` binds training).
-#[rustfmt::skip] // one line per op
-fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Records) -> Result<Step, GpuError> {
-    let (v, batch, r) = (g.v, g.desc.batch, g.rows);
-    g.encoder()?; // x (C)
-    let embedding = g.take().remove(0);
-    match g.layout {
-        DecoderKernels::Persistent => g.persistent(&caches[0])?, // logits (V): every block, the final LayerNorm, the head
-        DecoderKernels::Stack => bind_stack_blocks(g, caches)?,
-        _ => bind_blocks(g, caches)?,
-    }
-    let blocks = g.take();
-    if g.layout != DecoderKernels::Persistent {
-        let lnf = g.layernorm_at(g.residual_in(caches.len()), (LnfW, LnfB, 0))?;
-        g.head(lnf)?; // logits (V)
-    }
-    let head = g.take();
-    let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
-    let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;
-    let head_pick = g.head_pick((&out.picks, &out.sample_params, &out.draws))?; // the head and each pick in one kernel, or none
-    Ok(Step { embedding, blocks, head, pick, sample, head_pick })
-}
-
-/// The blocks of a step, the residual row `x` added into.
-#[rustfmt::skip] // one line per op
-fn bind_blocks(g: &mut RowBuilder<'_>, caches: &[KvCache]) -> Result<(), GpuError> {
-    let (c, r) = (g.desc.c, g.rows);
-    for (l, cache) in caches.iter().enumerate() {
-        g.qkv_attention((Ln1W, Ln1B, l), (QkvW, QkvB, l), cache)?; // atty (C); K, V appended to the cache
-        g.linear(g.row(&r.atty), (AttnProjW, AttnProjB, l), (c, c), true, g.x())?; // x += (C)
-        let ln2 = g.layernorm((Ln2W, Ln2B, l))?;
-        g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
-        g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), true, g.x())?; // x += (C)
-    }
-    Ok(())
-}
-
-/// The blocks of a step in the `Stack` layout: each layer's residual row a
-/// stack of shares (slot 0 the row it starts from, a slot per head's share
-/// of the projection, the fc projection's output last), each reader
-/// summing the slots.
-#[rustfmt::skip] // one line per op
-fn bind_stack_blocks(g: &mut RowBuilder<'_>, caches: &[KvCache]) -> Result<(), GpuError> {
-    let (c, nh, r) = (g.desc.c, g.desc.nh, g.rows);
-    for (l, cache) in caches.iter().enumerate() {
-        let ln1 = g.layernorm_at(g.residual_in(l), (Ln1W, Ln1B, l))?;
-        g.linear(ln1, (QkvW, QkvB, l), (c, 3 * c), false, &r.qkv)?; // qkv (3C)
-        g.attention_proj(cache, (AttnProjW, AttnProjB, l))?; // slots 0..=NH: the row, each head's share of the projection; K, V appended
-        let ln2 = g.layernorm_at(g.stack(l, nh + 1), (Ln2W, Ln2B, l))?;
-        g.linear(ln2.gelu(), (FcW, FcB, l), (c, 4 * c), false, &r.fch)?; // fch (4C), GELU after the bias
-        g.linear(g.row(&r.fch), (FcProjW, FcProjB, l), (4 * c, c), false, g.stack_slot(l, nh + 1))?; // slot NH + 1
-    }
-    Ok(())
 }
