@@ -1,27 +1,27 @@
 //! Sampling with a KV cache: one token costs work proportional to the
 //! context so far, and only what the sampler needs comes back.
 //!
-//! A step (one token at one position) is four dispatches per layer: the
-//! first LayerNorm, the QKV linear and the attention in one kernel of one
-//! workgroup per head (each head computes its own q, k and v columns,
-//! appends k and v to the layer's cache and attends:
-//! `shaders/attention_decode_qkv.wgsl`, f32 or f16 weights), the
-//! projection GEMV adding into the residual row, the fc GEMV with the
-//! second LayerNorm before and GELU after, and the fc_proj GEMV adding into
-//! the residual row; plus the embedding, and the final LayerNorm, the head
-//! and the pick of the next token in one kernel of one workgroup per sample
-//! (`shaders/decode_head.wgsl`: greedy, or seeded sampling with the host's
-//! draw for the position), which also writes the next step's input row
-//! (the embedding of its pick at the next position), so a step chained
-//! after another skips the embedding: `4·n_layer + 1` dispatches a chained
-//! token. Where a row is wider than those kernels stage or the vocabulary
-//! wider than the head kernel takes, the QKV GEMV (its LayerNorm folded
-//! into its prologue) and the attention, and the head GEMV and the pick,
-//! run as kernels of their own. A step that returns the logits (`push`)
-//! runs the head GEMV alone. On a CPU implementation the three LayerNorms
-//! run as dispatches of their own, and the GEMVs and the attention without
-//! barriers, instead ([`DecoderKernels`]): seven per layer and four more
-//! (three chained).
+//! A step (one token at one position) runs in one of the layouts of
+//! [`DecoderKernels`]. On a GPU the engine picks `Persistent` for a model
+//! whose rows are at most 128 wide and fit its workgroup
+//! ([`DecoderKernels::preferred_for`]): the whole token — every block,
+//! the final LayerNorm and the tied head — in one kernel of one workgroup
+//! per sample (`ops::persistent`, `shaders/decode_persistent.wgsl`), then
+//! the pick: two dispatches a chained token. Wider models run `Prologue`:
+//! per layer the QKV GEMV with the first LayerNorm in its prologue, the
+//! attention (appending k and v to the layer's cache), the projection GEMV
+//! adding into the residual row, the fc GEMV with the second LayerNorm
+//! before and GELU after, the fc_proj GEMV adding into the residual row;
+//! then the head GEMV with the final LayerNorm in its prologue and the
+//! pick (`5·n_layer + 2` a chained token). `Fused` and `Stack` fold more
+//! into fewer kernels and measured slower on the H100 (`bench --decoder`
+//! times them); on a CPU implementation `Columns` runs the three
+//! LayerNorms as dispatches of their own, and the GEMVs and the attention
+//! without barriers. The pick (greedy, or seeded sampling with the host's
+//! draw for the position) also writes the next step's input row (the
+//! embedding of its pick at the next position), so a step chained after
+//! another skips the embedding. A step that returns the logits (`push`)
+//! ends with the head.
 //!
 //! The decoder keeps two residual rows: a step reads and adds into the one
 //! of its parity, and its pick writes the next step's input row into the
