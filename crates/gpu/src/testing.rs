@@ -78,6 +78,24 @@ pub fn random(rng: &mut tinygpt_core::Rng, n: impl TryInto<usize>) -> Vec<f32> {
     random_in(rng, n, -1.0, 1.0)
 }
 
+/// Two KV caches of `desc`'s shape with the same random contents (a
+/// kernel and the kernels it replaces, each appending to its own).
+pub fn twin_caches(
+    ctx: &GpuContext,
+    desc: crate::ops::attention::DecodeDesc,
+    rng: &mut tinygpt_core::Rng,
+) -> [crate::ops::attention::KvCache; 2] {
+    let (k, v) = (random(rng, desc.cache_len()), random(rng, desc.cache_len()));
+    [0, 1].map(|_| {
+        let cache = crate::ops::attention::KvCache::new(ctx, desc).expect("a test cache");
+        ctx.queue
+            .write_buffer(&cache.k, 0, bytemuck::cast_slice(&k));
+        ctx.queue
+            .write_buffer(&cache.v, 0, bytemuck::cast_slice(&v));
+        cache
+    })
+}
+
 /// `n` values uniform in [lo, hi) from `rng`.
 pub fn random_in(
     rng: &mut tinygpt_core::Rng,

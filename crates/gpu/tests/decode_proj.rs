@@ -20,8 +20,7 @@ use tinygpt_gpu::ops::attention::{
 };
 use tinygpt_gpu::ops::matmul::f16w::{half_bits, pack_cpu};
 use tinygpt_gpu::ops::View;
-use tinygpt_gpu::testing::{random, random_in, TestGpu};
-use tinygpt_gpu::GpuContext;
+use tinygpt_gpu::testing::{random_in, twin_caches, TestGpu};
 
 /// (C, NH, samples, T_max, positions stepped in order).
 const SHAPES: [(u32, u32, u32, u32, &[u32]); 4] = [
@@ -47,19 +46,6 @@ fn read(gpu: &TestGpu, buf: &wgpu::Buffer, n: u64) -> Vec<f32> {
 
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
-}
-
-/// Two caches with the same random contents.
-fn caches(ctx: &GpuContext, desc: DecodeDesc, rng: &mut Rng) -> [KvCache; 2] {
-    let (k, v) = (random(rng, desc.cache_len()), random(rng, desc.cache_len()));
-    [0, 1].map(|_| {
-        let cache = KvCache::new(ctx, desc).unwrap();
-        ctx.queue
-            .write_buffer(&cache.k, 0, bytemuck::cast_slice(&k));
-        ctx.queue
-            .write_buffer(&cache.v, 0, bytemuck::cast_slice(&v));
-        cache
-    })
 }
 
 /// The stack the kernel should write for attention rows `atty` (B rows of
@@ -140,7 +126,7 @@ fn check_shape(
     );
     let src_buf = ctx.zeros("src", (src_slots as u64 * n) as usize).unwrap();
     let stack_buf = ctx.zeros("stack", (slots as u64 * n) as usize).unwrap();
-    let [cache, proj_cache] = caches(ctx, desc, &mut rng);
+    let [cache, proj_cache] = twin_caches(ctx, desc, &mut rng);
     let position = decode_position_buffer(ctx);
     let attention = bind_attention_decode(
         ctx,

@@ -23,7 +23,7 @@ use tinygpt_gpu::ops::attention::{
 use tinygpt_gpu::ops::matmul::f16w::{bind_gemv_f16w, pack_cpu, PackedW};
 use tinygpt_gpu::ops::matmul::{bind_gemv, Fault, MatmulDesc, RowFusion};
 use tinygpt_gpu::ops::View;
-use tinygpt_gpu::testing::{random, random_in, TestGpu};
+use tinygpt_gpu::testing::{random_in, twin_caches, TestGpu};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
 
 /// (C, NH, samples, T_max, positions stepped in order).
@@ -124,19 +124,6 @@ impl Weights {
     }
 }
 
-/// Two caches with the same random contents.
-fn caches(ctx: &GpuContext, desc: DecodeDesc, rng: &mut Rng) -> [KvCache; 2] {
-    let (k, v) = (random(rng, desc.cache_len()), random(rng, desc.cache_len()));
-    [0, 1].map(|_| {
-        let cache = KvCache::new(ctx, desc).unwrap();
-        ctx.queue
-            .write_buffer(&cache.k, 0, bytemuck::cast_slice(&k));
-        ctx.queue
-            .write_buffer(&cache.v, 0, bytemuck::cast_slice(&v));
-        cache
-    })
-}
-
 fn bits(gpu: &TestGpu, buf: &wgpu::Buffer, n: u64) -> Vec<u32> {
     let v = pollster::block_on(gpu.ctx.read_f32(buf, n as usize)).unwrap();
     v.iter().map(|x| x.to_bits()).collect()
@@ -167,7 +154,7 @@ fn check_shape(
         rows(1, "out"),
         rows(1, "fused"),
     );
-    let [cache, fused_cache] = caches(ctx, desc, &mut rng);
+    let [cache, fused_cache] = twin_caches(ctx, desc, &mut rng);
     let position = decode_position_buffer(ctx);
     let gemv = w.gemv(gpu, &mut reg, (desc, storage), &x, &qkv);
     let attention = bind_attention_decode(
