@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 78 (2026-12-05; planned). Run 77: the `Stack` layout
+# Device command 78 (ran 2026-12-05 on nvidia-h100-x1; results in run78/, figures in BENCHMARKS.md's runs 77–82). Run 77: the `Stack` layout
 # was slower than `Prologue` at every shape (tiny 108 against 101 µs a
 # token on the GPU). This build adds the `Persistent` layout (a whole
 # token in one workgroup a sample, then the pick: two dispatches a

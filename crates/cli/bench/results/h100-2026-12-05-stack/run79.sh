@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 79 (2026-12-05; planned). Run 78: the `Persistent`
+# Device command 79 (ran 2026-12-05 on nvidia-h100-x1; results in run79/, figures in BENCHMARKS.md's runs 77–82). Run 78: the `Persistent`
 # kernel took 380 µs a tiny token (Prologue 100), 1,339 a small one —
 # about 9 GB/s of weights through one workgroup. This build writes its
 # linears' lanes out without private arrays. Tiny and small on prologue

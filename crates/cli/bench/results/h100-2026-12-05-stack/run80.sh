@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 80 (2026-12-05; planned). Run 79: the `Persistent`
+# Device command 80 (ran 2026-12-05 on nvidia-h100-x1; results in run80/, figures in BENCHMARKS.md's runs 77–82). Run 79: the `Persistent`
 # kernel without private arrays took 94 µs a tiny token (Prologue 100)
 # and 221 a small one (112). This build cuts its barriers (two-level
 # block sums, a head's max and sum by one lane, double-buffered partials)

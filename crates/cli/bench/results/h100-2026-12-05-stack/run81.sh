@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 81 (2026-12-05; planned). Run 80: the `Persistent`
+# Device command 81 (ran 2026-12-05 on nvidia-h100-x1; results in run81/, figures in BENCHMARKS.md's runs 77–82). Run 80: the `Persistent`
 # kernel with fewer barriers took 84 µs a tiny token (Prologue 99; 10,767
 # greedy tok/s against 8,815) and 194 a small one (111). This build loads
 # each block of weights one block ahead, and adds a round's lanes with

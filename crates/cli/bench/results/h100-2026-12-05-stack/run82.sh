@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 82 (2026-12-05; planned). The build to submit: the
+# Device command 82 (ran 2026-12-05 on nvidia-h100-x1; results in run82/, figures in BENCHMARKS.md's runs 77–82). The build to submit: the
 # engine decodes tiny-width models (C ≤ 128) in the `Persistent` layout
 # by itself (this commit's kernel loads biases, LayerNorm weights and the
 # values' first round early). The decoder's tests on the card; `bench
