@@ -40,11 +40,10 @@ pub struct GpuModel {
     pub(super) scalars: wgpu::Buffer,
     pub(super) graph: Option<Graph>,
     pub(super) decoder: Option<Decoder>,
-    pub(super) decoder_kernels: DecoderKernels,
-    /// Whether `decoder_kernels` was set ([`Self::set_decoder_kernels`]):
-    /// else the device's layout, preferred per model shape
+    /// The decoder's layout as set ([`Self::set_decoder_kernels`]); none:
+    /// the device's, preferred for the model's shape
     /// ([`DecoderKernels::preferred_for`]).
-    pub(super) decoder_kernels_set: bool,
+    pub(super) decoder_kernels: Option<DecoderKernels>,
     /// The training graph's kernel layout.
     pub(super) kernel_layout: Layout,
     pub(super) fast: FastPaths,
@@ -168,8 +167,7 @@ impl GpuModel {
             train_cfg,
             graph: None,
             decoder: None,
-            decoder_kernels: DecoderKernels::for_device(ctx),
-            decoder_kernels_set: false,
+            decoder_kernels: None,
             kernel_layout: Layout::for_device(ctx),
             fast: FastPaths::default(),
             f16: None,
@@ -356,20 +354,13 @@ impl GpuModel {
         }
     }
 
-    /// How the decoder lays out its kernels: the layout set, or the
-    /// device's ([`DecoderKernels::for_device`]), which the decoder
-    /// replaces by [`DecoderKernels::preferred_for`] this model's shape
-    /// (`Decoder::layout` says what it runs).
-    pub fn decoder_kernels(&self) -> DecoderKernels {
-        self.decoder_kernels
-    }
-
-    /// How the decoder lays out its kernels (by default
-    /// [`DecoderKernels::for_device`]); the decoder is rebound on next use.
+    /// Lays the decoder's kernels out this way instead of the device's
+    /// ([`DecoderKernels::for_device`], preferred for the model's shape);
+    /// the decoder is rebound on next use (`Decoder::layout` says what it
+    /// runs).
     pub fn set_decoder_kernels(&mut self, kernels: DecoderKernels) {
-        if kernels != self.decoder_kernels || !self.decoder_kernels_set {
-            self.decoder_kernels = kernels;
-            self.decoder_kernels_set = true;
+        if self.decoder_kernels != Some(kernels) {
+            self.decoder_kernels = Some(kernels);
             self.decoder = None;
         }
     }
@@ -387,9 +378,9 @@ impl GpuModel {
 
     /// The layout the decoder is bound in: the one set, or the device's
     /// preferred for this model's shape.
-    fn decoder_layout(&self) -> DecoderKernels {
-        if self.decoder_kernels_set {
-            return self.decoder_kernels;
+    fn decoder_layout(&self, ctx: &GpuContext) -> DecoderKernels {
+        if let Some(kernels) = self.decoder_kernels {
+            return kernels;
         }
         let desc = crate::ops::attention::DecodeDesc {
             c: self.cfg.d_model as u32,
@@ -397,7 +388,7 @@ impl GpuModel {
             t_max: self.cfg.block_size as u32,
             batch: 1,
         };
-        self.decoder_kernels.preferred_for(&desc)
+        DecoderKernels::for_device(ctx).preferred_for(&desc)
     }
 
     /// The subgroup size the decoder's GEMVs sum their lanes with: the
@@ -440,7 +431,11 @@ impl GpuModel {
                     layout: &self.layout,
                 },
                 self.f16.as_ref().filter(|c| c.readers().decode),
-                (self.decoder_layout(), batch as u32, self.subgroup_sums(ctx)),
+                (
+                    self.decoder_layout(ctx),
+                    batch as u32,
+                    self.subgroup_sums(ctx),
+                ),
             )?);
         }
         Ok(self.decoder.as_mut().expect("bound above"))
