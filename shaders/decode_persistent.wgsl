@@ -108,7 +108,12 @@ fn in_vec(src: u32, k: u32) -> vec4<f32> {
     if (src == IN_XN) {
         return vec4<f32>(xn_sh[k], xn_sh[k + 1u], xn_sh[k + 2u], xn_sh[k + 3u]);
     }
-    return vec4<f32>(big_sh[k], big_sh[k + 1u], big_sh[k + 2u], big_sh[k + 3u]);
+    return big4(k);
+}
+
+// big[i … i + 3].
+fn big4(i: u32) -> vec4<f32> {
+    return vec4<f32>(big_sh[i], big_sh[i + 1u], big_sh[i + 2u], big_sh[i + 3u]);
 }
 
 // The sum of every thread's `v`: sixteen threads add sixteen each, then

@@ -164,10 +164,6 @@ fn k4(at: u32, d: u32) -> vec4<f32> {
     return vec4<f32>(k_cache[at + d * tm], k_cache[at + (d + 1u) * tm], k_cache[at + (d + 2u) * tm], k_cache[at + (d + 3u) * tm]);
 }
 
-fn big4(i: u32) -> vec4<f32> {
-    return vec4<f32>(big_sh[i], big_sh[i + 1u], big_sh[i + 2u], big_sh[i + 3u]);
-}
-
 // The values of dim `at` (a head's block + dim) at positions s, s + g,
 // s + 2g, s + 3g.
 fn v4(at: u32, s: u32, g: u32) -> vec4<f32> {
