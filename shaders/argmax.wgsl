@@ -22,7 +22,9 @@
 // (pick_next_input.wgsl): steps chain inside one pass with no copy and no
 // embedding dispatch between them.
 
-const WG: u32 = 256u;
+// The invocations that pick: 256 (a caller's workgroup may have more; the
+// rest only pass the barriers).
+const PICK_WG: u32 = 256u;
 
 
 // Each thread's best, then (from 256 on) each group of sixteen's.
@@ -52,7 +54,8 @@ fn pick(t: u32, b: u32, nb: u32, v: u32) {
     var bv = 0.0;
     var bi = NONE;
     var bad = NONE;
-    for (var i = t; i < v; i += WG) {
+    let live = t < PICK_WG;
+    for (var i = t; i < select(0u, v, live); i += PICK_WG) {
         let x = logit(i);
         if (!finite(x) && bad == NONE) {
             bad = i;
@@ -62,20 +65,22 @@ fn pick(t: u32, b: u32, nb: u32, v: u32) {
             bi = i;
         }
     }
-    best_v[t] = bv;
-    best_i[t] = bi;
-    bad_i[t] = bad;
+    if (live) {
+        best_v[t] = bv;
+        best_i[t] = bi;
+        bad_i[t] = bad;
+    }
     workgroupBarrier();
     if (t < 16u) {
         let g = combine(16u * t);
-        best_v[WG + t] = bitcast<f32>(g.x);
-        best_i[WG + t] = g.y;
-        bad_i[WG + t] = g.z;
+        best_v[PICK_WG + t] = bitcast<f32>(g.x);
+        best_i[PICK_WG + t] = g.y;
+        bad_i[PICK_WG + t] = g.z;
     }
     workgroupBarrier();
     var picked = 0u;
     if (t == 0u) {
-        let g = combine(WG);
+        let g = combine(PICK_WG);
         picked = g.y;
         token[b] = g.y;
         var bits = 0u;

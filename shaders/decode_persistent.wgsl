@@ -7,18 +7,26 @@
 // 4–7·n_layer + 2. Its price: one workgroup streams all the weights, so it
 // wins only while they are small (they stay in L2 from token to token).
 //
+// Two widths: WG invocations a workgroup, 256 (what every WebGPU device
+// offers) or 512 where the device offers it (`Wide`), from the file
+// appended after this one (decode_persistent_wg256.wgsl or
+// decode_persistent_wide.wgsl: WG, and the partials' room PART in NBUF
+// buffers of 4·WG).
+//
 // Rows live in workgroup memory: x (the residual row), xn (a LayerNorm's
 // output, then the attention's), big (the qkv row, then the fc hidden
-// row). The linears (`linear`) run in rounds of 128 output columns: 32
-// groups of 8 lanes, group g taking columns r·128 + g + 32j (j < 4), its
-// 8 lanes reading neighbouring vec4s of each column's weight row (a warp
-// reads 128 contiguous bytes of four rows), four columns' loads in flight;
-// each lane's four products a vec4, its partial (x + y) + (z + w), the 8
-// partials added as a fixed tree. The attention (`attend_heads`) runs
-// every head at once: scores by (head, position) over all threads, each
-// head's max and sum over 32 lanes of its own, then each output dim by
-// 256/C threads (groups of positions), the groups added in order. All sums are f32, in fixed
-// orders (not the other layouts': the logits agree to f32 rounding).
+// row). The linears (`linear`) run in rounds of G = WG / L groups of L
+// lanes (L = 32, 16 or 8: the most that still cover the N output columns
+// in one round, else 8), group g taking columns r·4G + g + Gj (j < 4), its
+// L lanes reading neighbouring vec4s of each column's weight row (16·L
+// contiguous bytes of a row at once), four columns' loads in flight;
+// each lane's four products a vec4, its partial (x + y) + (z + w), the L
+// partials added as fixed trees of 8, the trees in order. The
+// attention (`attend_heads`) runs every head at once: scores by (head,
+// position) over all threads, each head's max and sum over 32 lanes of
+// its own, then each output dim by WG/C threads (groups of positions), the
+// groups added in order. All sums are f32, in fixed orders (not the other
+// layouts', and each width its own: the logits agree to f32 rounding).
 //
 // Caches: one buffer each for every layer and sample; head h of sample b
 // in layer l owns the block ((l·B + b)·NH + h)·T_max·HS: K transposed
@@ -29,7 +37,7 @@
 // same buffer), the linears' weights as packed halves (`wh`, the f16
 // weight cache) when HALF_W; LayerNorms, biases and the tied head always
 // f32. Needs C ≤ 256, C and HS multiples of 4, NH ≤ 8, NH·T_max ≤ 1024
-// (ops/attention/persistent.rs checks).
+// (ops/persistent.rs checks).
 
 struct Params {
     c: u32,
@@ -60,25 +68,21 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-// x: the token's position P; y, z, w unused.
-@group(0) @binding(1) var<uniform> pos: vec4<u32>;
 @group(0) @binding(2) var<storage, read> w4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> wf: array<f32>;
 @group(0) @binding(4) var<storage, read> wh: array<vec2<u32>>;
 @group(0) @binding(5) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(6) var<storage, read_write> v_cache: array<f32>;
-// The input rows (C per sample) and the logits (V per sample).
+// The input rows (C per sample). The logits (V per sample, `logits`) and
+// the position (`pos`, x: the token's position P) are bound by the entry
+// point's file: decode_persistent_main.wgsl, or decode_persistent_pick.wgsl
+// (with the pick's).
 @group(0) @binding(7) var<storage, read> x_in: array<f32>;
-@group(0) @binding(8) var<storage, read_write> logits: array<f32>;
 
 // The linears' weights as packed halves (the f16 weight cache).
 override HALF_W: bool = false;
 
-const WG: u32 = 256u;
 const CMAX: u32 = 256u;
-// Columns a round of `linear`, lanes per column.
-const ROUND: u32 = 128u;
-const LANES: u32 = 8u;
 const NEG: f32 = -1e30;
 const LN_EPS: f32 = 1e-5;
 // Where a linear reads and writes.
@@ -91,9 +95,9 @@ const OUT_LOGITS: u32 = 2u;
 var<workgroup> x_sh: array<f32, CMAX>;
 var<workgroup> xn_sh: array<f32, CMAX>;
 var<workgroup> big_sh: array<f32, 1024>;
-// Two rounds' partial sums (rounds alternate halves); the attention's
-// scores (NH·T_max).
-var<workgroup> part_sh: array<f32, 2048>;
+// NBUF rounds' partial sums (rounds take the NBUF buffers in turn); the
+// attention's scores (NH·T_max).
+var<workgroup> part_sh: array<f32, PART>;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> red16: array<f32, 16>;
 // Each head's max score and sum of weights.
@@ -116,8 +120,9 @@ fn big4(i: u32) -> vec4<f32> {
     return vec4<f32>(big_sh[i], big_sh[i + 1u], big_sh[i + 2u], big_sh[i + 3u]);
 }
 
-// The sum of every thread's `v`: sixteen threads add sixteen each, then
-// every thread the sixteen sums (fixed trees), three barriers.
+// The sum of the first 256 threads' `v` (the rest must pass 0: a
+// LayerNorm's row is at most 256 wide): sixteen threads add sixteen each,
+// then every thread the sixteen sums (fixed trees), three barriers.
 fn block_sum(t: u32, v: f32) -> f32 {
     workgroupBarrier();
     red[t] = v;
@@ -165,16 +170,16 @@ struct Acc {
 }
 
 // One lane's products for the four columns whose weight rows start at
-// vec4s `rq`: quads q = lane, lane + 8, … < `quads`, four quads (sixteen
+// vec4s `rq`: quads q = lane, lane + lanes, … < `quads`, four quads (sixteen
 // loads) a round, the products of each column in order of q. f32 weights.
 // (Written out, no arrays: a GPU compiler keeps these in registers.)
-fn lane_f32(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
+fn lane_f32(src: u32, rq: vec4<u32>, lane: u32, lanes: u32, quads: u32) -> Acc {
     var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     var q = lane;
-    for (; q + 3u * LANES < quads; q += 4u * LANES) {
-        let q1 = q + LANES;
-        let q2 = q + 2u * LANES;
-        let q3 = q + 3u * LANES;
+    for (; q + 3u * lanes < quads; q += 4u * lanes) {
+        let q1 = q + lanes;
+        let q2 = q + 2u * lanes;
+        let q3 = q + 3u * lanes;
         let w00 = w4[rq.x + q];
         let w01 = w4[rq.y + q];
         let w02 = w4[rq.z + q];
@@ -196,20 +201,20 @@ fn lane_f32(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
         a = step4(a, in_vec(src, 4u * q2), w20, w21, w22, w23);
         a = step4(a, in_vec(src, 4u * q3), w30, w31, w32, w33);
     }
-    for (; q < quads; q += LANES) {
+    for (; q < quads; q += lanes) {
         a = step4(a, in_vec(src, 4u * q), w4[rq.x + q], w4[rq.y + q], w4[rq.z + q], w4[rq.w + q]);
     }
     return a;
 }
 
 // `lane_f32` with the weights as packed halves.
-fn lane_half(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
+fn lane_half(src: u32, rq: vec4<u32>, lane: u32, lanes: u32, quads: u32) -> Acc {
     var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     var q = lane;
-    for (; q + 3u * LANES < quads; q += 4u * LANES) {
-        let q1 = q + LANES;
-        let q2 = q + 2u * LANES;
-        let q3 = q + 3u * LANES;
+    for (; q + 3u * lanes < quads; q += 4u * lanes) {
+        let q1 = q + lanes;
+        let q2 = q + 2u * lanes;
+        let q3 = q + 3u * lanes;
         let w00 = wh[rq.x + q];
         let w01 = wh[rq.y + q];
         let w02 = wh[rq.z + q];
@@ -231,7 +236,7 @@ fn lane_half(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
         a = step4(a, in_vec(src, 4u * q2), hv(w20), hv(w21), hv(w22), hv(w23));
         a = step4(a, in_vec(src, 4u * q3), hv(w30), hv(w31), hv(w32), hv(w33));
     }
-    for (; q < quads; q += LANES) {
+    for (; q < quads; q += lanes) {
         a = step4(a, in_vec(src, 4u * q), hv(wh[rq.x + q]), hv(wh[rq.y + q]), hv(wh[rq.z + q]), hv(wh[rq.w + q]));
     }
     return a;
@@ -250,46 +255,70 @@ fn lane_sum(a: vec4<f32>) -> f32 {
     return (a.x + a.y) + (a.z + a.w);
 }
 
+// Lanes a column for a linear of n columns: 32, 16 or 8, the most whose
+// round (4·WG / lanes columns) still takes all n; 8 past that.
+fn lanes_for(n: u32) -> u32 {
+    if (n <= WG / 8u) {
+        return 32u;
+    }
+    if (n <= WG / 4u) {
+        return 16u;
+    }
+    return 8u;
+}
+
+// Partials q … q + 7 as a fixed tree.
+fn tree8(q: u32) -> f32 {
+    return ((part_sh[q] + part_sh[q + 1u]) + (part_sh[q + 2u] + part_sh[q + 3u]))
+        + ((part_sh[q + 4u] + part_sh[q + 5u]) + (part_sh[q + 6u] + part_sh[q + 7u]));
+}
+
 // out (N) = in (K) · Wᵀ [+ bias] [GELU], W (N, K) from element w_off
 // (`half`: of the packed halves), written per `dst`: into big, added into
 // x (the residual), or to the sample's logits. K a multiple of 4.
 fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, gelu_on: bool, dst: u32) {
-    let g = t / LANES;
-    let lane = t % LANES;
+    let lanes = lanes_for(n);
+    let groups = WG / lanes;
+    let per = 4u * groups;
+    let g = t / lanes;
+    let lane = t % lanes;
     let quads = k / 4u;
-    for (var r0 = 0u; r0 < n; r0 += ROUND) {
-        // This round's half of part_sh: the next round writes the other
-        // while this one's sums are read, the one after this one's only
-        // past the next round's barrier.
-        let pb = ((r0 / ROUND) % 2u) * ROUND * LANES;
+    for (var r0 = 0u; r0 < n; r0 += per) {
+        // This round's buffer of part_sh: with two, the next round writes
+        // the other while this one's sums are read, the one after this
+        // one's only past the next round's barrier; with one, a barrier
+        // ends each round but the last.
+        let pb = ((r0 / per) % NBUF) * 4u * WG;
         let last = n - 1u;
         let rq = vec4<u32>(
             (w_off + min(r0 + g, last) * k) / 4u,
-            (w_off + min(r0 + g + 32u, last) * k) / 4u,
-            (w_off + min(r0 + g + 64u, last) * k) / 4u,
-            (w_off + min(r0 + g + 96u, last) * k) / 4u,
+            (w_off + min(r0 + g + groups, last) * k) / 4u,
+            (w_off + min(r0 + g + 2u * groups, last) * k) / 4u,
+            (w_off + min(r0 + g + 3u * groups, last) * k) / 4u,
         );
         // The column's bias, loaded with the round's weights.
         var bias_v = 0.0;
-        if (t < ROUND && dst != OUT_LOGITS) {
+        if (t < per && dst != OUT_LOGITS) {
             bias_v = wf[b_off + min(r0 + t, last)];
         }
         var a: Acc;
         if (half) {
-            a = lane_half(src, rq, lane, quads);
+            a = lane_half(src, rq, lane, lanes, quads);
         } else {
-            a = lane_f32(src, rq, lane, quads);
+            a = lane_f32(src, rq, lane, lanes, quads);
         }
-        part_sh[pb + g * LANES + lane] = lane_sum(a.a0);
-        part_sh[pb + (g + 32u) * LANES + lane] = lane_sum(a.a1);
-        part_sh[pb + (g + 64u) * LANES + lane] = lane_sum(a.a2);
-        part_sh[pb + (g + 96u) * LANES + lane] = lane_sum(a.a3);
+        part_sh[pb + g * lanes + lane] = lane_sum(a.a0);
+        part_sh[pb + (g + groups) * lanes + lane] = lane_sum(a.a1);
+        part_sh[pb + (g + 2u * groups) * lanes + lane] = lane_sum(a.a2);
+        part_sh[pb + (g + 3u * groups) * lanes + lane] = lane_sum(a.a3);
         workgroupBarrier();
         let col = r0 + t;
-        if (t < ROUND && col < n) {
-            let q = pb + t * LANES;
-            var v = ((part_sh[q] + part_sh[q + 1u]) + (part_sh[q + 2u] + part_sh[q + 3u]))
-                + ((part_sh[q + 4u] + part_sh[q + 5u]) + (part_sh[q + 6u] + part_sh[q + 7u]));
+        if (t < per && col < n) {
+            let q = pb + t * lanes;
+            var v = tree8(q);
+            for (var j = 8u; j < lanes; j += 8u) {
+                v += tree8(q + j);
+            }
             if (dst != OUT_LOGITS) {
                 v += bias_v;
             }
@@ -304,14 +333,18 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
                 logits[row * p.v + col] = v;
             }
         }
+        if (NBUF == 1u && r0 + per < n) {
+            workgroupBarrier();
+        }
     }
     workgroupBarrier();
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-    row = wg.y;
-    rows = nwg.y;
+// Sample `b` (of `nb`)'s token: its logits into row b of `logits`. Every
+// invocation calls it (barriers).
+fn decode_token(t: u32, b: u32, nb: u32) {
+    row = b;
+    rows = nb;
     let c = p.c;
     let cc = c * c;
     // The host never sets P ≥ T_max; clamping keeps a stray value in bounds.

@@ -6,8 +6,9 @@
 // in this cache).
 //
 // Appended to the pick's source; the pick runs 256 invocations per
-// workgroup and calls `write_next_input` from every invocation (a barrier)
-// once its pick is made.
+// workgroup (PICK_WG; a caller's workgroup may have more) and calls
+// `write_next_input` from every invocation (a barrier) once its pick is
+// made.
 
 struct NextInput {
     c: u32,
@@ -32,9 +33,9 @@ fn write_next_input(t: u32, b: u32, tok: u32, next_p: u32) {
     }
     workgroupBarrier();
     let token = next_token;
-    if (next_p < next_in.t_max) {
+    if (next_p < next_in.t_max && t < PICK_WG) {
         let c = next_in.c;
-        for (var ch = t; ch < c; ch += 256u) {
+        for (var ch = t; ch < c; ch += PICK_WG) {
             next_x[b * c + ch] = emb[next_in.tok_off + token * c + ch] + emb[next_in.pos_off + next_p * c + ch];
         }
     }

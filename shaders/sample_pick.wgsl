@@ -38,7 +38,9 @@ struct SampleParams {
 // position P.
 @group(0) @binding(15) var<storage, read> draws: array<f32>;
 
-const WG: u32 = 256u;
+// The invocations that pick: 256 (a caller's workgroup may have more; the
+// rest only pass the barriers).
+const PICK_WG: u32 = 256u;
 // tinygpt_protocol::config::MAX_VOCAB.
 const MAXV: u32 = 512u;
 
@@ -64,15 +66,20 @@ fn pick(t: u32, b_row: u32, nb: u32, v_all: u32) {
     // exactly representable for every WGSL front end).
     var m = bitcast<f32>(0xff7fffffu);
     var bad = NONE;
-    for (var i = t; i < v; i += WG) {
+    // The picking invocations' share of the candidates.
+    let live = t < PICK_WG;
+    let vl = select(0u, v, live);
+    for (var i = t; i < vl; i += PICK_WG) {
         let x = logit(i);
         if (!finite(x) && bad == NONE) {
             bad = i;
         }
         m = max(m, x);
     }
-    tops[t] = m;
-    bad_i[t] = bad;
+    if (live) {
+        tops[t] = m;
+        bad_i[t] = bad;
+    }
     workgroupBarrier();
     if (t < 16u) {
         var mm = tops[16u * t];
@@ -81,19 +88,19 @@ fn pick(t: u32, b_row: u32, nb: u32, v_all: u32) {
             mm = max(mm, tops[k]);
             b = min(b, bad_i[k]);
         }
-        tops[WG + t] = mm;
-        bad_i[WG + t] = b;
+        tops[PICK_WG + t] = mm;
+        bad_i[PICK_WG + t] = b;
     }
     workgroupBarrier();
-    var mx = tops[WG];
+    var mx = tops[PICK_WG];
     for (var k = 1u; k < 16u; k++) {
-        mx = max(mx, tops[WG + k]);
+        mx = max(mx, tops[PICK_WG + k]);
     }
-    for (var i = t; i < v; i += WG) {
+    for (var i = t; i < vl; i += PICK_WG) {
         weight[i] = exp((logit(i) - mx) * sp.inv_t);
     }
     workgroupBarrier();
-    for (var i = t; i < v; i += WG) {
+    for (var i = t; i < vl; i += PICK_WG) {
         let wi = weight[i];
         var r = 0u;
         for (var j = 0u; j < v; j++) {
@@ -121,7 +128,7 @@ fn pick(t: u32, b_row: u32, nb: u32, v_all: u32) {
     workgroupBarrier();
     if (sp.top_p < 1.0) {
         let reach = sp.top_p * running[n - 1u];
-        for (var r = t; r < n; r += WG) {
+        for (var r = t; r < select(0u, n, live); r += PICK_WG) {
             if (running[r] >= reach && (r == 0u || running[r - 1u] < reach)) {
                 kept = r + 1u;
             }
@@ -134,7 +141,7 @@ fn pick(t: u32, b_row: u32, nb: u32, v_all: u32) {
     }
     workgroupBarrier();
     let at = draws[at_p] * running[k - 1u];
-    for (var r = t; r < k; r += WG) {
+    for (var r = t; r < select(0u, k, live); r += PICK_WG) {
         if (at < running[r] && (r == 0u || !(at < running[r - 1u]))) {
             chosen = ranked_i[r];
         }
@@ -143,10 +150,10 @@ fn pick(t: u32, b_row: u32, nb: u32, v_all: u32) {
     if (t == 0u) {
         let next = chosen;
         token[b_row] = next;
-        let b = bad_i[WG];
+        let b = bad_i[PICK_WG];
         var first_bad = b;
         for (var g = 1u; g < 16u; g++) {
-            first_bad = min(first_bad, bad_i[WG + g]);
+            first_bad = min(first_bad, bad_i[PICK_WG + g]);
         }
         var bits = 0u;
         if (first_bad != NONE) {

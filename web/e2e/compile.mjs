@@ -4,7 +4,8 @@
 // dump` writes. naga validates them in CI (`tests/shaders.rs`), but the
 // browser compiles with Tint, whose uniformity analysis and limits are its
 // own; a pipeline that needs what this adapter lacks (shader-f16,
-// subgroups, cooperative matrices) is listed as not compiled, with why.
+// subgroups, cooperative matrices, more invocations, workgroup memory or
+// storage buffers than it offers) is listed as not compiled, with why.
 // Exits 1 when any other pipeline fails.
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -26,7 +27,10 @@ const results = await page.evaluate(async (kernels) => {
   for (const k of kernels) {
     const needs = k.wgsl.includes("enable f16;") ? "shader-f16"
       : k.wgsl.includes("wgpu_cooperative_matrix") ? "cooperative matrices"
-      : k.wgsl.includes("subgroupShuffle") ? "subgroups (native only in wgpu 30)" : null;
+      : k.wgsl.includes("subgroupShuffle") ? "subgroups (native only in wgpu 30)"
+      : k.invocations > adapter.limits.maxComputeInvocationsPerWorkgroup ? `${k.invocations} invocations`
+      : k.workgroup_bytes > adapter.limits.maxComputeWorkgroupStorageSize ? `${k.workgroup_bytes} bytes of workgroup memory`
+      : k.storage_buffers > adapter.limits.maxStorageBuffersPerShaderStage ? `${k.storage_buffers} storage buffers` : null;
     if (needs) { out.push({ key: k.key, skipped: needs }); continue; }
     device.pushErrorScope("validation");
     const module = device.createShaderModule({ code: k.wgsl });

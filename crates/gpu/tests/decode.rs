@@ -22,6 +22,7 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::model::{Decoder, DecoderKernels, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::argmax::head_pick_offered;
+use tinygpt_gpu::ops::persistent::{persistent_pick_offered, persistent_wide_offered};
 use tinygpt_gpu::testing::TestGpu;
 use tinygpt_gpu::PipelineRegistry;
 
@@ -55,7 +56,7 @@ fn f16() -> FastPaths {
 }
 
 /// Every layout of the decoder's kernels, whatever the test adapter is.
-const KERNELS: [DecoderKernels; 6] = DecoderKernels::ALL;
+const KERNELS: [DecoderKernels; 7] = DecoderKernels::ALL;
 
 fn model(gpu: &TestGpu, reg: &mut PipelineRegistry, p: &[f32], fast: FastPaths) -> GpuModel {
     model_with(gpu, reg, p, fast, DecoderKernels::for_device(&gpu.ctx))
@@ -189,6 +190,7 @@ fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
             DecoderKernels::Columns,
             DecoderKernels::Stack,
             DecoderKernels::Persistent,
+            DecoderKernels::PersistentWide,
         ];
         for close in others {
             let what = format!("{fast:?}: {close:?} vs prologue");
@@ -405,16 +407,33 @@ fn a_decoded_token_is_four_dispatches_per_layer_and_two_more() {
             .filter(|k| k.starts_with("attention_decode_proj"));
         assert_eq!(proj.count(), cfg.n_layer, "{keys:?}");
         assert_eq!(keys.last(), Some(&"greedy_pick"), "{keys:?}");
-        // The whole token in one kernel, then the pick.
-        m.set_decoder_kernels(DecoderKernels::Persistent);
-        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
-        assert_eq!(dec.layout(), DecoderKernels::Persistent);
-        dec.reset();
-        let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
-        let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
-        assert_eq!(keys.len(), 3, "{keys:?}");
-        assert!(keys[1].starts_with("decode_persistent"), "{keys:?}");
-        assert_eq!(dec.dispatches_per_token(), 2);
+        // The whole token in one kernel, then the pick, at either width.
+        for kernels in [DecoderKernels::Persistent, DecoderKernels::PersistentWide] {
+            let wide = kernels == DecoderKernels::PersistentWide;
+            if wide && !persistent_wide_offered(&gpu.ctx.limits) {
+                eprintln!("the wide persistent kernel did not run: this adapter offers {} invocations, {} bytes of workgroup memory", gpu.ctx.limits.max_compute_invocations_per_workgroup, gpu.ctx.limits.max_compute_workgroup_storage_size);
+                continue;
+            }
+            m.set_decoder_kernels(kernels);
+            let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+            assert_eq!(dec.layout(), kernels);
+            dec.reset();
+            // The pick inside the kernel where the device offers it: one
+            // dispatch a token; else its own.
+            let width = kernels.persistent_width().unwrap();
+            let inside = persistent_pick_offered(&gpu.ctx.limits, width);
+            let times = pollster::block_on(dec.profile_step(&gpu.ctx, 3)).unwrap();
+            let keys: Vec<&str> = times.iter().map(|t| t.key).collect();
+            assert_eq!(keys.len(), 3 - inside as usize, "{keys:?}");
+            assert_eq!(
+                keys[1].starts_with("decode_persistent_wide"),
+                wide,
+                "{keys:?}"
+            );
+            assert!(keys[1].starts_with("decode_persistent"), "{keys:?}");
+            assert_eq!(keys[1].ends_with("greedy"), inside, "{keys:?}");
+            assert_eq!(dec.dispatches_per_token(), 2 - inside as usize);
+        }
     }
 }
 

@@ -1,21 +1,26 @@
 //! The `Persistent` decoder (`shaders/decode_persistent.wgsl`: a whole
-//! token in one workgroup a sample) against the `Prologue` layout at the
+//! token in one workgroup a sample), at both widths (`PersistentWide`:
+//! 512 invocations), against the `Prologue` layout at the
 //! shapes it is for — several rounds of 128 output columns (3C and 4C
 //! past 128), more positions than a head's 32 lanes, eight heads, C at its
 //! limit of 256, two samples at once, f32 and f16-stored weights: the
 //! logits of every step within f32 rounding, the same greedy text; a model
 //! that does not fit the workgroup decodes in `Prologue`; the kernel
-//! refuses what it cannot run.
+//! refuses what it cannot run; the pick inside the kernel (one dispatch a
+//! token) gives the tokens of the pick on its own, greedy and seeded.
 
 use tinygpt_core::numerics::assert_close;
+use tinygpt_core::sample::{SampleParams, Sampler};
 use tinygpt_core::{Gpt, ModelConfig, TrainConfig};
-use tinygpt_gpu::engine::generate_greedy;
+use tinygpt_gpu::engine::{generate_greedy, generate_rows};
 use tinygpt_gpu::gate::{F16Storage, FastPaths};
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::model::{DecoderKernels, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::attention::DecodeDesc;
-use tinygpt_gpu::ops::persistent::persistent_fits;
+use tinygpt_gpu::ops::persistent::{
+    persistent_fits, persistent_pick_offered, persistent_wide_offered,
+};
 use tinygpt_gpu::testing::TestGpu;
 use tinygpt_gpu::PipelineRegistry;
 
@@ -68,9 +73,9 @@ fn the_persistent_kernel_gives_the_prologue_layouts_logits_and_text() {
         let cfg = cfg(c, nh, t_max);
         for fast in [FastPaths::default(), f16()] {
             let what = format!("C {c} NH {nh} f16 {}", fast.f16_storage.is_some());
-            let runs = [DecoderKernels::Prologue, DecoderKernels::Persistent].map(|k| {
-                let mut m = model(gpu, &mut reg, cfg, fast, k);
-                let dec = m.decoder_for(&gpu.ctx, &mut reg, 2).unwrap();
+            let run = |k: DecoderKernels, reg: &mut PipelineRegistry| {
+                let mut m = model(gpu, reg, cfg, fast, k);
+                let dec = m.decoder_for(&gpu.ctx, reg, 2).unwrap();
                 assert_eq!(dec.layout(), k, "{what}");
                 dec.reset();
                 // Past 32 positions: a head's lanes take two each.
@@ -79,18 +84,27 @@ fn the_persistent_kernel_gives_the_prologue_layouts_logits_and_text() {
                     .iter()
                     .flat_map(|&t| pollster::block_on(dec.push(&gpu.ctx, t)).unwrap())
                     .collect();
-                let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+                let dec = m.decoder(&gpu.ctx, reg).unwrap();
                 let go = |_| std::ops::ControlFlow::Continue(());
                 let text = pollster::block_on(generate_greedy(&gpu.ctx, dec, &[1, 2, 3], 30, go));
                 (logits, text.unwrap())
-            });
-            let [(want, want_text), (got, got_text)] = runs;
-            assert_close(&format!("{what}: logits"), &got, &want, 2e-4, 1e-4);
-            assert!(
-                got.iter().zip(&want).any(|(a, b)| a != b),
-                "{what}: its own sums"
-            );
-            assert_eq!(got_text, want_text, "{what}: greedy text");
+            };
+            let (want, want_text) = run(DecoderKernels::Prologue, &mut reg);
+            for k in [DecoderKernels::Persistent, DecoderKernels::PersistentWide] {
+                if k == DecoderKernels::PersistentWide && !persistent_wide_offered(&gpu.ctx.limits)
+                {
+                    eprintln!("{what}: the wide kernel did not run: this adapter offers {} invocations, {} bytes of workgroup memory", gpu.ctx.limits.max_compute_invocations_per_workgroup, gpu.ctx.limits.max_compute_workgroup_storage_size);
+                    continue;
+                }
+                let (got, got_text) = run(k, &mut reg);
+                let what = format!("{what} {k:?}");
+                assert_close(&format!("{what}: logits"), &got, &want, 2e-4, 1e-4);
+                assert!(
+                    got.iter().zip(&want).any(|(a, b)| a != b),
+                    "{what}: its own sums"
+                );
+                assert_eq!(got_text, want_text, "{what}: greedy text");
+            }
         }
     }
 }
@@ -101,16 +115,12 @@ fn a_model_the_workgroup_cannot_hold_decodes_in_the_prologue_layout() {
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     // C 384 (nanogpt's rows), heads of 6 (not a multiple of 4).
     for cfg in [cfg(384, 6, 8), cfg(24, 4, 8)] {
-        let mut m = model(
-            gpu,
-            &mut reg,
-            cfg,
-            FastPaths::default(),
-            DecoderKernels::Persistent,
-        );
-        let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
-        assert_eq!(dec.layout(), DecoderKernels::Prologue, "{cfg:?}");
-        assert_eq!(dec.dispatches_per_token(), 5 * cfg.n_layer + 2);
+        for k in [DecoderKernels::Persistent, DecoderKernels::PersistentWide] {
+            let mut m = model(gpu, &mut reg, cfg, FastPaths::default(), k);
+            let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+            assert_eq!(dec.layout(), DecoderKernels::Prologue, "{cfg:?} {k:?}");
+            assert_eq!(dec.dispatches_per_token(), 5 * cfg.n_layer + 2);
+        }
     }
     let desc = |c, nh, t_max| DecodeDesc {
         c,
@@ -131,7 +141,8 @@ fn a_model_the_workgroup_cannot_hold_decodes_in_the_prologue_layout() {
     }
 }
 
-/// The engine's own choice: on a GPU `Persistent` for rows up to 128 wide
+/// The engine's own choice: on a GPU `PersistentWide` (or `Persistent`
+/// where the device lacks the wide workgroup) for rows up to 128 wide
 /// that fit it, `Prologue` past them; on a CPU implementation the column
 /// layout; a layout set by hand stays set.
 #[test]
@@ -143,24 +154,40 @@ fn the_engine_picks_the_persistent_layout_for_narrow_models_on_gpus() {
         t_max: 64,
         batch: 1,
     };
+    // WebGPU's default limits (256 invocations, 16 KB) and a device that
+    // offers the wide workgroup.
+    let narrow = wgpu::Limits::default();
+    let wide = wgpu::Limits {
+        max_compute_invocations_per_workgroup: 1024,
+        max_compute_workgroup_size_x: 1024,
+        max_compute_workgroup_storage_size: 32_768,
+        ..narrow.clone()
+    };
     let gpu_layout = DecoderKernels::Prologue;
-    assert_eq!(
-        gpu_layout.preferred_for(&desc(128, 4)),
-        DecoderKernels::Persistent
-    );
-    assert_eq!(
-        gpu_layout.preferred_for(&desc(256, 4)),
-        DecoderKernels::Prologue
-    );
-    assert_eq!(
-        gpu_layout.preferred_for(&desc(20, 2)),
-        DecoderKernels::Prologue
-    );
-    let cpu_layout = DecoderKernels::Columns;
-    assert_eq!(
-        cpu_layout.preferred_for(&desc(128, 4)),
-        DecoderKernels::Columns
-    );
+    for (limits, want) in [
+        (&narrow, DecoderKernels::Persistent),
+        (&wide, DecoderKernels::PersistentWide),
+    ] {
+        assert_eq!(gpu_layout.preferred_for(&desc(128, 4), limits), want);
+        assert_eq!(
+            gpu_layout.preferred_for(&desc(256, 4), limits),
+            DecoderKernels::Prologue
+        );
+        assert_eq!(
+            gpu_layout.preferred_for(&desc(20, 2), limits),
+            DecoderKernels::Prologue
+        );
+        let cpu_layout = DecoderKernels::Columns;
+        assert_eq!(
+            cpu_layout.preferred_for(&desc(128, 4), limits),
+            DecoderKernels::Columns
+        );
+        // Asked for by hand: the wide one where offered, else the narrow.
+        assert_eq!(
+            DecoderKernels::PersistentWide.for_model(&desc(128, 4), limits),
+            want
+        );
+    }
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     for (c, nh) in [(128, 4), (256, 4)] {
         let cfg = cfg(c, nh, 16);
@@ -168,7 +195,7 @@ fn the_engine_picks_the_persistent_layout_for_narrow_models_on_gpus() {
         let tc = TrainConfig::default();
         let mut m = GpuModel::new(&gpu.ctx, cfg, &p, None, tc, OptState::default()).unwrap();
         let device = DecoderKernels::for_device(&gpu.ctx);
-        let want = device.preferred_for(&desc(c as u32, nh as u32));
+        let want = device.preferred_for(&desc(c as u32, nh as u32), &gpu.ctx.limits);
         assert_eq!(
             m.decoder(&gpu.ctx, &mut reg).unwrap().layout(),
             want,
@@ -179,5 +206,56 @@ fn the_engine_picks_the_persistent_layout_for_narrow_models_on_gpus() {
             m.decoder(&gpu.ctx, &mut reg).unwrap().layout(),
             DecoderKernels::Separate
         );
+    }
+}
+
+/// The pick inside the kernel (greedy and seeded, two samples at once,
+/// across a window restart) against the same kernel with the pick on its
+/// own: the same tokens, at both widths, f32 and f16 storage; one dispatch
+/// a token against two.
+#[test]
+fn the_pick_inside_the_kernel_gives_the_pick_on_its_owns_tokens() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let cfg = cfg(64, 4, 12);
+    let seeded = SampleParams {
+        temperature: 1.5,
+        top_k: Some(8),
+        top_p: Some(0.95),
+        seed: 7,
+    };
+    for k in [DecoderKernels::Persistent, DecoderKernels::PersistentWide] {
+        let width = k.persistent_width().unwrap();
+        let limits = &gpu.ctx.limits;
+        let wide = k == DecoderKernels::PersistentWide;
+        if (wide && !persistent_wide_offered(limits)) || !persistent_pick_offered(limits, width) {
+            let why = "the device lacks the invocations, workgroup memory or storage buffers";
+            tinygpt_gpu::testing::did_not_run(&format!("{k:?} with its pick"), why);
+            continue;
+        }
+        for fast in [FastPaths::default(), f16()] {
+            let mut m = model(gpu, &mut reg, cfg, fast, k);
+            for rule in [SampleParams::greedy(), seeded] {
+                let texts = [true, false].map(|inside| {
+                    let dec = m.decoder_for(&gpu.ctx, &mut reg, 2).unwrap();
+                    dec.set_pick_in_kernel(inside);
+                    assert_eq!(dec.dispatches_per_token(), 2 - inside as usize);
+                    let mut samplers: Vec<Sampler> = (0..2)
+                        .map(|i| Sampler::new(rule.for_sample(i)).unwrap())
+                        .collect();
+                    let samplers = (rule.temperature > 0.0).then_some(&mut samplers[..]);
+                    let go = |_, _| std::ops::ControlFlow::Continue(());
+                    let n = 2 * cfg.block_size;
+                    pollster::block_on(generate_rows(&gpu.ctx, dec, &[1, 2, 3], n, samplers, go))
+                        .unwrap()
+                });
+                let what = format!("{k:?}, f16 {}, {rule:?}", fast.f16_storage.is_some());
+                assert_eq!(texts[0], texts[1], "{what}");
+                assert_eq!(texts[0][0].len(), 2 * cfg.block_size, "{what}");
+                if rule.temperature > 0.0 {
+                    assert_ne!(texts[0][0], texts[0][1], "{what}: two seeds");
+                }
+            }
+        }
     }
 }

@@ -87,7 +87,9 @@ fn every_pipeline_validates_with_its_constants() {
 }
 
 /// Every key literal of a `KernelSource` in the crate's source: `key: "…"`
-/// fields, and the key lists of `variants(…)` (ops/matmul/f16w.rs).
+/// fields, the key lists of `variants(…)` (ops/matmul/f16w.rs), and the
+/// keys of `variants!("…", …)` with their `_f16w` twins
+/// (ops/persistent/).
 fn keys_in_source(dir: &Path, out: &mut BTreeSet<String>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -106,6 +108,12 @@ fn keys_in_source(dir: &Path, out: &mut BTreeSet<String>) {
             let list = list.split(']').next().unwrap();
             for key in list.split('"').skip(1).step_by(2) {
                 out.insert(key.to_string());
+            }
+        }
+        for part in text.split("variants!(").skip(1) {
+            if let Some(rest) = part.trim_start().strip_prefix('"') {
+                let key = rest.split('"').next().unwrap();
+                out.extend([key.to_string(), format!("{key}_f16w")]);
             }
         }
     }
@@ -196,41 +204,97 @@ fn workgroup_bytes(src: &KernelSource) -> u32 {
         .sum()
 }
 
-/// WebGPU's default workgroup memory, what every browser offers: every
-/// pipeline fits it but the tensor-core kernels (native only; their device
-/// must offer `COOP_WORKGROUP_BYTES`).
+/// The invocations of `src`'s entry point's workgroup.
+fn invocations(src: &KernelSource) -> u32 {
+    let module = naga::front::wgsl::parse_str(src.wgsl).unwrap();
+    let e = module
+        .entry_points
+        .iter()
+        .find(|e| e.name == src.entry)
+        .unwrap();
+    e.workgroup_size.iter().product()
+}
+
+/// WebGPU's default workgroup memory and invocations, what every browser
+/// offers: every pipeline fits them but the tensor-core kernels (native
+/// only; their device must offer `COOP_WORKGROUP_BYTES`) and the wide
+/// persistent decoder (bound only where `persistent_wide_offered`; it needs
+/// what `PERSISTENT_WIDE_BYTES` and `PERSISTENT_WIDE_INVOCATIONS` say).
 #[test]
 fn every_pipeline_fits_webgpus_default_workgroup_memory() {
+    use tinygpt_gpu::ops::persistent::{
+        DECODE_PERSISTENT, DECODE_PERSISTENT_PICK, PERSISTENT_PICK_BYTES, PERSISTENT_WIDE_BYTES,
+        PERSISTENT_WIDE_INVOCATIONS,
+    };
+    let wide = DECODE_PERSISTENT[1].iter();
+    let picks = DECODE_PERSISTENT_PICK.iter().flatten().flatten();
+    let checked: Vec<&str> = wide.chain(picks).map(|s| s.key).collect();
     let mut over = Vec::new();
     for src in all_kernels() {
         let bytes = workgroup_bytes(src);
         let native = src.wgsl.contains("enable wgpu_cooperative_matrix;");
-        if bytes > 16_384 && !native {
-            over.push(format!("{}: {bytes}", src.key));
+        if (bytes > 16_384 || invocations(src) > 256) && !native && !checked.contains(&src.key) {
+            over.push(format!(
+                "{}: {bytes} bytes, {} invocations",
+                src.key,
+                invocations(src)
+            ));
         }
     }
-    assert!(over.is_empty(), "past 16,384 bytes: {over:?}");
+    assert!(
+        over.is_empty(),
+        "past 16,384 bytes or 256 invocations: {over:?}"
+    );
     let head = workgroup_bytes(&tinygpt_gpu::ops::argmax::HEAD_SAMPLE_PICK);
     assert!(
         head > 8_192,
         "the fused head's {head} bytes: the count reads nothing"
     );
+    for src in &DECODE_PERSISTENT[1] {
+        assert_eq!(workgroup_bytes(src), PERSISTENT_WIDE_BYTES, "{}", src.key);
+        assert_eq!(invocations(src), PERSISTENT_WIDE_INVOCATIONS, "{}", src.key);
+    }
+    // With a pick: the seeded one's bytes what the host checks, the greedy
+    // one's fewer; the wide ones as wide.
+    for (width, sources) in DECODE_PERSISTENT_PICK.iter().enumerate() {
+        let want = PERSISTENT_PICK_BYTES[width];
+        for src in &sources[0] {
+            assert!(workgroup_bytes(src) < want, "{}", src.key);
+        }
+        for src in &sources[1] {
+            assert_eq!(workgroup_bytes(src), want, "{}", src.key);
+        }
+        for src in sources.iter().flatten() {
+            let wg = [256, PERSISTENT_WIDE_INVOCATIONS][width];
+            assert_eq!(invocations(src), wg, "{}", src.key);
+        }
+    }
 }
 
 /// WebGPU's default storage buffers a shader stage, what browsers offer on
 /// most adapters: every pipeline binds at most this many, but the
-/// decoder's fused head, which binds what `HEAD_PICK_STORAGE_BUFFERS` says
-/// and which the host binds only where the device offers that many.
+/// decoder's fused head and the persistent kernel with its pick, which
+/// bind what `HEAD_PICK_STORAGE_BUFFERS` and
+/// `PERSISTENT_PICK_STORAGE_BUFFERS` say and which the host binds only
+/// where the device offers that many.
 const WEBGPU_STORAGE_BUFFERS: usize = 8;
 
 #[test]
 fn every_pipeline_binds_what_browsers_offer_but_the_fused_head() {
     use tinygpt_gpu::ops::argmax::{HEAD_GREEDY_PICK, HEAD_PICK_STORAGE_BUFFERS, HEAD_SAMPLE_PICK};
-    let head = [HEAD_GREEDY_PICK.key, HEAD_SAMPLE_PICK.key];
+    use tinygpt_gpu::ops::persistent::{DECODE_PERSISTENT_PICK, PERSISTENT_PICK_STORAGE_BUFFERS};
+    let mut fused = vec![HEAD_GREEDY_PICK.key, HEAD_SAMPLE_PICK.key];
+    fused.extend(
+        DECODE_PERSISTENT_PICK
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|s| s.key),
+    );
     let mut over = Vec::new();
     for src in all_kernels() {
         let n = storage_buffers(src);
-        if n > WEBGPU_STORAGE_BUFFERS && !head.contains(&src.key) {
+        if n > WEBGPU_STORAGE_BUFFERS && !fused.contains(&src.key) {
             over.push(format!("{}: {n}", src.key));
         }
     }
@@ -238,6 +302,15 @@ fn every_pipeline_binds_what_browsers_offer_but_the_fused_head() {
     let bound = HEAD_PICK_STORAGE_BUFFERS as usize;
     assert_eq!(storage_buffers(&HEAD_SAMPLE_PICK), bound);
     assert_eq!(storage_buffers(&HEAD_GREEDY_PICK), bound - 1);
+    let bound = PERSISTENT_PICK_STORAGE_BUFFERS as usize;
+    for [greedy, sample] in &DECODE_PERSISTENT_PICK {
+        for src in sample {
+            assert_eq!(storage_buffers(src), bound, "{}", src.key);
+        }
+        for src in greedy {
+            assert_eq!(storage_buffers(src), bound - 1, "{}", src.key);
+        }
+    }
 }
 
 /// A JSON string of `s`.
@@ -272,10 +345,13 @@ fn dump_every_pipeline_for_a_browser() {
             .map(|&(k, v)| format!("{}: {v}", json_str(k)))
             .collect();
         out.push_str(&format!(
-            "{{\"key\": {}, \"entry\": {}, \"constants\": {{{}}}, \"wgsl\": {}}}\n",
+            "{{\"key\": {}, \"entry\": {}, \"constants\": {{{}}}, \"invocations\": {}, \"workgroup_bytes\": {}, \"storage_buffers\": {}, \"wgsl\": {}}}\n",
             json_str(src.key),
             json_str(src.entry),
             constants.join(", "),
+            invocations(src),
+            workgroup_bytes(src),
+            storage_buffers(src),
             json_str(src.wgsl)
         ));
     }

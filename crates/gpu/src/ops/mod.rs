@@ -102,7 +102,13 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     all.extend(&matmul::MATMUL_COOP_TILED_BNK);
     all.extend(attention::ATTENTION_DECODE_QKV_F16W.iter().flatten());
     all.extend(attention::ATTENTION_DECODE_PROJ.iter().flatten());
-    all.extend(&persistent::DECODE_PERSISTENT);
+    all.extend(persistent::DECODE_PERSISTENT.iter().flatten());
+    all.extend(
+        persistent::DECODE_PERSISTENT_PICK
+            .iter()
+            .flatten()
+            .flatten(),
+    );
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());
     #[cfg(feature = "fault-injection")]

@@ -1,7 +1,7 @@
 //! How the decoder lays out a token's kernels, per device class.
 
 use crate::ops::attention::DecodeDesc;
-use crate::ops::persistent::persistent_fits;
+use crate::ops::persistent::{persistent_fits, persistent_wide_offered, PersistentWidth};
 use crate::GpuContext;
 
 /// The widest rows for which the engine picks the `Persistent` layout
@@ -42,9 +42,11 @@ pub const PERSISTENT_PREFERRED_MAX_C: u32 = 128;
 /// (`ops::persistent::bind_decode_persistent`), then the pick: two
 /// dispatches a token, where one workgroup streaming every weight is
 /// cheaper than the other layouts' launches (small models); its own sums'
-/// orders. A model whose rows do not fit its workgroup
-/// (`ops::persistent::persistent_fits`) decodes in `Prologue` instead
-/// ([`DecoderKernels::for_model`]).
+/// orders. `PersistentWide`: the same in a workgroup of 512 invocations
+/// (`ops::persistent::PersistentWidth::Wide`) where the device offers it,
+/// else `Persistent`; its sums in its own orders. A model whose rows do not
+/// fit the kernel's workgroup (`ops::persistent::persistent_fits`) decodes
+/// in `Prologue` instead ([`DecoderKernels::for_model`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
     Prologue,
@@ -53,6 +55,7 @@ pub enum DecoderKernels {
     Columns,
     Stack,
     Persistent,
+    PersistentWide,
 }
 
 impl DecoderKernels {
@@ -67,13 +70,14 @@ impl DecoderKernels {
     }
 
     /// Every layout, in the order `tinygpt bench --decoder` lists them.
-    pub const ALL: [DecoderKernels; 6] = [
+    pub const ALL: [DecoderKernels; 7] = [
         DecoderKernels::Prologue,
         DecoderKernels::Fused,
         DecoderKernels::Separate,
         DecoderKernels::Columns,
         DecoderKernels::Stack,
         DecoderKernels::Persistent,
+        DecoderKernels::PersistentWide,
     ];
 
     /// Its name (`tinygpt bench --decoder`, the bench's sample rows).
@@ -85,32 +89,45 @@ impl DecoderKernels {
             Self::Columns => "columns",
             Self::Stack => "stack",
             Self::Persistent => "persistent",
+            Self::PersistentWide => "persistent-wide",
         }
     }
 
     /// The layout the engine picks for a model of `desc`'s shape on a
-    /// device whose layout is `self` ([`Self::for_device`]): `Persistent`
-    /// in place of `Prologue` where it fits and the rows are at most
+    /// device of `limits` whose layout is `self` ([`Self::for_device`]):
+    /// `PersistentWide` (or `Persistent` where the device does not offer
+    /// it) in place of `Prologue` where it fits and the rows are at most
     /// [`PERSISTENT_PREFERRED_MAX_C`] wide — measured faster there on the
     /// H100 (BENCHMARKS.md, runs 78–80: `tiny`, C 128, 84 against 99 µs a
     /// token) and slower at C 256 (`small`: 194 against 111) — else
     /// itself.
-    pub fn preferred_for(self, desc: &DecodeDesc) -> Self {
+    pub fn preferred_for(self, desc: &DecodeDesc, limits: &wgpu::Limits) -> Self {
         match self {
             Self::Prologue if persistent_fits(desc) && desc.c <= PERSISTENT_PREFERRED_MAX_C => {
-                Self::Persistent
+                Self::PersistentWide.for_model(desc, limits)
             }
             k => k,
         }
     }
 
-    /// The layout a model of `desc`'s shape decodes in: this one, or
-    /// `Prologue` for `Persistent` where its rows do not fit the kernel's
-    /// workgroup.
-    pub fn for_model(self, desc: &DecodeDesc) -> Self {
+    /// The layout a model of `desc`'s shape decodes in on a device of
+    /// `limits`: this one; `Persistent` for `PersistentWide` where the
+    /// device does not offer the wide workgroup; `Prologue` for either
+    /// where the rows do not fit the kernel's workgroup.
+    pub fn for_model(self, desc: &DecodeDesc, limits: &wgpu::Limits) -> Self {
         match self {
-            Self::Persistent if !persistent_fits(desc) => Self::Prologue,
+            Self::Persistent | Self::PersistentWide if !persistent_fits(desc) => Self::Prologue,
+            Self::PersistentWide if !persistent_wide_offered(limits) => Self::Persistent,
             k => k,
+        }
+    }
+
+    /// The persistent kernel's width, in the layouts that run it.
+    pub fn persistent_width(self) -> Option<PersistentWidth> {
+        match self {
+            Self::Persistent => Some(PersistentWidth::Narrow),
+            Self::PersistentWide => Some(PersistentWidth::Wide),
+            _ => None,
         }
     }
 

@@ -109,6 +109,10 @@ pub struct Decoder {
     draws: wgpu::Buffer,
     _buffers: Vec<wgpu::Buffer>,
     _caches: Vec<KvCache>,
+    /// Whether a persistent layout's step picks inside its kernel, where
+    /// the device offers it (one dispatch a token); else the pick is a
+    /// dispatch of its own.
+    pick_in_kernel: bool,
     /// Tokens in the cache.
     pub len: usize,
 }
@@ -148,9 +152,11 @@ impl Decoder {
         let positions = ctx.upload_bytes("decode_positions", bytemuck::cast_slice(&table))?;
         let host_tokens = ctx.zeros("decode_host_tokens", rows_of(t_max))?;
         let records = Records::new(ctx, v, rows_of(t_max))?;
-        let layout = layout.for_model(&desc);
+        let layout = layout.for_model(&desc, &ctx.limits);
         let caches: Vec<KvCache> = match layout {
-            DecoderKernels::Persistent => vec![persistent_cache(ctx, desc, cfg.n_layer as u32)?],
+            DecoderKernels::Persistent | DecoderKernels::PersistentWide => {
+                vec![persistent_cache(ctx, desc, cfg.n_layer as u32)?]
+            }
             _ => (0..cfg.n_layer)
                 .map(|_| KvCache::new(ctx, desc))
                 .collect::<Result<_, _>>()?,
@@ -214,6 +220,7 @@ impl Decoder {
                 .chain(stacks)
                 .collect(),
             _caches: caches,
+            pick_in_kernel: true,
             len: 0,
         })
     }
@@ -221,6 +228,13 @@ impl Decoder {
     /// Capacity of the cache (the model's context).
     pub fn capacity(&self) -> usize {
         self.desc.t_max as usize
+    }
+
+    /// Whether a persistent layout's step picks inside its kernel (the
+    /// default, where the device offers it) or in a dispatch of its own;
+    /// the same tokens either way (`tests/decode_persistent.rs`).
+    pub fn set_pick_in_kernel(&mut self, on: bool) {
+        self.pick_in_kernel = on;
     }
 
     /// The layout its kernels run in.
@@ -401,6 +415,14 @@ impl Decoder {
     fn kernels(&self, parity: usize, out: Out, embed: bool) -> Vec<&BoundKernel> {
         let step = &self.steps[parity];
         let embedding = embed.then_some(&step.embedding);
+        let whole = match (out, &step.token_pick) {
+            (Out::Pick, Some([greedy, _])) if self.pick_in_kernel => Some(greedy),
+            (Out::Sample, Some([_, sample])) if self.pick_in_kernel => Some(sample),
+            _ => None,
+        };
+        if let Some(whole) = whole {
+            return embedding.into_iter().chain([whole]).collect();
+        }
         let mut k: Vec<&BoundKernel> = embedding.into_iter().chain(&step.blocks).collect();
         match (out, &step.head_pick) {
             (Out::None, _) => {}

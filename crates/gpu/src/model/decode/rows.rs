@@ -15,7 +15,10 @@ use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
 use crate::ops::layernorm::{bind_layernorm_forward, LayerNormDesc};
 use crate::ops::matmul::f16w::bind_gemv_f16w;
 use crate::ops::matmul::{bind_gemv, MatmulDesc, RowFusion};
-use crate::ops::persistent::{bind_decode_persistent, PersistentWeights};
+use crate::ops::persistent::{
+    bind_decode_persistent, bind_decode_persistent_pick, persistent_pick_offered,
+    PersistentWeights, PersistentWidth,
+};
 use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};
 use tinygpt_core::ParamKind::{self, LnfB, LnfW, PosEmb, TokEmb};
@@ -401,21 +404,17 @@ impl<'a> RowBuilder<'a> {
 
     /// `logits (V)` from `x` through every block (the token's keys and
     /// values appended to `cache`, all layers' in one), the final
-    /// LayerNorm and the tied head, in one kernel (`Persistent`).
-    pub fn persistent(&mut self, cache: &KvCache) -> R {
+    /// LayerNorm and the tied head, in one kernel of `width` (`Persistent`,
+    /// `PersistentWide`).
+    pub fn persistent(&mut self, cache: &KvCache, width: PersistentWidth) -> R {
         let offset = |k: ParamKind| self.params.at(k, 0).offset;
-        let weights = PersistentWeights {
-            flat: self.params.buffer,
-            offset: &offset,
-            halves: self.f16.map(|f| f.at(0).buffer),
-            n_layer: self.params.layout.get(ParamKind::Ln1W).shape[0] as u32,
-            vocab: self.v,
-        };
+        let weights = self.persistent_weights(&offset);
         let io = (self.x(), &self.rows.logits);
+        let at = (self.desc, width);
         let k = bind_decode_persistent(
             self.ctx,
             self.reg,
-            self.desc,
+            at,
             self.positions().0,
             &weights,
             cache,
@@ -423,6 +422,51 @@ impl<'a> RowBuilder<'a> {
         )?;
         self.kernels.push(k);
         Ok(())
+    }
+
+    /// What `persistent` binds, then each pick (greedy, seeded) from the
+    /// logits, in one kernel each — where the device offers it
+    /// (`persistent_pick_offered`), else none.
+    pub fn persistent_pick(
+        &mut self,
+        cache: &KvCache,
+        width: PersistentWidth,
+        (picks, params, draws): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+    ) -> Result<Option<[BoundKernel; 2]>, GpuError> {
+        if !persistent_pick_offered(&self.ctx.limits, width) {
+            return Ok(None);
+        }
+        let offset = |k: ParamKind| self.params.at(k, 0).offset;
+        let weights = self.persistent_weights(&offset);
+        let r = self.rows;
+        let records = Records {
+            positions: self.positions(),
+            token: &r.token,
+            picks,
+        };
+        let io = (self.x(), &r.logits);
+        let mut bind = |rule| {
+            let at = (self.desc, width, rule);
+            let next = self.next_input();
+            bind_decode_persistent_pick(self.ctx, self.reg, at, &weights, cache, io, records, next)
+        };
+        let greedy = bind(Rule::Greedy)?;
+        let sample = bind(Rule::Sample { params, draws })?;
+        Ok(Some([greedy, sample]))
+    }
+
+    /// The model as the persistent kernel reads it, parameters at `offset`.
+    fn persistent_weights<'o>(&self, offset: &'o dyn Fn(ParamKind) -> u32) -> PersistentWeights<'o>
+    where
+        'a: 'o,
+    {
+        PersistentWeights {
+            flat: self.params.buffer,
+            offset,
+            halves: self.f16.map(|f| f.at(0).buffer),
+            n_layer: self.params.layout.get(ParamKind::Ln1W).shape[0] as u32,
+            vocab: self.v,
+        }
     }
 
     /// The tied head, always f32: `logits (V) = input · tok_embᵀ`.

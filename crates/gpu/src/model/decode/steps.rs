@@ -26,6 +26,9 @@ pub(super) struct Step {
     /// The final LayerNorm, the head and the greedy or the seeded pick in
     /// one kernel, where the layout has it (`RowBuilder::head_pick`).
     pub head_pick: Option<[BoundKernel; 2]>,
+    /// The whole step and the greedy or the seeded pick in one kernel,
+    /// where the layout has it (`RowBuilder::persistent_pick`).
+    pub token_pick: Option<[BoundKernel; 2]>,
 }
 
 /// Where the picks go: their records, and the seeded pick's rule and draws.
@@ -54,21 +57,27 @@ pub(super) fn bind_step(g: &mut RowBuilder<'_>, caches: &[KvCache], out: &Record
     let (v, batch, r) = (g.v, g.desc.batch, g.rows);
     g.encoder()?; // x (C)
     let embedding = g.take().remove(0);
-    match g.layout {
-        DecoderKernels::Persistent => g.persistent(&caches[0])?, // logits (V): every block, the final LayerNorm, the head
-        DecoderKernels::Stack => bind_stack_blocks(g, caches)?,
+    let persistent = g.layout.persistent_width();
+    match (g.layout, persistent) {
+        (_, Some(width)) => g.persistent(&caches[0], width)?, // logits (V): every block, the final LayerNorm, the head
+        (DecoderKernels::Stack, _) => bind_stack_blocks(g, caches)?,
         _ => bind_blocks(g, caches)?,
     }
     let blocks = g.take();
-    if g.layout != DecoderKernels::Persistent {
+    if persistent.is_none() {
         let lnf = g.layernorm_at(g.residual_in(caches.len()), (LnfW, LnfB, 0))?;
         g.head(lnf)?; // logits (V)
     }
     let head = g.take();
     let pick = bind_greedy_pick(g.ctx, g.reg, (v, batch), &r.logits, g.positions(), &r.token, &out.picks, g.next_input())?; // token, next position and x
     let sample = bind_sample_pick(g.ctx, g.reg, (v, batch), &r.logits, &out.sample_params, g.positions(), &r.token, &out.picks, &out.draws, g.next_input())?;
-    let head_pick = g.head_pick((&out.picks, &out.sample_params, &out.draws))?; // the head and each pick in one kernel, or none
-    Ok(Step { embedding, blocks, head, pick, sample, head_pick })
+    let records = (&out.picks, &out.sample_params, &out.draws);
+    let head_pick = g.head_pick(records)?; // the head and each pick in one kernel, or none
+    let token_pick = match persistent {
+        Some(width) => g.persistent_pick(&caches[0], width, records)?, // the whole step and each pick in one kernel, or none
+        None => None,
+    };
+    Ok(Step { embedding, blocks, head, pick, sample, head_pick, token_pick })
 }
 
 /// The blocks of a step, the residual row `x` added into.

@@ -18,7 +18,7 @@ use super::common::{bind_kernel, uniform, View};
 use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
-use records::check_rule;
+pub(crate) use records::check_rule;
 use tinygpt_core::sample::{inverse_temperature, SampleParams};
 
 /// A pick's source: the kernel over rows of logits in storage

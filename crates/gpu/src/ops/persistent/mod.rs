@@ -11,28 +11,87 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::ParamKind;
 
-const PERSISTENT_WGSL: &str = concat!(
-    include_str!("../../../../shaders/decode_persistent.wgsl"),
-    include_str!("../../../../shaders/decode_persistent_attend.wgsl"),
-    include_str!("../../../../shaders/erf.wgsl")
-);
+mod pick;
 
-/// By f16 weights: the linears' weights f32, or packed halves (the f16
+pub use pick::*;
+
+/// The kernel's source at a width (its constants file `$width`), with the
+/// files `$tail` (paths from this folder) appended: its entry point's.
+macro_rules! persistent_source {
+    ($width:literal $(, $tail:literal)*) => {
+        concat!(
+            include_str!("../../../../../shaders/decode_persistent.wgsl"),
+            include_str!("../../../../../shaders/decode_persistent_attend.wgsl"),
+            include_str!("../../../../../shaders/erf.wgsl"),
+            include_str!(concat!("../../../../../shaders/", $width))
+            $(, include_str!($tail))*
+        )
+    };
+}
+pub(crate) use persistent_source;
+
+/// A source's two variants: f32 weights (`$key`), packed halves
+/// (`$key` + `_f16w`).
+macro_rules! variants {
+    ($key:literal, $wgsl:expr) => {
+        [
+            KernelSource {
+                key: $key,
+                wgsl: $wgsl,
+                entry: "main",
+                constants: &[],
+            },
+            KernelSource {
+                key: concat!($key, "_f16w"),
+                wgsl: $wgsl,
+                entry: "main",
+                constants: &[("HALF_W", 1.0)],
+            },
+        ]
+    };
+}
+pub(crate) use variants;
+
+/// The kernel's sources: by width ([`PersistentWidth`] as an index), then
+/// by f16 weights (the linears' weights f32, or packed halves: the f16
 /// weight cache).
-pub const DECODE_PERSISTENT: [KernelSource; 2] = [
-    KernelSource {
-        key: "decode_persistent",
-        wgsl: PERSISTENT_WGSL,
-        entry: "main",
-        constants: &[],
-    },
-    KernelSource {
-        key: "decode_persistent_f16w",
-        wgsl: PERSISTENT_WGSL,
-        entry: "main",
-        constants: &[("HALF_W", 1.0)],
-    },
+pub const DECODE_PERSISTENT: [[KernelSource; 2]; 2] = [
+    variants!(
+        "decode_persistent",
+        persistent_source!(
+            "decode_persistent_wg256.wgsl",
+            "../../../../../shaders/decode_persistent_main.wgsl"
+        )
+    ),
+    variants!(
+        "decode_persistent_wide",
+        persistent_source!(
+            "decode_persistent_wide.wgsl",
+            "../../../../../shaders/decode_persistent_main.wgsl"
+        )
+    ),
 ];
+
+/// The kernel's workgroup: 256 invocations (every WebGPU device's), or
+/// [`PERSISTENT_WIDE_INVOCATIONS`] where the device offers them and
+/// [`PERSISTENT_WIDE_BYTES`] of workgroup memory ([`persistent_wide_offered`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PersistentWidth {
+    Narrow = 0,
+    Wide = 1,
+}
+
+/// Invocations of the wide kernel's workgroup.
+pub const PERSISTENT_WIDE_INVOCATIONS: u32 = 512;
+/// Workgroup memory the wide kernel uses (`tests/shaders.rs` counts it).
+pub const PERSISTENT_WIDE_BYTES: u32 = 16_512;
+
+/// Whether a device of `limits` runs the wide kernel.
+pub fn persistent_wide_offered(limits: &wgpu::Limits) -> bool {
+    limits.max_compute_invocations_per_workgroup >= PERSISTENT_WIDE_INVOCATIONS
+        && limits.max_compute_workgroup_size_x >= PERSISTENT_WIDE_INVOCATIONS
+        && limits.max_compute_workgroup_storage_size >= PERSISTENT_WIDE_BYTES
+}
 
 /// The widest row the kernel's workgroup holds (`CMAX`).
 pub const PERSISTENT_MAX_C: u32 = 256;
@@ -117,23 +176,56 @@ impl PersistentWeights<'_> {
     }
 }
 
-/// Binds a token step of `desc.batch` samples: from each sample's input
-/// row `x` (C) through every block (the token's keys and values appended
-/// to `cache`, a [`persistent_cache`], at the position) to its logits
-/// (V) in `logits`. Refuses a shape that does not [`persistent_fits`].
+/// Binds a token step of `desc.batch` samples at `width`: from each
+/// sample's input row `x` (C) through every block (the token's keys and
+/// values appended to `cache`, a [`persistent_cache`], at the position) to
+/// its logits (V) in `logits`. Refuses a shape that does not
+/// [`persistent_fits`], and the wide kernel where the device does not
+/// offer it.
 pub fn bind_decode_persistent(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
-    desc: DecodeDesc,
+    (desc, width): (DecodeDesc, PersistentWidth),
     position: &wgpu::Buffer,
     weights: &PersistentWeights<'_>,
     cache: &KvCache,
     (x, logits): (&wgpu::Buffer, &wgpu::Buffer),
 ) -> Result<BoundKernel, GpuError> {
+    let io = (x, logits);
+    let (uniform, mut buffers) = checked(ctx, (desc, width), weights, cache, io, &[])?;
+    buffers.extend([(1, position), (8, logits)]);
+    let src = &DECODE_PERSISTENT[width as usize][weights.halves.is_some() as usize];
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        src,
+        &uniform,
+        &buffers,
+        [1, desc.batch, 1],
+    ))
+}
+
+/// Checks a step's shape, width and buffers (none of `written` aliasing
+/// what the kernel reads), and returns its uniform and the bindings both
+/// entry points share (2–7: the weights, the caches, the input rows).
+fn checked<'a>(
+    ctx: &GpuContext,
+    (desc, width): (DecodeDesc, PersistentWidth),
+    weights: &PersistentWeights<'a>,
+    cache: &'a KvCache,
+    (x, logits): (&'a wgpu::Buffer, &'a wgpu::Buffer),
+    written: &[(&'static str, &wgpu::Buffer)],
+) -> Result<(wgpu::Buffer, Vec<(u32, &'a wgpu::Buffer)>), GpuError> {
     if !persistent_fits(&desc) || desc.batch == 0 {
         return Err(shape_error(
             "decode_persistent",
             format!("{desc:?} does not fit one workgroup (C ≤ {PERSISTENT_MAX_C}, C and HS multiples of 4, NH ≤ {PERSISTENT_MAX_HEADS}, NH·T_max ≤ {PERSISTENT_MAX_SCORES})"),
+        ));
+    }
+    if width == PersistentWidth::Wide && !persistent_wide_offered(&ctx.limits) {
+        return Err(shape_error(
+            "decode_persistent",
+            format!("the wide kernel needs {PERSISTENT_WIDE_INVOCATIONS} invocations and {PERSISTENT_WIDE_BYTES} bytes of workgroup memory; this device offers {} and {}", ctx.limits.max_compute_invocations_per_workgroup, ctx.limits.max_compute_workgroup_storage_size),
         ));
     }
     let words = weights.words(&desc)?;
@@ -152,35 +244,26 @@ pub fn bind_decode_persistent(
         ));
     }
     let halves = weights.halves.unwrap_or(weights.flat);
-    let written = [
+    let mut all_written = vec![
         ("K cache", &cache.k),
         ("V cache", &cache.v),
         ("logits", logits),
     ];
+    all_written.extend(written.iter().copied());
     let read = [
         ("input rows", x),
         ("weights", weights.flat),
         ("halves", halves),
     ];
-    check_no_alias("decode_persistent", &written, &read)?;
+    check_no_alias("decode_persistent", &all_written, &read)?;
     let uniform = ctx.uniform("decode_persistent", bytemuck::cast_slice(&words));
-    let buffers = [
-        (1, position),
+    let buffers = vec![
         (2, weights.flat),
         (3, weights.flat),
         (4, halves),
         (5, &cache.k),
         (6, &cache.v),
         (7, x),
-        (8, logits),
     ];
-    let src = &DECODE_PERSISTENT[weights.halves.is_some() as usize];
-    Ok(bind_kernel(
-        ctx,
-        registry,
-        src,
-        &uniform,
-        &buffers,
-        [1, desc.batch, 1],
-    ))
+    Ok((uniform, buffers))
 }
