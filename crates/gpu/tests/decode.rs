@@ -194,7 +194,11 @@ fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
         ];
         for close in others {
             let what = format!("{fast:?}: {close:?} vs prologue");
-            assert_close(&what, of(close), prologue, 1e-5, 1e-5);
+            // The persistent kernel's linears sum a column in up to 32
+            // lanes' partials (more orders apart; measured 1.5e-5 at most
+            // on lavapipe): three times the others' tolerance.
+            let tol = if close.persistent_width().is_some() { 3e-5 } else { 1e-5 };
+            assert_close(&what, of(close), prologue, tol, tol);
             assert_ne!(bits(of(close)), bits(prologue), "{what}: another order");
         }
         assert!(prologue.iter().any(|&v| v != 0.0), "logits were computed");
@@ -431,7 +435,7 @@ fn a_decoded_token_is_four_dispatches_per_layer_and_two_more() {
                 "{keys:?}"
             );
             assert!(keys[1].starts_with("decode_persistent"), "{keys:?}");
-            assert_eq!(keys[1].ends_with("greedy"), inside, "{keys:?}");
+            assert_eq!(keys[1].contains("_greedy"), inside, "{keys:?}");
             assert_eq!(dec.dispatches_per_token(), 2 - inside as usize);
         }
     }
