@@ -196,6 +196,11 @@ pub struct BenchArgs {
     /// a head, or `prologue` on lavapipe to time the lanes' subgroup sums.
     #[arg(long, value_parser = PossibleValuesParser::new(DecoderKernels::ALL.map(DecoderKernels::name)))]
     pub decoder: Option<String>,
+    /// Sample and profile the persistent layouts with the pick in a
+    /// dispatch of its own (the engine picks inside their kernel where the
+    /// device offers it: one dispatch a token).
+    #[arg(long)]
+    pub pick_apart: bool,
     /// Run the tensor-core training path's products (and the profile's)
     /// on this kernel instead of the engine's `tiled` (the matmul rows time
     /// every kernel regardless).

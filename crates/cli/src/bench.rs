@@ -131,7 +131,7 @@ fn bench_sample(
     name: &str,
     shape: (usize, usize, usize, usize, usize),
     (n, samples, timed): (usize, usize, usize),
-    (fast, params, decoder): (FastPaths, SampleParams, Option<DecoderKernels>),
+    (fast, params, decoder): (FastPaths, SampleParams, DecoderChoice),
 ) -> Result<Value> {
     let (l, h, c, t, _) = shape;
     let cfg = config(l, h, c, t);
@@ -144,10 +144,8 @@ fn bench_sample(
         OptState::default(),
     )?;
     model.set_fast_paths(ctx, reg, fast)?;
-    if let Some(kernels) = decoder {
-        model.set_decoder_kernels(kernels);
-    }
-    let dec = model.decoder_for(ctx, reg, samples)?;
+    let dec = decoder.open(ctx, reg, &mut model, samples)?;
+    let dispatches = dec.dispatches_per_token();
     let decoder = dec.layout().name();
     let n = n.min(dec.capacity() - 1);
     let run = |dec: &mut Decoder| {
@@ -187,6 +185,7 @@ fn bench_sample(
         "config": name,
         "path": path,
         "decoder": decoder,
+        "dispatches_per_token": dispatches,
         "mode": mode,
         "samples": samples,
         "tokens": n * samples, "sample_tokens_per_s": median, "sample_tokens_per_s_runs": rates }))
@@ -275,10 +274,36 @@ pub fn wanted(name: &str, quick: bool, only: Option<&str>) -> bool {
     }
 }
 
+/// The decoder `bench` samples and profiles on: a layout (else the
+/// engine's), and the persistent layouts' pick apart from their kernel.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DecoderChoice {
+    pub kernels: Option<DecoderKernels>,
+    pub pick_apart: bool,
+}
+
+impl DecoderChoice {
+    /// `model`'s decoder of `samples` samples, laid out as chosen.
+    pub fn open<'m>(
+        self,
+        ctx: &GpuContext,
+        reg: &mut PipelineRegistry,
+        model: &'m mut GpuModel,
+        samples: usize,
+    ) -> Result<&'m mut Decoder> {
+        if let Some(kernels) = self.kernels {
+            model.set_decoder_kernels(kernels);
+        }
+        let dec = model.decoder_for(ctx, reg, samples)?;
+        dec.set_pick_in_kernel(!self.pick_apart);
+        Ok(dec)
+    }
+}
+
 pub fn run(
     ctx: &GpuContext,
     quick: bool,
-    (only, decoder): (Option<&str>, Option<DecoderKernels>),
+    (only, decoder): (Option<&str>, DecoderChoice),
 ) -> Result<Value> {
     let mut reg = PipelineRegistry::default();
     // The fast paths are benchmarked only where their precision gate
@@ -344,7 +369,7 @@ pub fn run(
 fn bench_models(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
-    (quick, only, decoder): (bool, Option<&str>, Option<DecoderKernels>),
+    (quick, only, decoder): (bool, Option<&str>, DecoderChoice),
     (decoders, trains): (&[FastPaths], &[Option<FastPaths>]),
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let (warmup, steps, tokens, timed) = if quick { (1, 2, 8, 1) } else { (5, 20, 200, 7) };

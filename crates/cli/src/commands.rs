@@ -31,7 +31,10 @@ pub async fn run(cli: Cli) -> Result<()> {
                 coop::set_engine_kernel(kernel);
             }
             // clap admits only the layouts' names.
-            let decoder = a.decoder.as_deref().and_then(DecoderKernels::from_name);
+            let decoder = crate::bench::DecoderChoice {
+                kernels: a.decoder.as_deref().and_then(DecoderKernels::from_name),
+                pick_apart: a.pick_apart,
+            };
             let mut report = if a.profile {
                 let decode = (a.decode_only, decoder);
                 crate::profile::run(&ctx, a.quick, a.shape.as_deref(), decode)?

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::time::Instant;
 use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::{init_params, Rng, TrainConfig};
-use tinygpt_gpu::model::{Decoder, DecoderKernels, FastPaths, GpuModel};
+use tinygpt_gpu::model::{Decoder, FastPaths, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::profile::{check_timestamps, totals_by_key, DispatchTime};
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
@@ -51,7 +51,7 @@ pub fn run(
     ctx: &GpuContext,
     quick: bool,
     only: Option<&str>,
-    (decode_only, decoder): (bool, Option<DecoderKernels>),
+    (decode_only, decoder): (bool, crate::bench::DecoderChoice),
 ) -> Result<Value> {
     check_timestamps(ctx).context("`bench --profile` times dispatches with timestamp queries")?;
     let mut reg = PipelineRegistry::default();
@@ -70,9 +70,6 @@ pub fn run(
         };
         let params = init_params(&cfg, 0);
         let mut model = GpuModel::new(ctx, cfg, &params, None, tc, OptState::default())?;
-        if let Some(kernels) = decoder {
-            model.set_decoder_kernels(kernels);
-        }
         let mut rng = Rng::new(1);
         let tokens: Vec<u32> = (0..100_000).map(|_| rng.below(VOCAB) as u32).collect();
         let mut sampler = BatchSampler::new(0);
@@ -104,7 +101,7 @@ pub fn run(
             model.set_fast_paths(ctx, &mut reg, fast)?;
             for samples in [1, MAX_SAMPLES] {
                 eprintln!("profile: decode token {name}{suffix}, {samples} sample(s)");
-                let dec = model.decoder_for(ctx, &mut reg, samples)?;
+                let dec = decoder.open(ctx, &mut reg, &mut model, samples)?;
                 let position = dec.capacity() / 2;
                 for &token in &tokens[..position] {
                     dec.feed(ctx, token)?;

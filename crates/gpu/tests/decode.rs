@@ -197,7 +197,11 @@ fn the_layernorm_folded_or_on_its_own_gives_the_same_logits_bit_for_bit() {
             // The persistent kernel's linears sum a column in up to 32
             // lanes' partials (more orders apart; measured 1.5e-5 at most
             // on lavapipe): three times the others' tolerance.
-            let tol = if close.persistent_width().is_some() { 3e-5 } else { 1e-5 };
+            let tol = if close.persistent_width().is_some() {
+                3e-5
+            } else {
+                1e-5
+            };
             assert_close(&what, of(close), prologue, tol, tol);
             assert_ne!(bits(of(close)), bits(prologue), "{what}: another order");
         }
