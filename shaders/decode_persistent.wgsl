@@ -15,18 +15,19 @@
 //
 // Rows live in workgroup memory: x (the residual row), xn (a LayerNorm's
 // output, then the attention's), big (the qkv row, then the fc hidden
-// row). The linears (`linear`) run in rounds of G = WG / L groups of L
-// lanes (L = 32, 16 or 8: the most that still cover the N output columns
-// in one round, else 8), group g taking columns r·4G + g + Gj (j < 4), its
-// L lanes reading neighbouring vec4s of each column's weight row (16·L
-// contiguous bytes of a row at once), four columns' loads in flight;
-// each lane's four products a vec4, its partial (x + y) + (z + w), the L
-// partials added as fixed trees of 8, the trees in order. The
-// attention (`attend_heads`) runs every head at once: scores by (head,
-// position) over all threads, each head's max and sum over 32 lanes of
-// its own, then each output dim by WG/C threads (groups of positions), the
-// groups added in order. All sums are f32, in fixed orders (not the other
-// layouts', and each width its own: the logits agree to f32 rounding).
+// row). The linears (`linear`) run in rounds of 4·G output columns: G =
+// WG / 8 groups of 8 lanes, group g taking columns r·4G + g + Gj (j < 4),
+// its 8 lanes reading neighbouring vec4s of each column's weight row (a
+// warp reads 128 contiguous bytes of four rows), up to eight quads of the
+// four columns' loads in flight (32 loads: the fc projection's K = 4C
+// rows in half the round trips); each lane's products a vec4 per column,
+// added in order of the quads, its partial (x + y) + (z + w), the 8
+// partials added as a fixed tree. The attention (`attend_heads`) runs
+// every head at once: scores by (head, position) over all threads, each
+// head's max and sum over 32 lanes of its own, then each output dim by
+// WG/C threads (groups of positions), the groups added in order. All sums
+// are f32, in fixed orders (not the other layouts', and each width its
+// own: the logits agree to f32 rounding).
 //
 // Caches: one buffer each for every layer and sample; head h of sample b
 // in layer l owns the block ((l·B + b)·NH + h)·T_max·HS: K transposed
@@ -37,7 +38,7 @@
 // same buffer), the linears' weights as packed halves (`wh`, the f16
 // weight cache) when HALF_W; LayerNorms, biases and the tied head always
 // f32. Needs C ≤ 256, C and HS multiples of 4, NH ≤ 8, NH·T_max ≤ 1024
-// (ops/persistent.rs checks).
+// (ops/persistent/mod.rs checks).
 
 struct Params {
     c: u32,
@@ -83,6 +84,10 @@ struct Params {
 override HALF_W: bool = false;
 
 const CMAX: u32 = 256u;
+// Lanes a column, groups of lanes, and columns a round of `linear`.
+const LANES: u32 = 8u;
+const GROUPS: u32 = WG / LANES;
+const ROUND: u32 = 4u * GROUPS;
 const NEG: f32 = -1e30;
 const LN_EPS: f32 = 1e-5;
 // Where a linear reads and writes.
@@ -169,75 +174,65 @@ struct Acc {
     a3: vec4<f32>,
 }
 
-// One lane's products for the four columns whose weight rows start at
-// vec4s `rq`: quads q = lane, lane + lanes, … < `quads`, four quads (sixteen
-// loads) a round, the products of each column in order of q. f32 weights.
+// Four quads' weights of four columns: wjc, quad q + j·LANES of column c.
 // (Written out, no arrays: a GPU compiler keeps these in registers.)
-fn lane_f32(src: u32, rq: vec4<u32>, lane: u32, lanes: u32, quads: u32) -> Acc {
-    var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-    var q = lane;
-    for (; q + 3u * lanes < quads; q += 4u * lanes) {
-        let q1 = q + lanes;
-        let q2 = q + 2u * lanes;
-        let q3 = q + 3u * lanes;
-        let w00 = w4[rq.x + q];
-        let w01 = w4[rq.y + q];
-        let w02 = w4[rq.z + q];
-        let w03 = w4[rq.w + q];
-        let w10 = w4[rq.x + q1];
-        let w11 = w4[rq.y + q1];
-        let w12 = w4[rq.z + q1];
-        let w13 = w4[rq.w + q1];
-        let w20 = w4[rq.x + q2];
-        let w21 = w4[rq.y + q2];
-        let w22 = w4[rq.z + q2];
-        let w23 = w4[rq.w + q2];
-        let w30 = w4[rq.x + q3];
-        let w31 = w4[rq.y + q3];
-        let w32 = w4[rq.z + q3];
-        let w33 = w4[rq.w + q3];
-        a = step4(a, in_vec(src, 4u * q), w00, w01, w02, w03);
-        a = step4(a, in_vec(src, 4u * q1), w10, w11, w12, w13);
-        a = step4(a, in_vec(src, 4u * q2), w20, w21, w22, w23);
-        a = step4(a, in_vec(src, 4u * q3), w30, w31, w32, w33);
-    }
-    for (; q < quads; q += lanes) {
-        a = step4(a, in_vec(src, 4u * q), w4[rq.x + q], w4[rq.y + q], w4[rq.z + q], w4[rq.w + q]);
-    }
-    return a;
+struct W16 {
+    w00: vec4<f32>, w01: vec4<f32>, w02: vec4<f32>, w03: vec4<f32>,
+    w10: vec4<f32>, w11: vec4<f32>, w12: vec4<f32>, w13: vec4<f32>,
+    w20: vec4<f32>, w21: vec4<f32>, w22: vec4<f32>, w23: vec4<f32>,
+    w30: vec4<f32>, w31: vec4<f32>, w32: vec4<f32>, w33: vec4<f32>,
 }
 
-// `lane_f32` with the weights as packed halves.
-fn lane_half(src: u32, rq: vec4<u32>, lane: u32, lanes: u32, quads: u32) -> Acc {
+// Weight quad q of the column whose row starts at vec4 r: f32, or packed
+// halves (`half`).
+fn wq(r: u32, q: u32, half: bool) -> vec4<f32> {
+    if (half) {
+        return hv(wh[r + q]);
+    }
+    return w4[r + q];
+}
+
+// The sixteen loads of quads q, q + LANES, q + 2·LANES, q + 3·LANES of the
+// four columns whose rows start at `rq`.
+fn load16(rq: vec4<u32>, q: u32, half: bool) -> W16 {
+    let q1 = q + LANES;
+    let q2 = q + 2u * LANES;
+    let q3 = q + 3u * LANES;
+    return W16(
+        wq(rq.x, q, half), wq(rq.y, q, half), wq(rq.z, q, half), wq(rq.w, q, half),
+        wq(rq.x, q1, half), wq(rq.y, q1, half), wq(rq.z, q1, half), wq(rq.w, q1, half),
+        wq(rq.x, q2, half), wq(rq.y, q2, half), wq(rq.z, q2, half), wq(rq.w, q2, half),
+        wq(rq.x, q3, half), wq(rq.y, q3, half), wq(rq.z, q3, half), wq(rq.w, q3, half),
+    );
+}
+
+// `load16`'s products added to `a`, quad by quad in order.
+fn apply16(a: Acc, src: u32, q: u32, w: W16) -> Acc {
+    var r = step4(a, in_vec(src, 4u * q), w.w00, w.w01, w.w02, w.w03);
+    r = step4(r, in_vec(src, 4u * (q + LANES)), w.w10, w.w11, w.w12, w.w13);
+    r = step4(r, in_vec(src, 4u * (q + 2u * LANES)), w.w20, w.w21, w.w22, w.w23);
+    return step4(r, in_vec(src, 4u * (q + 3u * LANES)), w.w30, w.w31, w.w32, w.w33);
+}
+
+// One lane's products for the four columns whose weight rows start at
+// vec4s `rq`: quads q = lane, lane + LANES, … < `quads`, added in order of
+// q; eight quads (32 loads) in flight a round while they last, then four,
+// then one.
+fn lane_sums(src: u32, rq: vec4<u32>, lane: u32, quads: u32, half: bool) -> Acc {
     var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     var q = lane;
-    for (; q + 3u * lanes < quads; q += 4u * lanes) {
-        let q1 = q + lanes;
-        let q2 = q + 2u * lanes;
-        let q3 = q + 3u * lanes;
-        let w00 = wh[rq.x + q];
-        let w01 = wh[rq.y + q];
-        let w02 = wh[rq.z + q];
-        let w03 = wh[rq.w + q];
-        let w10 = wh[rq.x + q1];
-        let w11 = wh[rq.y + q1];
-        let w12 = wh[rq.z + q1];
-        let w13 = wh[rq.w + q1];
-        let w20 = wh[rq.x + q2];
-        let w21 = wh[rq.y + q2];
-        let w22 = wh[rq.z + q2];
-        let w23 = wh[rq.w + q2];
-        let w30 = wh[rq.x + q3];
-        let w31 = wh[rq.y + q3];
-        let w32 = wh[rq.z + q3];
-        let w33 = wh[rq.w + q3];
-        a = step4(a, in_vec(src, 4u * q), hv(w00), hv(w01), hv(w02), hv(w03));
-        a = step4(a, in_vec(src, 4u * q1), hv(w10), hv(w11), hv(w12), hv(w13));
-        a = step4(a, in_vec(src, 4u * q2), hv(w20), hv(w21), hv(w22), hv(w23));
-        a = step4(a, in_vec(src, 4u * q3), hv(w30), hv(w31), hv(w32), hv(w33));
+    for (; q + 7u * LANES < quads; q += 8u * LANES) {
+        let w0 = load16(rq, q, half);
+        let w1 = load16(rq, q + 4u * LANES, half);
+        a = apply16(a, src, q, w0);
+        a = apply16(a, src, q + 4u * LANES, w1);
     }
-    for (; q < quads; q += lanes) {
-        a = step4(a, in_vec(src, 4u * q), hv(wh[rq.x + q]), hv(wh[rq.y + q]), hv(wh[rq.z + q]), hv(wh[rq.w + q]));
+    for (; q + 3u * LANES < quads; q += 4u * LANES) {
+        a = apply16(a, src, q, load16(rq, q, half));
+    }
+    for (; q < quads; q += LANES) {
+        let x = in_vec(src, 4u * q);
+        a = step4(a, x, wq(rq.x, q, half), wq(rq.y, q, half), wq(rq.z, q, half), wq(rq.w, q, half));
     }
     return a;
 }
@@ -255,70 +250,42 @@ fn lane_sum(a: vec4<f32>) -> f32 {
     return (a.x + a.y) + (a.z + a.w);
 }
 
-// Lanes a column for a linear of n columns: 32, 16 or 8, the most whose
-// round (4·WG / lanes columns) still takes all n; 8 past that.
-fn lanes_for(n: u32) -> u32 {
-    if (n <= WG / 8u) {
-        return 32u;
-    }
-    if (n <= WG / 4u) {
-        return 16u;
-    }
-    return 8u;
-}
-
-// Partials q … q + 7 as a fixed tree.
-fn tree8(q: u32) -> f32 {
-    return ((part_sh[q] + part_sh[q + 1u]) + (part_sh[q + 2u] + part_sh[q + 3u]))
-        + ((part_sh[q + 4u] + part_sh[q + 5u]) + (part_sh[q + 6u] + part_sh[q + 7u]));
-}
-
 // out (N) = in (K) · Wᵀ [+ bias] [GELU], W (N, K) from element w_off
 // (`half`: of the packed halves), written per `dst`: into big, added into
 // x (the residual), or to the sample's logits. K a multiple of 4.
 fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, gelu_on: bool, dst: u32) {
-    let lanes = lanes_for(n);
-    let groups = WG / lanes;
-    let per = 4u * groups;
-    let g = t / lanes;
-    let lane = t % lanes;
+    let g = t / LANES;
+    let lane = t % LANES;
     let quads = k / 4u;
-    for (var r0 = 0u; r0 < n; r0 += per) {
+    for (var r0 = 0u; r0 < n; r0 += ROUND) {
         // This round's buffer of part_sh: with two, the next round writes
         // the other while this one's sums are read, the one after this
         // one's only past the next round's barrier; with one, a barrier
         // ends each round but the last.
-        let pb = ((r0 / per) % NBUF) * 4u * WG;
+        let pb = ((r0 / ROUND) % NBUF) * ROUND * LANES;
         let last = n - 1u;
         let rq = vec4<u32>(
             (w_off + min(r0 + g, last) * k) / 4u,
-            (w_off + min(r0 + g + groups, last) * k) / 4u,
-            (w_off + min(r0 + g + 2u * groups, last) * k) / 4u,
-            (w_off + min(r0 + g + 3u * groups, last) * k) / 4u,
+            (w_off + min(r0 + g + GROUPS, last) * k) / 4u,
+            (w_off + min(r0 + g + 2u * GROUPS, last) * k) / 4u,
+            (w_off + min(r0 + g + 3u * GROUPS, last) * k) / 4u,
         );
         // The column's bias, loaded with the round's weights.
         var bias_v = 0.0;
-        if (t < per && dst != OUT_LOGITS) {
+        if (t < ROUND && dst != OUT_LOGITS) {
             bias_v = wf[b_off + min(r0 + t, last)];
         }
-        var a: Acc;
-        if (half) {
-            a = lane_half(src, rq, lane, lanes, quads);
-        } else {
-            a = lane_f32(src, rq, lane, lanes, quads);
-        }
-        part_sh[pb + g * lanes + lane] = lane_sum(a.a0);
-        part_sh[pb + (g + groups) * lanes + lane] = lane_sum(a.a1);
-        part_sh[pb + (g + 2u * groups) * lanes + lane] = lane_sum(a.a2);
-        part_sh[pb + (g + 3u * groups) * lanes + lane] = lane_sum(a.a3);
+        let a = lane_sums(src, rq, lane, quads, half);
+        part_sh[pb + g * LANES + lane] = lane_sum(a.a0);
+        part_sh[pb + (g + GROUPS) * LANES + lane] = lane_sum(a.a1);
+        part_sh[pb + (g + 2u * GROUPS) * LANES + lane] = lane_sum(a.a2);
+        part_sh[pb + (g + 3u * GROUPS) * LANES + lane] = lane_sum(a.a3);
         workgroupBarrier();
         let col = r0 + t;
-        if (t < per && col < n) {
-            let q = pb + t * lanes;
-            var v = tree8(q);
-            for (var j = 8u; j < lanes; j += 8u) {
-                v += tree8(q + j);
-            }
+        if (t < ROUND && col < n) {
+            let q = pb + t * LANES;
+            var v = ((part_sh[q] + part_sh[q + 1u]) + (part_sh[q + 2u] + part_sh[q + 3u]))
+                + ((part_sh[q + 4u] + part_sh[q + 5u]) + (part_sh[q + 6u] + part_sh[q + 7u]));
             if (dst != OUT_LOGITS) {
                 v += bias_v;
             }
@@ -333,7 +300,7 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
                 logits[row * p.v + col] = v;
             }
         }
-        if (NBUF == 1u && r0 + per < n) {
+        if (NBUF == 1u && r0 + ROUND < n) {
             workgroupBarrier();
         }
     }

@@ -141,8 +141,8 @@ fn a_model_the_workgroup_cannot_hold_decodes_in_the_prologue_layout() {
     }
 }
 
-/// The engine's own choice: on a GPU `PersistentWide` (or `Persistent`
-/// where the device lacks the wide workgroup) for rows up to 128 wide
+/// The engine's own choice: on a GPU `Persistent` (never the wide form,
+/// measured slower) for rows up to 128 wide
 /// that fit it, `Prologue` past them; on a CPU implementation the column
 /// layout; a layout set by hand stays set.
 #[test]
@@ -164,25 +164,28 @@ fn the_engine_picks_the_persistent_layout_for_narrow_models_on_gpus() {
         ..narrow.clone()
     };
     let gpu_layout = DecoderKernels::Prologue;
+    assert_eq!(
+        gpu_layout.preferred_for(&desc(128, 4)),
+        DecoderKernels::Persistent
+    );
+    assert_eq!(
+        gpu_layout.preferred_for(&desc(256, 4)),
+        DecoderKernels::Prologue
+    );
+    assert_eq!(
+        gpu_layout.preferred_for(&desc(20, 2)),
+        DecoderKernels::Prologue
+    );
+    let cpu_layout = DecoderKernels::Columns;
+    assert_eq!(
+        cpu_layout.preferred_for(&desc(128, 4)),
+        DecoderKernels::Columns
+    );
+    // Asked for by hand: the wide one where offered, else the narrow.
     for (limits, want) in [
         (&narrow, DecoderKernels::Persistent),
         (&wide, DecoderKernels::PersistentWide),
     ] {
-        assert_eq!(gpu_layout.preferred_for(&desc(128, 4), limits), want);
-        assert_eq!(
-            gpu_layout.preferred_for(&desc(256, 4), limits),
-            DecoderKernels::Prologue
-        );
-        assert_eq!(
-            gpu_layout.preferred_for(&desc(20, 2), limits),
-            DecoderKernels::Prologue
-        );
-        let cpu_layout = DecoderKernels::Columns;
-        assert_eq!(
-            cpu_layout.preferred_for(&desc(128, 4), limits),
-            DecoderKernels::Columns
-        );
-        // Asked for by hand: the wide one where offered, else the narrow.
         assert_eq!(
             DecoderKernels::PersistentWide.for_model(&desc(128, 4), limits),
             want
@@ -195,7 +198,7 @@ fn the_engine_picks_the_persistent_layout_for_narrow_models_on_gpus() {
         let tc = TrainConfig::default();
         let mut m = GpuModel::new(&gpu.ctx, cfg, &p, None, tc, OptState::default()).unwrap();
         let device = DecoderKernels::for_device(&gpu.ctx);
-        let want = device.preferred_for(&desc(c as u32, nh as u32), &gpu.ctx.limits);
+        let want = device.preferred_for(&desc(c as u32, nh as u32));
         assert_eq!(
             m.decoder(&gpu.ctx, &mut reg).unwrap().layout(),
             want,

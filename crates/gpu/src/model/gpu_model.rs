@@ -388,7 +388,7 @@ impl GpuModel {
             t_max: self.cfg.block_size as u32,
             batch: 1,
         };
-        DecoderKernels::for_device(ctx).preferred_for(&desc, &ctx.limits)
+        DecoderKernels::for_device(ctx).preferred_for(&desc)
     }
 
     /// The subgroup size the decoder's GEMVs sum their lanes with: the

@@ -44,7 +44,8 @@ pub const PERSISTENT_PREFERRED_MAX_C: u32 = 128;
 /// cheaper than the other layouts' launches (small models); its own sums'
 /// orders. `PersistentWide`: the same in a workgroup of 512 invocations
 /// (`ops::persistent::PersistentWidth::Wide`) where the device offers it,
-/// else `Persistent`; its sums in its own orders. A model whose rows do not
+/// else `Persistent`; its sums in its own orders; measured slower than
+/// `Persistent` (BENCHMARKS.md, run 83), so picked by none. A model whose rows do not
 /// fit the kernel's workgroup (`ops::persistent::persistent_fits`) decodes
 /// in `Prologue` instead ([`DecoderKernels::for_model`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,17 +95,17 @@ impl DecoderKernels {
     }
 
     /// The layout the engine picks for a model of `desc`'s shape on a
-    /// device of `limits` whose layout is `self` ([`Self::for_device`]):
-    /// `PersistentWide` (or `Persistent` where the device does not offer
-    /// it) in place of `Prologue` where it fits and the rows are at most
+    /// device whose layout is `self` ([`Self::for_device`]): `Persistent`
+    /// in place of `Prologue` where it fits and the rows are at most
     /// [`PERSISTENT_PREFERRED_MAX_C`] wide — measured faster there on the
     /// H100 (BENCHMARKS.md, runs 78–80: `tiny`, C 128, 84 against 99 µs a
     /// token) and slower at C 256 (`small`: 194 against 111) — else
-    /// itself.
-    pub fn preferred_for(self, desc: &DecodeDesc, limits: &wgpu::Limits) -> Self {
+    /// itself. Never `PersistentWide`: slower than `Persistent` on the H100
+    /// (run 83: 96.7 against 88.7 µs a `tiny` token).
+    pub fn preferred_for(self, desc: &DecodeDesc) -> Self {
         match self {
             Self::Prologue if persistent_fits(desc) && desc.c <= PERSISTENT_PREFERRED_MAX_C => {
-                Self::PersistentWide.for_model(desc, limits)
+                Self::Persistent
             }
             k => k,
         }
