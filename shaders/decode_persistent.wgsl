@@ -18,11 +18,9 @@
 // row). The linears (`linear`) run in rounds of 4·G output columns: G =
 // WG / 8 groups of 8 lanes, group g taking columns r·4G + g + Gj (j < 4),
 // its 8 lanes reading neighbouring vec4s of each column's weight row (a
-// warp reads 128 contiguous bytes of four rows), up to eight quads of the
-// four columns' loads in flight (32 loads: the fc projection's K = 4C
-// rows in half the round trips); each lane's products a vec4 per column,
-// added in order of the quads, its partial (x + y) + (z + w), the 8
-// partials added as a fixed tree. The attention (`attend_heads`) runs
+// warp reads 128 contiguous bytes of four rows), four columns' loads in
+// flight; each lane's four products a vec4, its partial (x + y) + (z + w),
+// the 8 partials added as a fixed tree. The attention (`attend_heads`) runs
 // every head at once: scores by (head, position) over all threads, each
 // head's max and sum over 32 lanes of its own, then each output dim by
 // WG/C threads (groups of positions), the groups added in order. All sums
@@ -174,65 +172,75 @@ struct Acc {
     a3: vec4<f32>,
 }
 
-// Four quads' weights of four columns: wjc, quad q + j·LANES of column c.
-// (Written out, no arrays: a GPU compiler keeps these in registers.)
-struct W16 {
-    w00: vec4<f32>, w01: vec4<f32>, w02: vec4<f32>, w03: vec4<f32>,
-    w10: vec4<f32>, w11: vec4<f32>, w12: vec4<f32>, w13: vec4<f32>,
-    w20: vec4<f32>, w21: vec4<f32>, w22: vec4<f32>, w23: vec4<f32>,
-    w30: vec4<f32>, w31: vec4<f32>, w32: vec4<f32>, w33: vec4<f32>,
-}
-
-// Weight quad q of the column whose row starts at vec4 r: f32, or packed
-// halves (`half`).
-fn wq(r: u32, q: u32, half: bool) -> vec4<f32> {
-    if (half) {
-        return hv(wh[r + q]);
-    }
-    return w4[r + q];
-}
-
-// The sixteen loads of quads q, q + LANES, q + 2·LANES, q + 3·LANES of the
-// four columns whose rows start at `rq`.
-fn load16(rq: vec4<u32>, q: u32, half: bool) -> W16 {
-    let q1 = q + LANES;
-    let q2 = q + 2u * LANES;
-    let q3 = q + 3u * LANES;
-    return W16(
-        wq(rq.x, q, half), wq(rq.y, q, half), wq(rq.z, q, half), wq(rq.w, q, half),
-        wq(rq.x, q1, half), wq(rq.y, q1, half), wq(rq.z, q1, half), wq(rq.w, q1, half),
-        wq(rq.x, q2, half), wq(rq.y, q2, half), wq(rq.z, q2, half), wq(rq.w, q2, half),
-        wq(rq.x, q3, half), wq(rq.y, q3, half), wq(rq.z, q3, half), wq(rq.w, q3, half),
-    );
-}
-
-// `load16`'s products added to `a`, quad by quad in order.
-fn apply16(a: Acc, src: u32, q: u32, w: W16) -> Acc {
-    var r = step4(a, in_vec(src, 4u * q), w.w00, w.w01, w.w02, w.w03);
-    r = step4(r, in_vec(src, 4u * (q + LANES)), w.w10, w.w11, w.w12, w.w13);
-    r = step4(r, in_vec(src, 4u * (q + 2u * LANES)), w.w20, w.w21, w.w22, w.w23);
-    return step4(r, in_vec(src, 4u * (q + 3u * LANES)), w.w30, w.w31, w.w32, w.w33);
-}
-
 // One lane's products for the four columns whose weight rows start at
-// vec4s `rq`: quads q = lane, lane + LANES, … < `quads`, added in order of
-// q; eight quads (32 loads) in flight a round while they last, then four,
-// then one.
-fn lane_sums(src: u32, rq: vec4<u32>, lane: u32, quads: u32, half: bool) -> Acc {
+// vec4s `rq`: quads q = lane, lane + 8, … < `quads`, four quads (sixteen
+// loads) a round, the products of each column in order of q. f32 weights.
+// (Written out, no arrays: a GPU compiler keeps these in registers.)
+fn lane_f32(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
     var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
     var q = lane;
-    for (; q + 7u * LANES < quads; q += 8u * LANES) {
-        let w0 = load16(rq, q, half);
-        let w1 = load16(rq, q + 4u * LANES, half);
-        a = apply16(a, src, q, w0);
-        a = apply16(a, src, q + 4u * LANES, w1);
-    }
     for (; q + 3u * LANES < quads; q += 4u * LANES) {
-        a = apply16(a, src, q, load16(rq, q, half));
+        let q1 = q + LANES;
+        let q2 = q + 2u * LANES;
+        let q3 = q + 3u * LANES;
+        let w00 = w4[rq.x + q];
+        let w01 = w4[rq.y + q];
+        let w02 = w4[rq.z + q];
+        let w03 = w4[rq.w + q];
+        let w10 = w4[rq.x + q1];
+        let w11 = w4[rq.y + q1];
+        let w12 = w4[rq.z + q1];
+        let w13 = w4[rq.w + q1];
+        let w20 = w4[rq.x + q2];
+        let w21 = w4[rq.y + q2];
+        let w22 = w4[rq.z + q2];
+        let w23 = w4[rq.w + q2];
+        let w30 = w4[rq.x + q3];
+        let w31 = w4[rq.y + q3];
+        let w32 = w4[rq.z + q3];
+        let w33 = w4[rq.w + q3];
+        a = step4(a, in_vec(src, 4u * q), w00, w01, w02, w03);
+        a = step4(a, in_vec(src, 4u * q1), w10, w11, w12, w13);
+        a = step4(a, in_vec(src, 4u * q2), w20, w21, w22, w23);
+        a = step4(a, in_vec(src, 4u * q3), w30, w31, w32, w33);
     }
     for (; q < quads; q += LANES) {
-        let x = in_vec(src, 4u * q);
-        a = step4(a, x, wq(rq.x, q, half), wq(rq.y, q, half), wq(rq.z, q, half), wq(rq.w, q, half));
+        a = step4(a, in_vec(src, 4u * q), w4[rq.x + q], w4[rq.y + q], w4[rq.z + q], w4[rq.w + q]);
+    }
+    return a;
+}
+
+// `lane_f32` with the weights as packed halves.
+fn lane_half(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
+    var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    var q = lane;
+    for (; q + 3u * LANES < quads; q += 4u * LANES) {
+        let q1 = q + LANES;
+        let q2 = q + 2u * LANES;
+        let q3 = q + 3u * LANES;
+        let w00 = wh[rq.x + q];
+        let w01 = wh[rq.y + q];
+        let w02 = wh[rq.z + q];
+        let w03 = wh[rq.w + q];
+        let w10 = wh[rq.x + q1];
+        let w11 = wh[rq.y + q1];
+        let w12 = wh[rq.z + q1];
+        let w13 = wh[rq.w + q1];
+        let w20 = wh[rq.x + q2];
+        let w21 = wh[rq.y + q2];
+        let w22 = wh[rq.z + q2];
+        let w23 = wh[rq.w + q2];
+        let w30 = wh[rq.x + q3];
+        let w31 = wh[rq.y + q3];
+        let w32 = wh[rq.z + q3];
+        let w33 = wh[rq.w + q3];
+        a = step4(a, in_vec(src, 4u * q), hv(w00), hv(w01), hv(w02), hv(w03));
+        a = step4(a, in_vec(src, 4u * q1), hv(w10), hv(w11), hv(w12), hv(w13));
+        a = step4(a, in_vec(src, 4u * q2), hv(w20), hv(w21), hv(w22), hv(w23));
+        a = step4(a, in_vec(src, 4u * q3), hv(w30), hv(w31), hv(w32), hv(w33));
+    }
+    for (; q < quads; q += LANES) {
+        a = step4(a, in_vec(src, 4u * q), hv(wh[rq.x + q]), hv(wh[rq.y + q]), hv(wh[rq.z + q]), hv(wh[rq.w + q]));
     }
     return a;
 }
@@ -275,7 +283,12 @@ fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, 
         if (t < ROUND && dst != OUT_LOGITS) {
             bias_v = wf[b_off + min(r0 + t, last)];
         }
-        let a = lane_sums(src, rq, lane, quads, half);
+        var a: Acc;
+        if (half) {
+            a = lane_half(src, rq, lane, quads);
+        } else {
+            a = lane_f32(src, rq, lane, quads);
+        }
         part_sh[pb + g * LANES + lane] = lane_sum(a.a0);
         part_sh[pb + (g + GROUPS) * LANES + lane] = lane_sum(a.a1);
         part_sh[pb + (g + 2u * GROUPS) * LANES + lane] = lane_sum(a.a2);
