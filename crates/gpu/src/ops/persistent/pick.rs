@@ -3,7 +3,7 @@
 //! decodes its token and picks its successor from the logits it wrote, as
 //! `bind_greedy_pick` or `bind_sample_pick` would — one dispatch a token.
 
-use super::{checked, persistent_source, variants, PersistentWeights, PersistentWidth};
+use super::kernel::{checked, persistent_source, variants, PersistentWeights, PersistentWidth};
 use crate::kernel::BoundKernel;
 use crate::ops::argmax::{check_rule, NextInput, Records, Rule};
 use crate::ops::attention::{DecodeDesc, KvCache};
