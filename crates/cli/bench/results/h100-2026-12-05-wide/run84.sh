@@ -1,7 +1,7 @@
 #!/bin/bash
-# Device command 84 (to run on nvidia-h100-x1). A/B of the pick inside the
-# persistent kernel, and where its time goes. `tinygpt`: this build (the
-# engine's `persistent` at tiny with the pick inside: one dispatch a
+# Device command 84 (ran 2026-12-05 on nvidia-h100-x1; results in run84/, figures in BENCHMARKS.md's runs 83–87). A/B of the pick inside the
+# persistent kernel, and where its time goes. `tinygpt`: `4c9cc38` (the
+# `--decoder persistent` at tiny, the pick inside: one dispatch a
 # token); `tinygpt --pick-apart`: the same kernel, the pick its own
 # dispatch; `tinygpt-old`: 42a7fe2 (run 82's submitted build). Profiles of
 # builds with a stage of decode_persistent.wgsl's layer loop deleted
