@@ -258,64 +258,179 @@ fn lane_sum(a: vec4<f32>) -> f32 {
     return (a.x + a.y) + (a.z + a.w);
 }
 
+// The vec4 offsets of the rows of group g's four columns in the round from
+// column r0 (past the last column: the last's).
+fn round_rq(w_off: u32, k: u32, n: u32, r0: u32, g: u32) -> vec4<u32> {
+    let last = n - 1u;
+    return vec4<u32>(
+        (w_off + min(r0 + g, last) * k) / 4u,
+        (w_off + min(r0 + g + GROUPS, last) * k) / 4u,
+        (w_off + min(r0 + g + 2u * GROUPS, last) * k) / 4u,
+        (w_off + min(r0 + g + 3u * GROUPS, last) * k) / 4u,
+    );
+}
+
+// Column r0 + t's bias (invocations t < ROUND; none for the logits).
+fn round_bias(t: u32, n: u32, r0: u32, b_off: u32, dst: u32) -> f32 {
+    if (t < ROUND && dst != OUT_LOGITS) {
+        return wf[b_off + min(r0 + t, n - 1u)];
+    }
+    return 0.0;
+}
+
+// A round's four partial sums of this lane into buffer pb.
+fn put_partials(pb: u32, g: u32, lane: u32, a: Acc) {
+    part_sh[pb + g * LANES + lane] = lane_sum(a.a0);
+    part_sh[pb + (g + GROUPS) * LANES + lane] = lane_sum(a.a1);
+    part_sh[pb + (g + 2u * GROUPS) * LANES + lane] = lane_sum(a.a2);
+    part_sh[pb + (g + 3u * GROUPS) * LANES + lane] = lane_sum(a.a3);
+}
+
+// Column r0 + t (invocations t < ROUND) from its 8 partials in buffer pb:
+// the fixed tree, the bias, GELU, written per `dst`.
+fn finish_col(t: u32, n: u32, r0: u32, pb: u32, bias_v: f32, gelu_on: bool, dst: u32) {
+    let col = r0 + t;
+    if (t < ROUND && col < n) {
+        let q = pb + t * LANES;
+        var v = ((part_sh[q] + part_sh[q + 1u]) + (part_sh[q + 2u] + part_sh[q + 3u]))
+            + ((part_sh[q + 4u] + part_sh[q + 5u]) + (part_sh[q + 6u] + part_sh[q + 7u]));
+        if (dst != OUT_LOGITS) {
+            v += bias_v;
+        }
+        if (gelu_on) {
+            v = gelu_f32(v);
+        }
+        if (dst == OUT_BIG) {
+            big_sh[col] = v;
+        } else if (dst == OUT_X_ADD) {
+            x_sh[col] += v;
+        } else {
+            logits[row * p.v + col] = v;
+        }
+    }
+}
+
+// This round's buffer of part_sh: with two, the next round writes the
+// other while this one's sums are read, the one after this one's only past
+// the next round's barrier; with one, a barrier ends each round but the
+// last (`end_round`).
+fn round_buffer(r0: u32) -> u32 {
+    return ((r0 / ROUND) % NBUF) * ROUND * LANES;
+}
+
+fn end_round(n: u32, r0: u32) {
+    if (NBUF == 1u && r0 + ROUND < n) {
+        workgroupBarrier();
+    }
+}
+
 // out (N) = in (K) · Wᵀ [+ bias] [GELU], W (N, K) from element w_off
 // (`half`: of the packed halves), written per `dst`: into big, added into
-// x (the residual), or to the sample's logits. K a multiple of 4.
+// x (the residual), or to the sample's logits. K a multiple of 4. Where a
+// lane takes exactly four quads of each column (K = 32·LANES: every
+// linear of a C-128 model but the fc projection), `linear_piped`.
 fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, gelu_on: bool, dst: u32) {
+    let quads = k / 4u;
+    if (quads == 4u * LANES) {
+        linear_piped(t, src, k, n, w_off, half, b_off, gelu_on, dst);
+        return;
+    }
     let g = t / LANES;
     let lane = t % LANES;
-    let quads = k / 4u;
     for (var r0 = 0u; r0 < n; r0 += ROUND) {
-        // This round's buffer of part_sh: with two, the next round writes
-        // the other while this one's sums are read, the one after this
-        // one's only past the next round's barrier; with one, a barrier
-        // ends each round but the last.
-        let pb = ((r0 / ROUND) % NBUF) * ROUND * LANES;
-        let last = n - 1u;
-        let rq = vec4<u32>(
-            (w_off + min(r0 + g, last) * k) / 4u,
-            (w_off + min(r0 + g + GROUPS, last) * k) / 4u,
-            (w_off + min(r0 + g + 2u * GROUPS, last) * k) / 4u,
-            (w_off + min(r0 + g + 3u * GROUPS, last) * k) / 4u,
-        );
+        let pb = round_buffer(r0);
+        let rq = round_rq(w_off, k, n, r0, g);
         // The column's bias, loaded with the round's weights.
-        var bias_v = 0.0;
-        if (t < ROUND && dst != OUT_LOGITS) {
-            bias_v = wf[b_off + min(r0 + t, last)];
-        }
+        let bias_v = round_bias(t, n, r0, b_off, dst);
         var a: Acc;
         if (half) {
             a = lane_half(src, rq, lane, quads);
         } else {
             a = lane_f32(src, rq, lane, quads);
         }
-        part_sh[pb + g * LANES + lane] = lane_sum(a.a0);
-        part_sh[pb + (g + GROUPS) * LANES + lane] = lane_sum(a.a1);
-        part_sh[pb + (g + 2u * GROUPS) * LANES + lane] = lane_sum(a.a2);
-        part_sh[pb + (g + 3u * GROUPS) * LANES + lane] = lane_sum(a.a3);
+        put_partials(pb, g, lane, a);
         workgroupBarrier();
-        let col = r0 + t;
-        if (t < ROUND && col < n) {
-            let q = pb + t * LANES;
-            var v = ((part_sh[q] + part_sh[q + 1u]) + (part_sh[q + 2u] + part_sh[q + 3u]))
-                + ((part_sh[q + 4u] + part_sh[q + 5u]) + (part_sh[q + 6u] + part_sh[q + 7u]));
-            if (dst != OUT_LOGITS) {
-                v += bias_v;
-            }
-            if (gelu_on) {
-                v = gelu_f32(v);
-            }
-            if (dst == OUT_BIG) {
-                big_sh[col] = v;
-            } else if (dst == OUT_X_ADD) {
-                x_sh[col] += v;
-            } else {
-                logits[row * p.v + col] = v;
-            }
+        finish_col(t, n, r0, pb, bias_v, gelu_on, dst);
+        end_round(n, r0);
+    }
+    workgroupBarrier();
+}
+
+// Weight quad q of the column whose row starts at vec4 r: f32, or packed
+// halves (`half`).
+fn wq(r: u32, q: u32, half: bool) -> vec4<f32> {
+    if (half) {
+        return hv(wh[r + q]);
+    }
+    return w4[r + q];
+}
+
+// `linear` where each lane takes four quads of a column: the next round's
+// sixteen weights are loaded before this round's barrier and sums, so
+// that their round trip overlaps them (the same products in the same
+// order as `lane_f32`'s one unrolled pass).
+fn linear_piped(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, gelu_on: bool, dst: u32) {
+    let g = t / LANES;
+    let lane = t % LANES;
+    let q0 = lane;
+    let q1 = lane + LANES;
+    let q2 = lane + 2u * LANES;
+    let q3 = lane + 3u * LANES;
+    let x0 = in_vec(src, 4u * q0);
+    let x1 = in_vec(src, 4u * q1);
+    let x2 = in_vec(src, 4u * q2);
+    let x3 = in_vec(src, 4u * q3);
+    var rq = round_rq(w_off, k, n, 0u, g);
+    var bias_v = round_bias(t, n, 0u, b_off, dst);
+    var w00 = wq(rq.x, q0, half);
+    var w01 = wq(rq.y, q0, half);
+    var w02 = wq(rq.z, q0, half);
+    var w03 = wq(rq.w, q0, half);
+    var w10 = wq(rq.x, q1, half);
+    var w11 = wq(rq.y, q1, half);
+    var w12 = wq(rq.z, q1, half);
+    var w13 = wq(rq.w, q1, half);
+    var w20 = wq(rq.x, q2, half);
+    var w21 = wq(rq.y, q2, half);
+    var w22 = wq(rq.z, q2, half);
+    var w23 = wq(rq.w, q2, half);
+    var w30 = wq(rq.x, q3, half);
+    var w31 = wq(rq.y, q3, half);
+    var w32 = wq(rq.z, q3, half);
+    var w33 = wq(rq.w, q3, half);
+    for (var r0 = 0u; r0 < n; r0 += ROUND) {
+        let pb = round_buffer(r0);
+        var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+        a = step4(a, x0, w00, w01, w02, w03);
+        a = step4(a, x1, w10, w11, w12, w13);
+        a = step4(a, x2, w20, w21, w22, w23);
+        a = step4(a, x3, w30, w31, w32, w33);
+        put_partials(pb, g, lane, a);
+        let this_bias = bias_v;
+        let next = r0 + ROUND;
+        if (next < n) {
+            rq = round_rq(w_off, k, n, next, g);
+            bias_v = round_bias(t, n, next, b_off, dst);
+            w00 = wq(rq.x, q0, half);
+            w01 = wq(rq.y, q0, half);
+            w02 = wq(rq.z, q0, half);
+            w03 = wq(rq.w, q0, half);
+            w10 = wq(rq.x, q1, half);
+            w11 = wq(rq.y, q1, half);
+            w12 = wq(rq.z, q1, half);
+            w13 = wq(rq.w, q1, half);
+            w20 = wq(rq.x, q2, half);
+            w21 = wq(rq.y, q2, half);
+            w22 = wq(rq.z, q2, half);
+            w23 = wq(rq.w, q2, half);
+            w30 = wq(rq.x, q3, half);
+            w31 = wq(rq.y, q3, half);
+            w32 = wq(rq.z, q3, half);
+            w33 = wq(rq.w, q3, half);
         }
-        if (NBUF == 1u && r0 + ROUND < n) {
-            workgroupBarrier();
-        }
+        workgroupBarrier();
+        finish_col(t, n, r0, pb, this_bias, gelu_on, dst);
+        end_round(n, r0);
     }
     workgroupBarrier();
 }
