@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 83 (ran 2026-12-05 on nvidia-h100-x1; results in run83/, figures in BENCHMARKS.md's runs 83–89). The build `ebd11e9`: the
+# Device command 83 (ran 2026-12-05 on nvidia-h100-x1; results in run83/, figures in BENCHMARKS.md's runs 83–90). The build `ebd11e9`: the
 # persistent decoder's wide form (`persistent-wide`, 512 invocations; the
 # engine's own layout at tiny) and the pick inside the kernel (one
 # dispatch a token). `tinygpt1024`: the same build with the wide form at

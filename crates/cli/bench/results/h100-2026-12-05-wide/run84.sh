@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 84 (ran 2026-12-05 on nvidia-h100-x1; results in run84/, figures in BENCHMARKS.md's runs 83–89). A/B of the pick inside the
+# Device command 84 (ran 2026-12-05 on nvidia-h100-x1; results in run84/, figures in BENCHMARKS.md's runs 83–90). A/B of the pick inside the
 # persistent kernel, and where its time goes. `tinygpt`: `4c9cc38` (the
 # `--decoder persistent` at tiny, the pick inside: one dispatch a
 # token); `tinygpt --pick-apart`: the same kernel, the pick its own

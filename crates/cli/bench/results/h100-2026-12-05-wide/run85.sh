@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 85 (ran 2026-12-05 on nvidia-h100-x1; results in run85/, figures in BENCHMARKS.md's runs 83–89). The build `614a4ad`
+# Device command 85 (ran 2026-12-05 on nvidia-h100-x1; results in run85/, figures in BENCHMARKS.md's runs 83–90). The build `614a4ad`
 # (`tinygpt`): the persistent kernel's lanes back to a constant 8, up to
 # 32 loads in flight for the long rows, the pick inside (the engine's
 # layout at tiny); `--pick-apart`: the same kernel, the pick its own

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 86 (ran 2026-12-05 on nvidia-h100-x1; results in run86/, figures in BENCHMARKS.md's runs 83–89). The build `d29f839`
+# Device command 86 (ran 2026-12-05 on nvidia-h100-x1; results in run86/, figures in BENCHMARKS.md's runs 83–90). The build `d29f839`
 # (`tinygpt`): the persistent kernel's linears as in 42a7fe2 again, its
 # width from an appended file, the pick inside (the engine's layout at
 # tiny); `--pick-apart`: the same kernel, the pick its own dispatch;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 87 (ran 2026-12-05 on nvidia-h100-x1; results in run87/, figures in BENCHMARKS.md's runs 83–89). The build `d29f839`: the
+# Device command 87 (ran 2026-12-05 on nvidia-h100-x1; results in run87/, figures in BENCHMARKS.md's runs 83–90). The build `d29f839`: the
 # wide persistent kernel (`--decoder persistent-wide`, 512 invocations,
 # rounds of 256 columns) in its final form against the engine's
 # `persistent` at tiny, and at small, two rounds alternating; decode

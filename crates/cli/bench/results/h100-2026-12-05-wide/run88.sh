@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 88 (ran 2026-12-05 on nvidia-h100-x1; results in run88/, figures in BENCHMARKS.md's runs 83–89). `tinygpt`: `6210a83`, the persistent
+# Device command 88 (ran 2026-12-05 on nvidia-h100-x1; results in run88/, figures in BENCHMARKS.md's runs 83–90). `tinygpt`: `6210a83`, the persistent
 # kernel's C-wide linears piped (`linear_piped`: the next round's weights
 # loaded before this round's barrier and sums); `tinygpt-d29`: d29f839
 # (runs 86–87), alternating, three rounds at tiny, and `--pick-apart` of

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 89 (ran 2026-12-05 on nvidia-h100-x1; results in run89/, figures in BENCHMARKS.md's runs 83–89). `tinygpt`: `6210a83`
+# Device command 89 (ran 2026-12-05 on nvidia-h100-x1; results in run89/, figures in BENCHMARKS.md's runs 83–90). `tinygpt`: `6210a83`
 # (run 88's piped linears); `tinygpt-b1`: the same with the LayerNorm
 # sums' first barrier dropped (two a sum instead of three), alternating,
 # three rounds at tiny; PyTorch's tiny decoders; the persistent decoder's
