@@ -39,15 +39,17 @@ pub const PERSISTENT_PREFERRED_MAX_C: u32 = 128;
 /// (per head, then the heads), so its logits too differ in the last bits.
 /// `Persistent`: the whole token — every block, the final LayerNorm and
 /// the head — in one workgroup per sample
-/// (`ops::persistent::bind_decode_persistent`), then the pick: two
-/// dispatches a token, where one workgroup streaming every weight is
-/// cheaper than the other layouts' launches (small models); its own sums'
-/// orders. `PersistentWide`: the same in a workgroup of 512 invocations
-/// (`ops::persistent::PersistentWidth::Wide`) where the device offers it,
-/// else `Persistent`; its sums in its own orders; measured slower than
-/// `Persistent` (BENCHMARKS.md, run 83), so picked by none. A model whose rows do not
-/// fit the kernel's workgroup (`ops::persistent::persistent_fits`) decodes
-/// in `Prologue` instead ([`DecoderKernels::for_model`]).
+/// (`ops::persistent::bind_decode_persistent`), and the pick inside it
+/// where the device offers that (`ops::persistent::persistent_pick_offered`:
+/// one dispatch a token), else after it (two), where one workgroup
+/// streaming every weight is cheaper than the other layouts' launches
+/// (small models); its own sums' orders. `PersistentWide`: the same in a
+/// workgroup of 512 invocations (`ops::persistent::PersistentWidth::Wide`)
+/// where the device offers it, else `Persistent`; its sums in its own
+/// orders; measured slower than `Persistent` (BENCHMARKS.md, runs 83 and
+/// 87), so picked by none. A model whose rows do not fit the kernel's
+/// workgroup (`ops::persistent::persistent_fits`) decodes in `Prologue`
+/// instead ([`DecoderKernels::for_model`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecoderKernels {
     Prologue,
@@ -101,7 +103,7 @@ impl DecoderKernels {
     /// H100 (BENCHMARKS.md, runs 78–80: `tiny`, C 128, 84 against 99 µs a
     /// token) and slower at C 256 (`small`: 194 against 111) — else
     /// itself. Never `PersistentWide`: slower than `Persistent` on the H100
-    /// (run 83: 96.7 against 88.7 µs a `tiny` token).
+    /// (run 87: 97.1 against 84.4 µs a `tiny` token).
     pub fn preferred_for(self, desc: &DecodeDesc) -> Self {
         match self {
             Self::Prologue if persistent_fits(desc) && desc.c <= PERSISTENT_PREFERRED_MAX_C => {

@@ -6,8 +6,10 @@
 //! whose rows are at most 128 wide and fit its workgroup
 //! ([`DecoderKernels::preferred_for`]): the whole token — every block,
 //! the final LayerNorm and the tied head — in one kernel of one workgroup
-//! per sample (`ops::persistent`, `shaders/decode_persistent.wgsl`), then
-//! the pick: two dispatches a chained token. Wider models run `Prologue`:
+//! per sample (`ops::persistent`, `shaders/decode_persistent.wgsl`), and
+//! the pick in the same kernel where the device binds its storage buffers
+//! (one dispatch a chained token; [`Decoder::set_pick_in_kernel`]), else
+//! in its own (two). Wider models run `Prologue`:
 //! per layer the QKV GEMV with the first LayerNorm in its prologue, the
 //! attention (appending k and v to the layer's cache), the projection GEMV
 //! adding into the residual row, the fc GEMV with the second LayerNorm
