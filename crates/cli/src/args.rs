@@ -206,6 +206,12 @@ pub struct BenchArgs {
     /// every kernel regardless).
     #[arg(long, value_parser = PossibleValuesParser::new(CoopKernel::ALL.map(CoopKernel::name)))]
     pub coop_kernel: Option<String>,
+    /// Build every pipeline with wgpu's shader checks (`full`, the
+    /// default), with none (`none`), or without those named (a comma list
+    /// of `bounds`, `loops`, `div`, `zero`: index clamps, loop counters,
+    /// division guards, workgroup memory zeroed at start).
+    #[arg(long, default_value = "full")]
+    pub shader_checks: String,
 }
 
 #[derive(Args, Debug)]

@@ -12,7 +12,7 @@ use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_gpu::model::DecoderKernels;
 use tinygpt_gpu::ops::matmul::coop::{self, CoopKernel};
-use tinygpt_gpu::GpuContext;
+use tinygpt_gpu::{GpuContext, ShaderChecks};
 
 pub async fn run(cli: Cli) -> Result<()> {
     match cli.command {
@@ -25,7 +25,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             if a.profile && a.shape.as_deref() == Some("matmuls") {
                 anyhow::bail!("`--profile` profiles a model shape; `--shape matmuls` is for the matmul rows of `bench` without it");
             }
-            let ctx = GpuContext::new().await.context("opening the GPU")?;
+            let checks = ShaderChecks::parse(&a.shader_checks).map_err(anyhow::Error::msg)?;
+            let mut ctx = GpuContext::new().await.context("opening the GPU")?;
+            ctx.shader_checks = checks;
             if let Some(name) = a.coop_kernel.as_deref() {
                 let kernel = CoopKernel::from_name(name).context("a listed kernel")?;
                 coop::set_engine_kernel(kernel);
@@ -47,6 +49,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 report
             };
             report["coop_kernel"] = coop::engine_kernel().name().into();
+            report["shader_checks"] = a.shader_checks.into();
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }

@@ -1,5 +1,6 @@
 //! The device context: one adapter, one device, one queue, and what they can do.
 
+use crate::registry::ShaderChecks;
 use crate::GpuError;
 use tinygpt_protocol::{AdapterDesc, DetectedFeatures, GpuLimits};
 
@@ -71,6 +72,9 @@ pub struct GpuContext {
     /// The cooperative-matrix matmul can run here (native only: 16×16×16
     /// f16 → f32 and 32-wide subgroups; see `ops::matmul::coop`).
     pub coop_matrix: bool,
+    /// What wgpu compiles into the pipelines built from now on (all its
+    /// checks unless `tinygpt bench --shader-checks` said otherwise).
+    pub shader_checks: ShaderChecks,
 }
 
 impl GpuContext {
@@ -125,6 +129,7 @@ impl GpuContext {
         Ok(Self {
             cpu_device: info.device_type == wgpu::DeviceType::Cpu,
             coop_matrix,
+            shader_checks: ShaderChecks::FULL,
             device,
             queue,
             info,

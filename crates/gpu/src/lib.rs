@@ -19,6 +19,6 @@ pub mod testing;
 pub use context::GpuContext;
 pub use error::GpuError;
 pub use kernel::BoundKernel;
-pub use registry::{KernelSource, PipelineRegistry};
+pub use registry::{KernelSource, PipelineRegistry, ShaderChecks};
 pub mod gate;
 pub mod ops;

@@ -1,8 +1,11 @@
 //! The one way native tests get a GPU: a single shared device per test binary
 //! (lavapipe in CI). With `TINYGPT_REQUIRE_GPU=1` — set by `.ci/run` — a
 //! missing adapter fails the test instead of skipping it.
+//! `TINYGPT_SHADER_CHECKS` (`ShaderChecks::parse`'s words) builds the
+//! tests' pipelines with fewer of wgpu's shader checks, as `tinygpt bench
+//! --shader-checks` builds the engine's.
 
-use crate::{GpuContext, PipelineRegistry};
+use crate::{GpuContext, PipelineRegistry, ShaderChecks};
 use std::sync::{Mutex, OnceLock};
 
 /// The shared device and its pipeline registry.
@@ -26,10 +29,11 @@ pub fn gpu_required() -> bool {
 #[track_caller]
 pub fn test_gpu() -> Option<&'static TestGpu> {
     let gpu = GPU.get_or_init(|| match pollster::block_on(GpuContext::new()) {
-        Ok(ctx) => {
+        Ok(mut ctx) => {
+            ctx.shader_checks = checks_from_env();
             eprintln!(
-                "test GPU: {} ({:?}, {})",
-                ctx.info.name, ctx.info.device_type, ctx.info.backend
+                "test GPU: {} ({:?}, {}; shader checks {:?})",
+                ctx.info.name, ctx.info.device_type, ctx.info.backend, ctx.shader_checks
             );
             Some(TestGpu {
                 ctx,
@@ -46,6 +50,28 @@ pub fn test_gpu() -> Option<&'static TestGpu> {
         panic!("TINYGPT_REQUIRE_GPU=1 but no GPU could be opened");
     }
     gpu.as_ref()
+}
+
+/// The checks `TINYGPT_SHADER_CHECKS` names (all of them when unset).
+///
+/// # Panics
+/// On a value `ShaderChecks::parse` refuses.
+pub fn checks_from_env() -> ShaderChecks {
+    match std::env::var("TINYGPT_SHADER_CHECKS") {
+        Ok(v) => ShaderChecks::parse(&v).unwrap_or_else(|e| panic!("TINYGPT_SHADER_CHECKS: {e}")),
+        Err(_) => ShaderChecks::FULL,
+    }
+}
+
+/// A device of its own (for tests that need one besides the shared one),
+/// with `TINYGPT_SHADER_CHECKS`'s checks.
+///
+/// # Panics
+/// When no adapter can be opened.
+pub fn open_context() -> GpuContext {
+    let mut ctx = pollster::block_on(GpuContext::new()).expect("a GPU device");
+    ctx.shader_checks = checks_from_env();
+    ctx
 }
 
 /// Gets the shared test GPU or returns from the test (only allowed when
@@ -149,7 +175,7 @@ pub fn trained_pair(
     use tinygpt_core::data::Dataset;
     use tinygpt_core::{ModelConfig, TrainConfig};
     test_gpu()?;
-    let gpu = Gpu::new(pollster::block_on(GpuContext::new()).expect("a GPU device"));
+    let gpu = Gpu::new(open_context());
     let corpus =
         "to be or not to be, that is the question; whether 'tis nobler in the mind\n".repeat(20);
     let data = Dataset::from_bytes(corpus.as_bytes(), 0.1, 16).expect("a dataset");

@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use tinygpt_core::data::Dataset;
 use tinygpt_core::{ModelConfig, TrainConfig};
 use tinygpt_gpu::engine::{EngineError, Gpu, Session};
-use tinygpt_gpu::GpuContext;
 use tinygpt_protocol::training_memory;
 
 #[test]
@@ -17,7 +16,7 @@ fn the_estimate_is_the_real_allocation_and_too_big_is_refused_before_allocating(
     if tinygpt_gpu::testing::test_gpu().is_none() {
         return;
     }
-    let gpu: Rc<Gpu> = Gpu::new(pollster::block_on(GpuContext::new()).unwrap());
+    let gpu: Rc<Gpu> = Gpu::new(tinygpt_gpu::testing::open_context());
     let text = "a small corpus for a memory test, with enough characters.\n".repeat(40);
     for (layers, heads, width, b, t) in [(2, 4, 32, 3, 16), (1, 2, 48, 4, 16)] {
         let data = Dataset::from_bytes(text.as_bytes(), 0.1, t).unwrap();

@@ -8,7 +8,6 @@ use tinygpt_core::{ModelConfig, TrainConfig};
 use tinygpt_gpu::engine::{Gpu, GpuTrainer};
 use tinygpt_gpu::gate::model_speed::retime_for_model;
 use tinygpt_gpu::gate::{run_gates, GateOptions, BUNDLED_SHAPE, DEFAULT_VOCAB};
-use tinygpt_gpu::GpuContext;
 
 fn now_ms() -> f64 {
     use std::time::{SystemTime, UNIX_EPOCH};
@@ -38,7 +37,7 @@ fn trainer(gpu: &Rc<Gpu>, d_model: usize, n_layer: usize) -> GpuTrainer {
 #[test]
 fn a_model_of_another_shape_is_timed_at_its_own_and_the_path_follows() {
     tinygpt_gpu::gpu_or_skip!();
-    let gpu = Gpu::new(pollster::block_on(GpuContext::new()).unwrap());
+    let gpu = Gpu::new(tinygpt_gpu::testing::open_context());
     let opts = GateOptions {
         fault: None,
         vocab: DEFAULT_VOCAB,

@@ -10,7 +10,6 @@ use tinygpt_core::data::Dataset;
 use tinygpt_core::sample::SampleParams;
 use tinygpt_core::{checkpoint, ModelConfig, TrainConfig};
 use tinygpt_gpu::engine::{Gpu, Session};
-use tinygpt_gpu::GpuContext;
 
 fn config(vocab_size: usize) -> ModelConfig {
     ModelConfig {
@@ -43,7 +42,7 @@ fn corpus() -> Vec<u8> {
 
 fn engine_gpu() -> Option<Rc<Gpu>> {
     tinygpt_gpu::testing::test_gpu()?;
-    Some(Gpu::new(pollster::block_on(GpuContext::new()).unwrap()))
+    Some(Gpu::new(tinygpt_gpu::testing::open_context()))
 }
 
 fn session(gpu: &Rc<Gpu>) -> Session {

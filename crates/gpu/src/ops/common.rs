@@ -141,7 +141,7 @@ pub(crate) fn bind_kernel(
     entries: &[(u32, &wgpu::Buffer)],
     workgroups: [u32; 3],
 ) -> BoundKernel {
-    let pipeline = registry.get(&ctx.device, src);
+    let pipeline = registry.get(&ctx.device, ctx.shader_checks, src);
     let entries: Vec<wgpu::BindGroupEntry<'_>> = std::iter::once((0, uniform))
         .chain(entries.iter().copied())
         .map(|(binding, b)| wgpu::BindGroupEntry {

@@ -12,7 +12,6 @@ use tinygpt_gpu::gate::{F16Storage, FastPaths, Fault};
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::matmul::f16c::{f16_compute_unavailable, F16Compute};
-use tinygpt_gpu::GpuContext;
 
 /// d_model 21 with vocab 11: odd tensor offsets and odd K, so the
 /// unaligned half-reading path of the kernels runs too.
@@ -64,7 +63,7 @@ pub fn batches(n: usize, seed: u64, tc: &TrainConfig, v: u32) -> Vec<Batch> {
 /// whether GPU tests run here.
 pub fn engine_gpu() -> Option<Rc<Gpu>> {
     tinygpt_gpu::testing::test_gpu()?;
-    Some(Gpu::new(pollster::block_on(GpuContext::new()).unwrap()))
+    Some(Gpu::new(tinygpt_gpu::testing::open_context()))
 }
 
 /// The f16-weight fast paths.

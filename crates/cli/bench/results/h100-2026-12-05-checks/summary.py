@@ -1,0 +1,26 @@
+"""Summarises a run's folder of bench JSON (argument: the folder)."""
+import glob, json, sys
+
+R = sys.argv[1]
+for f in sorted(glob.glob(f"{R}/matmuls-*.json")):
+    c = f.split("/")[-1][len("matmuls-"):-5]
+    try: d = json.load(open(f))
+    except Exception as ex: print(f, ex); continue
+    for x in d["matmul"]:
+        print("matmul", c, x["shape"][:24], x["path"], x.get("kernel", ""), round(x["tflops"], 1))
+rows = {}
+for f in sorted(glob.glob(f"{R}/shape-*.json")):
+    try: d = json.load(open(f))
+    except Exception as ex: print(f, ex); continue
+    shape, c, rnd = f.split("/")[-1][len("shape-"):-5].split("-")
+    for x in d.get("train", []):
+        rows.setdefault(("train", shape, c, x["path"]), []).append(round(x["ms_per_step"], 3))
+    for x in d["sample"]:
+        rows.setdefault(("sample", shape, c, x["decoder"], x["path"], x["mode"][:12], x["samples"]), []).append(round(x["sample_tokens_per_s"]))
+for k in sorted(rows, key=str): print(*k, rows[k])
+for name in ["pytorch_decode", "pytorch_baseline"]:
+    try:
+        for l in open(f"{R}/{name}.jsonl"):
+            j = json.loads(l)
+            print(name, j.get("config"), j.get("mode"), j.get("tokens_per_s"), j.get("ms_per_step", ""))
+    except Exception as ex: print(name, ex)
