@@ -12,6 +12,13 @@ use tinygpt_gpu::ops::matmul::coop::CoopKernel;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Build the GPU pipelines with wgpu's shader checks (`full`), with
+    /// none (`none`, the default: the kernels are the engine's own), or
+    /// with all but those named (a comma list of `bounds`, `loops`, `div`,
+    /// `zero`: index clamps, loop counters, division guards, workgroup
+    /// memory zeroed at start).
+    #[arg(long, global = true, default_value = "none")]
+    pub shader_checks: String,
 }
 
 #[derive(Subcommand, Debug)]
@@ -206,12 +213,6 @@ pub struct BenchArgs {
     /// every kernel regardless).
     #[arg(long, value_parser = PossibleValuesParser::new(CoopKernel::ALL.map(CoopKernel::name)))]
     pub coop_kernel: Option<String>,
-    /// Build every pipeline with wgpu's shader checks (`full`, the
-    /// default), with none (`none`), or without those named (a comma list
-    /// of `bounds`, `loops`, `div`, `zero`: index clamps, loop counters,
-    /// division guards, workgroup memory zeroed at start).
-    #[arg(long, default_value = "full")]
-    pub shader_checks: String,
 }
 
 #[derive(Args, Debug)]

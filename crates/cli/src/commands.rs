@@ -15,6 +15,8 @@ use tinygpt_gpu::ops::matmul::coop::{self, CoopKernel};
 use tinygpt_gpu::{GpuContext, ShaderChecks};
 
 pub async fn run(cli: Cli) -> Result<()> {
+    let checks = ShaderChecks::parse(&cli.shader_checks).map_err(anyhow::Error::msg)?;
+    tinygpt_gpu::registry::set_engine_default(checks);
     match cli.command {
         Command::Train(a) => crate::train::train(*a).await,
         Command::Sample(a) => sample(a).await,
@@ -25,9 +27,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             if a.profile && a.shape.as_deref() == Some("matmuls") {
                 anyhow::bail!("`--profile` profiles a model shape; `--shape matmuls` is for the matmul rows of `bench` without it");
             }
-            let checks = ShaderChecks::parse(&a.shader_checks).map_err(anyhow::Error::msg)?;
-            let mut ctx = GpuContext::new().await.context("opening the GPU")?;
-            ctx.shader_checks = checks;
+            let ctx = GpuContext::new().await.context("opening the GPU")?;
             if let Some(name) = a.coop_kernel.as_deref() {
                 let kernel = CoopKernel::from_name(name).context("a listed kernel")?;
                 coop::set_engine_kernel(kernel);
@@ -49,7 +49,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 report
             };
             report["coop_kernel"] = coop::engine_kernel().name().into();
-            report["shader_checks"] = a.shader_checks.into();
+            report["shader_checks"] = format!("{:?}", ctx.shader_checks).into();
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }

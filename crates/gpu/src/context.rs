@@ -72,8 +72,8 @@ pub struct GpuContext {
     /// The cooperative-matrix matmul can run here (native only: 16×16×16
     /// f16 → f32 and 32-wide subgroups; see `ops::matmul::coop`).
     pub coop_matrix: bool,
-    /// What wgpu compiles into the pipelines built from now on (all its
-    /// checks unless `tinygpt bench --shader-checks` said otherwise).
+    /// What wgpu compiles into the pipelines built from now on
+    /// ([`ShaderChecks::engine_default`] when the device opens).
     pub shader_checks: ShaderChecks,
 }
 
@@ -129,7 +129,7 @@ impl GpuContext {
         Ok(Self {
             cpu_device: info.device_type == wgpu::DeviceType::Cpu,
             coop_matrix,
-            shader_checks: ShaderChecks::FULL,
+            shader_checks: ShaderChecks::engine_default(),
             device,
             queue,
             info,

@@ -2,13 +2,18 @@
 //! also the wgpu label (`matmul_f32`), so a GPU trace names what it runs.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The checks wgpu compiles into every shader (its `ShaderRuntimeChecks`)
-/// and the workgroup memory it zeroes before each workgroup runs: all on by
-/// default. Natively a pipeline can be built without them (`tinygpt bench
-/// --shader-checks`); every kernel here writes its workgroup memory before
-/// reading it and indexes within its arrays (the tests hold each to its
-/// reference on the checked build). On the web the browser checks anyway.
+/// and the workgroup memory it zeroes before each workgroup runs. The
+/// engine's kernels are its own: each writes its workgroup memory before
+/// reading it, indexes within its arrays and ends its loops, and the tests
+/// hold each to its reference. So natively pipelines are built without
+/// them ([`ShaderChecks::engine_default`]; run 91 in BENCHMARKS.md: the
+/// loop counters alone cost `tiny` a tenth of its decoding speed); `tinygpt
+/// --shader-checks full` (or `TINYGPT_SHADER_CHECKS=full` for the tests)
+/// builds them with all. On the web the browser compiles its own checks in
+/// whatever wgpu asks, so there they stay on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShaderChecks {
     /// Indices into workgroup and private arrays clamped to their length.
@@ -36,6 +41,33 @@ impl ShaderChecks {
         int_div: false,
         zero_workgroup_memory: false,
     };
+
+    /// What pipelines are built with unless [`set_engine_default`] said
+    /// otherwise: [`ShaderChecks::NONE`] natively, [`ShaderChecks::FULL`]
+    /// on the web.
+    pub fn engine_default() -> ShaderChecks {
+        match ENGINE_CHECKS.load(Ordering::Relaxed) {
+            UNSET if cfg!(target_arch = "wasm32") => ShaderChecks::FULL,
+            UNSET => ShaderChecks::NONE,
+            bits => ShaderChecks::from_bits(bits),
+        }
+    }
+
+    fn bits(self) -> u8 {
+        u8::from(self.bounds)
+            | u8::from(self.loop_bounding) << 1
+            | u8::from(self.int_div) << 2
+            | u8::from(self.zero_workgroup_memory) << 3
+    }
+
+    fn from_bits(b: u8) -> ShaderChecks {
+        ShaderChecks {
+            bounds: b & 1 != 0,
+            loop_bounding: b & 2 != 0,
+            int_div: b & 4 != 0,
+            zero_workgroup_memory: b & 8 != 0,
+        }
+    }
 
     /// `full`, `none`, or a comma list of the checks to leave out of
     /// `full`: `bounds`, `loops`, `div`, `zero`.
@@ -71,10 +103,13 @@ impl ShaderChecks {
     }
 }
 
-impl Default for ShaderChecks {
-    fn default() -> Self {
-        ShaderChecks::FULL
-    }
+const UNSET: u8 = 0xff;
+static ENGINE_CHECKS: AtomicU8 = AtomicU8::new(UNSET);
+
+/// Makes every context opened from now on build its pipelines with
+/// `checks` (the CLI's `--shader-checks`).
+pub fn set_engine_default(checks: ShaderChecks) {
+    ENGINE_CHECKS.store(checks.bits(), Ordering::Relaxed);
 }
 
 /// A WGSL source, the entry point of one pipeline and the values of its

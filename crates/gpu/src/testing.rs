@@ -1,9 +1,9 @@
 //! The one way native tests get a GPU: a single shared device per test binary
 //! (lavapipe in CI). With `TINYGPT_REQUIRE_GPU=1` — set by `.ci/run` — a
 //! missing adapter fails the test instead of skipping it.
-//! `TINYGPT_SHADER_CHECKS` (`ShaderChecks::parse`'s words) builds the
-//! tests' pipelines with fewer of wgpu's shader checks, as `tinygpt bench
-//! --shader-checks` builds the engine's.
+//! The tests' pipelines are built as the engine's are (without wgpu's
+//! shader checks natively: `ShaderChecks`), or as `TINYGPT_SHADER_CHECKS`
+//! says (`ShaderChecks::parse`'s words: `full` for all of them).
 
 use crate::{GpuContext, PipelineRegistry, ShaderChecks};
 use std::sync::{Mutex, OnceLock};
@@ -52,14 +52,14 @@ pub fn test_gpu() -> Option<&'static TestGpu> {
     gpu.as_ref()
 }
 
-/// The checks `TINYGPT_SHADER_CHECKS` names (all of them when unset).
+/// The checks `TINYGPT_SHADER_CHECKS` names (the engine's when unset).
 ///
 /// # Panics
 /// On a value `ShaderChecks::parse` refuses.
 pub fn checks_from_env() -> ShaderChecks {
     match std::env::var("TINYGPT_SHADER_CHECKS") {
         Ok(v) => ShaderChecks::parse(&v).unwrap_or_else(|e| panic!("TINYGPT_SHADER_CHECKS: {e}")),
-        Err(_) => ShaderChecks::FULL,
+        Err(_) => ShaderChecks::engine_default(),
     }
 }
 
