@@ -16,7 +16,7 @@ for f in sorted(glob.glob(f"{R}/shape-*.json")):
     for x in d.get("train", []):
         rows.setdefault(("train", shape, c, x["path"]), []).append(round(x["ms_per_step"], 3))
     for x in d["sample"]:
-        rows.setdefault(("sample", shape, c, x["decoder"], x["path"], x["mode"][:12], x["samples"]), []).append(round(x["sample_tokens_per_s"]))
+        rows.setdefault(("sample", shape, c, x["decoder"], x.get("dispatches_per_token"), x["path"], x["mode"][:12], x["samples"]), []).append(round(x["sample_tokens_per_s"]))
 for k in sorted(rows, key=str): print(*k, rows[k])
 for name in ["pytorch_decode", "pytorch_baseline"]:
     try:
@@ -24,3 +24,12 @@ for name in ["pytorch_decode", "pytorch_baseline"]:
             j = json.loads(l)
             print(name, j.get("config"), j.get("mode"), j.get("tokens_per_s"), j.get("ms_per_step", ""))
     except Exception as ex: print(name, ex)
+for f in sorted(glob.glob(f"{R}/profile-*.json")):
+    try: d = json.load(open(f))
+    except Exception as ex: print(f, ex); continue
+    for r in d["profile"]:
+        print(f.split("/")[-1], r["what"], r.get("config"), r.get("dispatches", r.get("dispatches_per_token")),
+              round(r.get("gpu_total_us", r.get("gpu_us_per_token", 0)), 1))
+        if r["what"].startswith("train") or r["what"] == "decode_token":
+            for k in sorted(r["kernels"], key=lambda k: -k["total_us"])[:14]:
+                print("    ", k["key"], k["calls"], round(k["mean_us"], 1), round(k["total_us"], 1))
