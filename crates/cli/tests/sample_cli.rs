@@ -70,3 +70,25 @@ fn several_samples_print_each_under_its_seed_and_bad_counts_are_refused() {
         assert!(err.contains(why), "{args:?}: {err}");
     }
 }
+
+/// Natively the pipelines are built without wgpu's shader checks (the
+/// default); with all of them, or some, the seed's text is the same, and
+/// a check the CLI does not know is refused before anything loads.
+#[test]
+fn the_shader_checks_change_no_text_and_unknown_ones_are_refused() {
+    let args = ["--seed", "3", "--temperature", "1"];
+    let engine = stdout(&sample(&args));
+    for checks in ["full", "loops,zero"] {
+        let with: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(["--shader-checks", checks])
+            .collect();
+        assert_eq!(stdout(&sample(&with)), engine, "{checks}");
+    }
+    let out = sample(&["--shader-checks", "loops,fast"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown shader check `fast`"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -179,3 +179,24 @@ impl PipelineRegistry {
         self.pipelines.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ShaderChecks;
+
+    #[test]
+    fn checks_parse_by_name_and_refuse_unknown_words() {
+        assert_eq!(ShaderChecks::parse("full"), Ok(ShaderChecks::FULL));
+        assert_eq!(ShaderChecks::parse("none"), Ok(ShaderChecks::NONE));
+        let c = ShaderChecks::parse("loops, zero").unwrap();
+        assert!(c.bounds && c.int_div && !c.loop_bounding && !c.zero_workgroup_memory);
+        assert_eq!(
+            ShaderChecks::parse("bounds,loops,div,zero"),
+            Ok(ShaderChecks::NONE)
+        );
+        assert!(ShaderChecks::parse("loop").unwrap_err().contains("`loop`"));
+        for c in [ShaderChecks::FULL, ShaderChecks::NONE, c] {
+            assert_eq!(ShaderChecks::from_bits(c.bits()), c);
+        }
+    }
+}
