@@ -12,7 +12,8 @@ rows = {}
 for f in sorted(glob.glob(f"{R}/shape-*.json")):
     try: d = json.load(open(f))
     except Exception as ex: print(f, ex); continue
-    shape, c, rnd = f.split("/")[-1][len("shape-"):-5].split("-")
+    shape, rest = f.split("/")[-1][len("shape-"):-5].split("-", 1)
+    c, rnd = rest.rsplit("-", 1)
     for x in d.get("train", []):
         rows.setdefault(("train", shape, c, x["path"]), []).append(round(x["ms_per_step"], 3))
     for x in d["sample"]:
