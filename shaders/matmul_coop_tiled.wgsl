@@ -56,6 +56,13 @@ override DBUF: bool = false;
 // per fragment loaded; each invocation copies twice as much).
 override WG: u32 = 256u;
 
+// AHEAD: how many blocks ahead of the tiles being multiplied the
+// invocations load the staged operands into registers (1, 2 or 3). Run 94
+// (BENCHMARKS.md): without the K loop's global loads the 4096³ product ran
+// twice as fast, so one block of products does not hide a load's latency.
+// The same products in the same order whatever the distance.
+override AHEAD: u32 = 1u;
+
 // Where one invocation's copies of a block come from and go (halves of the
 // staged operands, less the block's K; halves of the tiles): pass i of
 // op(A)'s copy reads ga + i · ga_far and writes at + i · at_far, op(B)'s
@@ -168,9 +175,18 @@ fn main(
     var c31 = coop_mat16x16<f32, C>();
     var c32 = coop_mat16x16<f32, C>();
     var c33 = coop_mat16x16<f32, C>();
+    // w: the block to copy next; w1, w2: the ones after it (AHEAD 2, 3).
     var w = Block();
+    var w1 = Block();
+    var w2 = Block();
     if (range.x < range.y) {
         w = fetch_block(cp, range.x);
+    }
+    if (AHEAD >= 2u && range.x + PAD_K < range.y) {
+        w1 = fetch_block(cp, range.x + PAD_K);
+    }
+    if (AHEAD >= 3u && range.x + 2u * PAD_K < range.y) {
+        w2 = fetch_block(cp, range.x + 2u * PAD_K);
     }
     // The tiles being read (an offset in halves); under DBUF the next
     // block goes into the other ones while these are read.
@@ -185,9 +201,23 @@ fn main(
             put_block(cp, 0u, w);
             workgroupBarrier();
         }
-        let kn = k0 + PAD_K;
-        if (kn < range.y) {
-            w = fetch_block(cp, kn);
+        // The next block moves up; the one AHEAD blocks on is loaded.
+        let kf = k0 + AHEAD * PAD_K;
+        if (AHEAD == 1u) {
+            if (kf < range.y) {
+                w = fetch_block(cp, kf);
+            }
+        } else if (AHEAD == 2u) {
+            w = w1;
+            if (kf < range.y) {
+                w1 = fetch_block(cp, kf);
+            }
+        } else {
+            w = w1;
+            w1 = w2;
+            if (kf < range.y) {
+                w2 = fetch_block(cp, kf);
+            }
         }
         for (var kk = 0u; kk < PAD_K; kk += 16u) {
             // Fragment offsets in halves, then in the tiles' elements.
