@@ -155,12 +155,15 @@ const COOP_DIRECT: KernelSource = KernelSource {
 };
 
 /// The cooperative-matrix matmul through workgroup memory, 32-wide K
-/// blocks.
+/// blocks. Its plain and GELU pipelines load the staged operands `AHEAD`
+/// blocks ahead: 3 on the base form, 2 on `WideTwoBuffers`, 1 elsewhere
+/// (the reuse pipelines included) — what run 95 measured fastest for each
+/// (BENCHMARKS.md); the products are the same whatever the distance.
 const COOP_TILED: KernelSource = KernelSource {
     key: "matmul_coop_128x128_k32",
     wgsl: MATMUL_COOP_TILED_WGSL,
     entry: "main",
-    constants: &[],
+    constants: &[("AHEAD", 3.0)],
 };
 
 /// The direct kernel per epilogue (`EPILOGUE`: plain, or with the GELU
@@ -182,7 +185,7 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 4] = [
         COOP_TILED,
         KernelSource {
             key: "matmul_coop_128x128_k32_gelu",
-            constants: &[("EPILOGUE", 1.0)],
+            constants: &[("EPILOGUE", 1.0), ("AHEAD", 3.0)],
             ..COOP_TILED
         },
     ],
@@ -213,12 +216,12 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 4] = [
     [
         KernelSource {
             key: "matmul_coop_128x128_k32_wide_2buf",
-            constants: &[("DBUF", 1.0), ("WG", 128.0)],
+            constants: &[("DBUF", 1.0), ("WG", 128.0), ("AHEAD", 2.0)],
             ..COOP_TILED
         },
         KernelSource {
             key: "matmul_coop_128x128_k32_gelu_wide_2buf",
-            constants: &[("EPILOGUE", 1.0), ("DBUF", 1.0), ("WG", 128.0)],
+            constants: &[("EPILOGUE", 1.0), ("DBUF", 1.0), ("WG", 128.0), ("AHEAD", 2.0)],
             ..COOP_TILED
         },
     ],
@@ -293,7 +296,7 @@ pub const MATMUL_COOP_DROPTAIL: KernelSource = KernelSource {
 #[cfg(feature = "fault-injection")]
 pub const MATMUL_COOP_TILED_DROPTAIL: KernelSource = KernelSource {
     key: "matmul_coop_tiled_fault_droptail",
-    constants: &[("FAULT", 2.0)],
+    constants: &[("FAULT", 2.0), ("AHEAD", 3.0)],
     ..COOP_TILED
 };
 
