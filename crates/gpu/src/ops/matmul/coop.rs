@@ -50,30 +50,50 @@ pub enum TiledForm {
     Wide,
     /// Both.
     WideTwoBuffers,
+    /// `Base` loading the staged operands three blocks ahead (`AHEAD`;
+    /// run 95: 4096³ at 145 TFLOP/s against 108), with `Base`'s reuse
+    /// pipelines (loading ahead slowed those).
+    BaseAhead3,
+    /// `WideTwoBuffers` loading two ahead (147 against 111), likewise.
+    WideTwoBuffersAhead2,
 }
 
 impl TiledForm {
-    pub const ALL: [TiledForm; 4] = [
+    pub const ALL: [TiledForm; 6] = [
         TiledForm::Base,
         TiledForm::TwoBuffers,
         TiledForm::Wide,
         TiledForm::WideTwoBuffers,
+        TiledForm::BaseAhead3,
+        TiledForm::WideTwoBuffersAhead2,
     ];
 
     /// Its index in the kernel tables.
     fn index(self) -> usize {
         self as usize
     }
+
+    /// The form whose reuse pipelines (`A_KM`, `B_NK`) it binds: its
+    /// index in those tables.
+    fn reuse_index(self) -> usize {
+        match self {
+            TiledForm::BaseAhead3 => TiledForm::Base.index(),
+            TiledForm::WideTwoBuffersAhead2 => TiledForm::WideTwoBuffers.index(),
+            other => other.index(),
+        }
+    }
 }
 
 impl CoopKernel {
     /// Every kernel (the golden tests run each; `tinygpt bench` times each).
-    pub const ALL: [CoopKernel; 5] = [
+    pub const ALL: [CoopKernel; 7] = [
         CoopKernel::Direct,
         CoopKernel::Tiled(TiledForm::Base),
         CoopKernel::Tiled(TiledForm::TwoBuffers),
         CoopKernel::Tiled(TiledForm::Wide),
         CoopKernel::Tiled(TiledForm::WideTwoBuffers),
+        CoopKernel::Tiled(TiledForm::BaseAhead3),
+        CoopKernel::Tiled(TiledForm::WideTwoBuffersAhead2),
     ];
 
     pub fn name(self) -> &'static str {
@@ -83,6 +103,8 @@ impl CoopKernel {
             CoopKernel::Tiled(TiledForm::TwoBuffers) => "tiled-2buf",
             CoopKernel::Tiled(TiledForm::Wide) => "tiled-wide",
             CoopKernel::Tiled(TiledForm::WideTwoBuffers) => "tiled-wide-2buf",
+            CoopKernel::Tiled(TiledForm::BaseAhead3) => "tiled-ahead3",
+            CoopKernel::Tiled(TiledForm::WideTwoBuffersAhead2) => "tiled-wide-2buf-ahead2",
         }
     }
 
@@ -109,13 +131,13 @@ impl CoopKernel {
         layout: StagedLayout,
     ) -> &'static KernelSource {
         // Reuse only offers these to the tiled kernel's plain epilogue.
-        let form = match self {
-            CoopKernel::Tiled(form) => form.index(),
-            CoopKernel::Direct => 0,
+        let (form, reuse) = match self {
+            CoopKernel::Tiled(form) => (form.index(), form.reuse_index()),
+            CoopKernel::Direct => (0, 0),
         };
         match layout {
-            StagedLayout::AKm => return &MATMUL_COOP_TILED_AKM[form],
-            StagedLayout::BNk => return &MATMUL_COOP_TILED_BNK[form],
+            StagedLayout::AKm => return &MATMUL_COOP_TILED_AKM[reuse],
+            StagedLayout::BNk => return &MATMUL_COOP_TILED_BNK[reuse],
             StagedLayout::Staged => {}
         }
         // The dropped K tail is built on the base form only.

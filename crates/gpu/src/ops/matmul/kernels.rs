@@ -155,15 +155,12 @@ const COOP_DIRECT: KernelSource = KernelSource {
 };
 
 /// The cooperative-matrix matmul through workgroup memory, 32-wide K
-/// blocks. Its plain and GELU pipelines load the staged operands `AHEAD`
-/// blocks ahead: 3 on the base form, 2 on `WideTwoBuffers`, 1 elsewhere
-/// (the reuse pipelines included) — what run 95 measured fastest for each
-/// (BENCHMARKS.md); the products are the same whatever the distance.
+/// blocks.
 const COOP_TILED: KernelSource = KernelSource {
     key: "matmul_coop_128x128_k32",
     wgsl: MATMUL_COOP_TILED_WGSL,
     entry: "main",
-    constants: &[("AHEAD", 3.0)],
+    constants: &[],
 };
 
 /// The direct kernel per epilogue (`EPILOGUE`: plain, or with the GELU
@@ -178,14 +175,15 @@ pub const MATMUL_COOP: [KernelSource; 2] = [
 ];
 
 /// The tiled kernel per [`TiledForm`](super::coop::TiledForm) (its index:
-/// the pipeline constants `DBUF` and `WG` of matmul_coop_tiled.wgsl) and
-/// per epilogue (`EPILOGUE`: plain, or with the GELU written beside C).
-pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 4] = [
+/// the pipeline constants `DBUF`, `WG` and `AHEAD` of
+/// matmul_coop_tiled.wgsl) and per epilogue (`EPILOGUE`: plain, or with
+/// the GELU written beside C).
+pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 6] = [
     [
         COOP_TILED,
         KernelSource {
             key: "matmul_coop_128x128_k32_gelu",
-            constants: &[("EPILOGUE", 1.0), ("AHEAD", 3.0)],
+            constants: &[("EPILOGUE", 1.0)],
             ..COOP_TILED
         },
     ],
@@ -216,11 +214,35 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 4] = [
     [
         KernelSource {
             key: "matmul_coop_128x128_k32_wide_2buf",
-            constants: &[("DBUF", 1.0), ("WG", 128.0), ("AHEAD", 2.0)],
+            constants: &[("DBUF", 1.0), ("WG", 128.0)],
             ..COOP_TILED
         },
         KernelSource {
             key: "matmul_coop_128x128_k32_gelu_wide_2buf",
+            constants: &[("EPILOGUE", 1.0), ("DBUF", 1.0), ("WG", 128.0)],
+            ..COOP_TILED
+        },
+    ],
+    [
+        KernelSource {
+            key: "matmul_coop_128x128_k32_ahead3",
+            constants: &[("AHEAD", 3.0)],
+            ..COOP_TILED
+        },
+        KernelSource {
+            key: "matmul_coop_128x128_k32_gelu_ahead3",
+            constants: &[("EPILOGUE", 1.0), ("AHEAD", 3.0)],
+            ..COOP_TILED
+        },
+    ],
+    [
+        KernelSource {
+            key: "matmul_coop_128x128_k32_wide_2buf_ahead2",
+            constants: &[("DBUF", 1.0), ("WG", 128.0), ("AHEAD", 2.0)],
+            ..COOP_TILED
+        },
+        KernelSource {
+            key: "matmul_coop_128x128_k32_gelu_wide_2buf_ahead2",
             constants: &[("EPILOGUE", 1.0), ("DBUF", 1.0), ("WG", 128.0), ("AHEAD", 2.0)],
             ..COOP_TILED
         },
@@ -296,7 +318,7 @@ pub const MATMUL_COOP_DROPTAIL: KernelSource = KernelSource {
 #[cfg(feature = "fault-injection")]
 pub const MATMUL_COOP_TILED_DROPTAIL: KernelSource = KernelSource {
     key: "matmul_coop_tiled_fault_droptail",
-    constants: &[("FAULT", 2.0), ("AHEAD", 3.0)],
+    constants: &[("FAULT", 2.0)],
     ..COOP_TILED
 };
 
