@@ -152,6 +152,7 @@ async fn info() -> Result<()> {
     let ctx = GpuContext::new().await?;
     let caps = serde_json::json!({
         "adapter": ctx.adapter_desc(), "features": ctx.detected_features(), "limits": ctx.gpu_limits(),
+        "shader_checks": format!("{:?}", ctx.shader_checks),
     });
     println!("{}", serde_json::to_string_pretty(&caps)?);
     Ok(())

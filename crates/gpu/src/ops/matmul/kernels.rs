@@ -243,7 +243,12 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 6] = [
         },
         KernelSource {
             key: "matmul_coop_128x128_k32_gelu_wide_2buf_ahead2",
-            constants: &[("EPILOGUE", 1.0), ("DBUF", 1.0), ("WG", 128.0), ("AHEAD", 2.0)],
+            constants: &[
+                ("EPILOGUE", 1.0),
+                ("DBUF", 1.0),
+                ("WG", 128.0),
+                ("AHEAD", 2.0),
+            ],
             ..COOP_TILED
         },
     ],
