@@ -18,6 +18,10 @@ fn wanted_features() -> wgpu::Features {
 /// two-buffer forms, and the epilogue's scratch), in bytes: 45 KiB.
 const COOP_WORKGROUP_BYTES: u32 = 2 * 9472 * 2 + 2048 * 4;
 
+/// The tensor-core attention kernels' workgroup memory
+/// (`shaders/attention_coop_common.wgsl`: 11,776 halves and 2,176 floats).
+const COOP_ATTENTION_BYTES: u32 = 11776 * 2 + 2176 * 4;
+
 /// Whether the cooperative-matrix matmuls (`shaders/matmul_coop*.wgsl`) can
 /// run: the adapter multiplies 16×16×16 f16 matrices into f32, its
 /// subgroups are exactly 32 wide (each lane writes every 32nd element of a
@@ -40,10 +44,38 @@ fn coop_matrix_usable(
     {
         return false;
     }
+    offers_16x16x16(adapter)
+}
+
+/// Whether the adapter offers 16×16×16 f16 → f32 cooperative matrices.
+fn offers_16x16x16(adapter: &wgpu::Adapter) -> bool {
     use wgpu::CooperativeScalarType::{F16, F32};
     adapter.cooperative_matrix_properties().iter().any(|p| {
         (p.m_size, p.n_size, p.k_size) == (16, 16, 16) && p.ab_type == F16 && p.cr_type == F32
     })
+}
+
+/// Whether the tensor-core attention kernels (`ops::attention::coop`) can
+/// run on a device of these facts that offers (`offered`) 16×16×16 f16 →
+/// f32 cooperative matrices: subgroups of one width from 8 to 64 (a
+/// workgroup is four of them) and the kernels' workgroup memory.
+pub fn coop_attention_runs(
+    info: &wgpu::AdapterInfo,
+    features: wgpu::Features,
+    limits: &wgpu::Limits,
+    offered: bool,
+) -> bool {
+    let needs = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
+        | wgpu::Features::SUBGROUP
+        | wgpu::Features::SHADER_F16;
+    let w = info.subgroup_min_size;
+    offered
+        && features.contains(needs)
+        && w == info.subgroup_max_size
+        && w.is_power_of_two()
+        && (8..=64).contains(&w)
+        && limits.max_compute_invocations_per_workgroup >= 4 * w
+        && limits.max_compute_workgroup_storage_size >= COOP_ATTENTION_BYTES
 }
 
 /// Whether the subgroup sums of the decoder's kernels
@@ -72,6 +104,9 @@ pub struct GpuContext {
     /// The cooperative-matrix matmul can run here (native only: 16×16×16
     /// f16 → f32 and 32-wide subgroups; see `ops::matmul::coop`).
     pub coop_matrix: bool,
+    /// The tensor-core attention can run here (native only;
+    /// [`coop_attention_runs`]).
+    pub coop_attention: bool,
     /// What wgpu compiles into the pipelines built from now on
     /// ([`ShaderChecks::engine_default`] when the device opens).
     pub shader_checks: ShaderChecks,
@@ -106,6 +141,8 @@ impl GpuContext {
         let features = adapter.features() & wanted_features();
         let limits = adapter.limits();
         let coop_matrix = coop_matrix_usable(&adapter, &info, features);
+        let coop_attention =
+            coop_attention_runs(&info, features, &limits, offers_16x16x16(&adapter));
         let experimental = if features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
             // SAFETY: only the cooperative-matrix feature is experimental
             // here; its one kernel is validated by naga in CI
@@ -129,6 +166,7 @@ impl GpuContext {
         Ok(Self {
             cpu_device: info.device_type == wgpu::DeviceType::Cpu,
             coop_matrix,
+            coop_attention,
             shader_checks: ShaderChecks::engine_default(),
             device,
             queue,

@@ -31,9 +31,17 @@ pub fn test_gpu() -> Option<&'static TestGpu> {
     let gpu = GPU.get_or_init(|| match pollster::block_on(GpuContext::new()) {
         Ok(mut ctx) => {
             ctx.shader_checks = checks_from_env();
+            if coop_unadvertised() {
+                ctx.coop_attention =
+                    crate::context::coop_attention_runs(&ctx.info, ctx.features, &ctx.limits, true);
+            }
             eprintln!(
-                "test GPU: {} ({:?}, {}; shader checks {:?})",
-                ctx.info.name, ctx.info.device_type, ctx.info.backend, ctx.shader_checks
+                "test GPU: {} ({:?}, {}; shader checks {:?}; tensor-core attention {})",
+                ctx.info.name,
+                ctx.info.device_type,
+                ctx.info.backend,
+                ctx.shader_checks,
+                ctx.coop_attention
             );
             Some(TestGpu {
                 ctx,
@@ -50,6 +58,16 @@ pub fn test_gpu() -> Option<&'static TestGpu> {
         panic!("TINYGPT_REQUIRE_GPU=1 but no GPU could be opened");
     }
     gpu.as_ref()
+}
+
+/// `TINYGPT_COOP_UNADVERTISED=1`: the tests run the tensor-core attention
+/// on a device with cooperative matrices that does not list 16×16×16 f16 →
+/// f32 among them. Mesa's lavapipe (26.x) lists only 8×8×8 but lowers
+/// every size to its own vector code, so CI's CPU runs these kernels' logic
+/// (`.ci/coop-lavapipe`); the engine never uses a size the device does not
+/// list.
+pub fn coop_unadvertised() -> bool {
+    std::env::var("TINYGPT_COOP_UNADVERTISED").is_ok_and(|v| v == "1")
 }
 
 /// The checks `TINYGPT_SHADER_CHECKS` names (the engine's when unset).

@@ -19,10 +19,12 @@ use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
 
+mod coop;
 mod decode;
 mod decode_proj;
 mod decode_qkv;
 mod shape;
+pub use coop::*;
 pub use decode::*;
 pub use decode_proj::*;
 pub use decode_qkv::*;

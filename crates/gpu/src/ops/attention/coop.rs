@@ -1,0 +1,229 @@
+//! Causal attention on cooperative matrices (tensor cores): the forward's
+//! QKᵀ and PV and the backward's five products on f16 tiles, summed in f32
+//! — the training attention of the tensor-core path, for heads of 16, 32,
+//! 48 or 64 dims. The same buffers, uniform and outputs as the f32 kernels
+//! ([`super::bind_attention_forward`], [`super::bind_attention_backward`]);
+//! the numbers of f16 operands: the tests hold them to an f64 reference
+//! run on the f16-rounded inputs.
+//!
+//! A workgroup is four subgroups of the device's width (a pipeline per
+//! width: 8 to 64), 64 rows of one head.
+
+use super::shape::need;
+use super::{AttentionBackwardBuffers, AttentionDesc};
+use crate::kernel::{BoundKernel, Layout};
+use crate::ops::common::{bind_kernel, shape_error};
+use crate::ops::dropout::DropoutDesc;
+use crate::registry::{KernelSource, PipelineRegistry};
+use crate::{GpuContext, GpuError};
+use tinygpt_core::model::Site;
+
+/// A kernel's source with what the three share appended.
+macro_rules! coop_kernel {
+    ($path:literal) => {
+        concat!(
+            include_str!($path),
+            include_str!("../../../../../shaders/attention_coop_common.wgsl"),
+            include_str!("../../../../../shaders/dropout_mask.wgsl"),
+            include_str!("../../../../../shaders/attention_dropout.wgsl"),
+        )
+    };
+}
+const FWD_WGSL: &str = coop_kernel!("../../../../../shaders/attention_coop_fwd.wgsl");
+const BWD_DQ_WGSL: &str = coop_kernel!("../../../../../shaders/attention_coop_bwd_dq.wgsl");
+const BWD_DKV_WGSL: &str = coop_kernel!("../../../../../shaders/attention_coop_bwd_dkv.wgsl");
+
+/// The subgroup widths the kernels have pipelines for.
+pub const COOP_ATTENTION_WIDTHS: [u32; 4] = [8, 16, 32, 64];
+
+/// Rows a workgroup: four subgroups of 16.
+const ROWS: u32 = 64;
+/// The largest head the tiles hold.
+pub const COOP_ATTENTION_MAX_HEAD: u32 = 64;
+
+/// A kernel's pipeline for each width of [`COOP_ATTENTION_WIDTHS`]
+/// (`WG` = four subgroups).
+macro_rules! per_width {
+    ($key:literal, $wgsl:expr) => {
+        [
+            KernelSource {
+                key: concat!($key, "_sg8"),
+                wgsl: $wgsl,
+                entry: "main",
+                constants: &[("WG", 32.0)],
+            },
+            KernelSource {
+                key: concat!($key, "_sg16"),
+                wgsl: $wgsl,
+                entry: "main",
+                constants: &[("WG", 64.0)],
+            },
+            KernelSource {
+                key: concat!($key, "_sg32"),
+                wgsl: $wgsl,
+                entry: "main",
+                constants: &[("WG", 128.0)],
+            },
+            KernelSource {
+                key: concat!($key, "_sg64"),
+                wgsl: $wgsl,
+                entry: "main",
+                constants: &[("WG", 256.0)],
+            },
+        ]
+    };
+}
+
+pub const ATTENTION_COOP_FWD: [KernelSource; 4] = per_width!("attention_coop_fwd", FWD_WGSL);
+pub const ATTENTION_COOP_BWD_DQ: [KernelSource; 4] =
+    per_width!("attention_coop_bwd_dq", BWD_DQ_WGSL);
+pub const ATTENTION_COOP_BWD_DKV: [KernelSource; 4] =
+    per_width!("attention_coop_bwd_dkv", BWD_DKV_WGSL);
+
+/// Why the tensor-core attention cannot run for `desc` on this device,
+/// if it cannot.
+pub fn coop_attention_unavailable(ctx: &GpuContext, desc: &AttentionDesc) -> Option<String> {
+    if cfg!(target_arch = "wasm32") {
+        return Some("cooperative matrices are native only: wgpu 30 has no WebGPU form".into());
+    }
+    if !ctx.coop_attention {
+        return Some(
+            "the adapter offers no 16×16×16 f16 → f32 cooperative matrix on subgroups of one \
+             width from 8 to 64"
+                .into(),
+        );
+    }
+    let hs = desc.c.checked_div(desc.nh).unwrap_or(0);
+    if desc.nh == 0 || !desc.c.is_multiple_of(desc.nh) || hs == 0 || !hs.is_multiple_of(16) {
+        return Some(format!("head size {hs} is not a multiple of 16"));
+    }
+    if hs > COOP_ATTENTION_MAX_HEAD {
+        return Some(format!(
+            "head size {hs} is over the tiles' {COOP_ATTENTION_MAX_HEAD}"
+        ));
+    }
+    None
+}
+
+/// The pipeline of `family` for the device's subgroup width.
+fn pick(ctx: &GpuContext, family: &'static [KernelSource; 4]) -> &'static KernelSource {
+    let w = ctx.info.subgroup_min_size;
+    let i = COOP_ATTENTION_WIDTHS.iter().position(|&x| x == w);
+    &family[i.unwrap_or(2)]
+}
+
+/// Checks the device and the shape; returns HS.
+fn validate(ctx: &GpuContext, desc: &AttentionDesc) -> Result<u32, GpuError> {
+    if let Some(why) = coop_attention_unavailable(ctx, desc) {
+        return Err(shape_error("tensor-core attention", why));
+    }
+    let grid = grid(desc);
+    let max = ctx.limits.max_compute_workgroups_per_dimension;
+    if desc.b == 0 || desc.t == 0 || grid.iter().any(|&g| g > max) {
+        return Err(shape_error(
+            "tensor-core attention",
+            format!("{desc:?} needs {grid:?} workgroups; each must be 1..={max}"),
+        ));
+    }
+    Ok(desc.c / desc.nh)
+}
+
+/// `(row blocks of 64, NH, B)`.
+fn grid(desc: &AttentionDesc) -> [u32; 3] {
+    [desc.t.div_ceil(ROWS), desc.nh, desc.b]
+}
+
+/// [`super::bind_attention_forward`] on tensor cores.
+pub fn bind_attention_forward_coop(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: AttentionDesc,
+    (qkv, out, lse): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+    dropout: Option<(DropoutDesc<'_>, Site)>,
+) -> Result<BoundKernel, GpuError> {
+    let hs = validate(ctx, &desc)?;
+    need(qkv, desc.qkv_len(), "qkv", &desc)?;
+    need(out, desc.out_len(), "out", &desc)?;
+    need(lse, desc.lse_len(), "lse", &desc)?;
+    let bytes = AttentionDesc {
+        layout: Layout::Gpu,
+        ..desc
+    }
+    .uniform_bytes(hs, dropout);
+    let uniform = ctx.uniform("attention_coop_fwd_params", &bytes);
+    let state = dropout.map_or(qkv, |(d, _)| d.state);
+    let buffers = [(1, qkv), (2, out), (3, lse), (4, state)];
+    let src = pick(ctx, &ATTENTION_COOP_FWD);
+    Ok(bind_kernel(
+        ctx,
+        registry,
+        src,
+        &uniform,
+        &buffers,
+        grid(&desc),
+    ))
+}
+
+/// [`super::bind_attention_backward`] on tensor cores: the dQ kernel
+/// (which also writes the row terms D) then the dK/dV kernel.
+pub fn bind_attention_backward_coop(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: AttentionDesc,
+    bufs: AttentionBackwardBuffers<'_>,
+    dropout: Option<(DropoutDesc<'_>, Site)>,
+) -> Result<Vec<BoundKernel>, GpuError> {
+    let hs = validate(ctx, &desc)?;
+    need(bufs.qkv, desc.qkv_len(), "qkv", &desc)?;
+    need(bufs.out, desc.out_len(), "out", &desc)?;
+    need(bufs.dout, desc.out_len(), "dout", &desc)?;
+    need(bufs.lse, desc.lse_len(), "lse", &desc)?;
+    need(bufs.dqkv, desc.qkv_len(), "dqkv", &desc)?;
+    // Kept alive by the bind groups (see `bind_attention_backward`).
+    let delta = ctx.zeros("attention_coop_delta", desc.lse_len() as usize)?;
+    let bytes = AttentionDesc {
+        layout: Layout::Gpu,
+        ..desc
+    }
+    .uniform_bytes(hs, dropout);
+    let state = dropout.map_or(bufs.qkv, |(d, _)| d.state);
+    let (qkv, dout, lse, dqkv) = (bufs.qkv, bufs.dout, bufs.lse, bufs.dqkv);
+    let dq_uniform = ctx.uniform("attention_coop_bwd_dq_params", &bytes);
+    let dq = [
+        (1, qkv),
+        (2, bufs.out),
+        (3, dout),
+        (4, lse),
+        (5, &delta),
+        (6, dqkv),
+        (7, state),
+    ];
+    let dkv_uniform = ctx.uniform("attention_coop_bwd_dkv_params", &bytes);
+    let dkv = [
+        (1, qkv),
+        (2, dout),
+        (3, lse),
+        (4, &delta),
+        (5, dqkv),
+        (6, state),
+    ];
+    let g = grid(&desc);
+    Ok(vec![
+        bind_kernel(
+            ctx,
+            registry,
+            pick(ctx, &ATTENTION_COOP_BWD_DQ),
+            &dq_uniform,
+            &dq,
+            g,
+        ),
+        bind_kernel(
+            ctx,
+            registry,
+            pick(ctx, &ATTENTION_COOP_BWD_DKV),
+            &dkv_uniform,
+            &dkv,
+            g,
+        ),
+    ])
+}

@@ -1,0 +1,236 @@
+//! The tensor-core attention (`ops::attention::coop`) against a
+//! device-emulating golden: the CPU reference in f64 run on the inputs its
+//! tiles hold — `qkv` and `dout` rounded to f16 by round-to-nearest-even —
+//! so that what is left is the kernels' own rounding: each weight (and
+//! each dS) rounded to f16 before its product, and f32 sums. Forward
+//! output and lse, every gradient, with and without dropout, heads of 16,
+//! 32, 48 and 64, one to three row blocks of 64 and partial key blocks.
+//! Devices without the kernels (lavapipe as Debian 12 ships it, every
+//! browser) say that these did not run and why; binding there fails with
+//! a message. CI runs them on Mesa 26's lavapipe (`.ci/coop-lavapipe`).
+
+use half::f16;
+use tinygpt_core::model::layers::{attention_backward_masked, attention_forward_masked};
+use tinygpt_core::model::{Dropout, Site};
+use tinygpt_core::Rng;
+use tinygpt_gpu::gpu_or_skip;
+use tinygpt_gpu::kernel::{submit, Layout};
+use tinygpt_gpu::ops::attention::{
+    bind_attention_backward_coop, bind_attention_forward_coop, coop_attention_unavailable,
+    AttentionBackwardBuffers, AttentionDesc,
+};
+use tinygpt_gpu::ops::dropout::DropoutDesc;
+use tinygpt_gpu::testing::{did_not_run, random, TestGpu};
+
+const fn shape(b: u32, t: u32, c: u32, nh: u32) -> AttentionDesc {
+    AttentionDesc {
+        b,
+        t,
+        c,
+        nh,
+        layout: Layout::Gpu,
+    }
+}
+
+/// Heads of 16 to 64; T under one key block, across blocks and row
+/// blocks, and past two row blocks.
+const SHAPES: &[AttentionDesc] = &[
+    shape(1, 5, 16, 1),   // HS 16, one partial block
+    shape(1, 70, 64, 2),  // HS 32: two row blocks, the second partial
+    shape(2, 33, 128, 2), // HS 64, two key blocks
+    shape(1, 129, 96, 2), // HS 48: three row blocks
+];
+
+const SITE: Site = Site::Attention(0);
+
+/// Whether the device runs the kernels for `d`; else says so.
+fn available(gpu: &TestGpu, test: &str, d: &AttentionDesc) -> bool {
+    match coop_attention_unavailable(&gpu.ctx, d) {
+        Some(why) => {
+            did_not_run(test, &why);
+            false
+        }
+        None => true,
+    }
+}
+
+fn f16_rounded(x: &[f32]) -> Vec<f64> {
+    x.iter().map(|&v| f16::from_f32(v).to_f64()).collect()
+}
+
+/// The golden: `(out, lse, dqkv)` in f64 on the f16-rounded inputs.
+fn golden(d: AttentionDesc, qkv: &[f32], dout: &[f32], drop: Option<Dropout>) -> [Vec<f64>; 3] {
+    let (b, t, c, nh) = (d.b as usize, d.t as usize, d.c as usize, d.nh as usize);
+    let (x, dy) = (f16_rounded(qkv), f16_rounded(dout));
+    let mask = drop.map(|dr| dr.mask(SITE));
+    let mut out = vec![0.0; b * t * c];
+    let mut att = vec![0.0; b * nh * t * t];
+    attention_forward_masked(&mut out, &mut att, &x, b, t, c, nh, mask);
+    let mut dqkv = vec![0.0; b * t * 3 * c];
+    attention_backward_masked(&mut dqkv, &dy, &x, &att, b, t, c, nh, mask);
+    let hs = c / nh;
+    let scale = 1.0 / (hs as f64).sqrt();
+    let mut lse = Vec::new();
+    for bi in 0..b {
+        for h in 0..nh {
+            for ti in 0..t {
+                let at = |s: usize, part: usize, i: usize| {
+                    x[(bi * t + s) * 3 * c + part * c + h * hs + i]
+                };
+                let scores: Vec<f64> = (0..=ti)
+                    .map(|s| scale * (0..hs).map(|i| at(ti, 0, i) * at(s, 1, i)).sum::<f64>())
+                    .collect();
+                let m = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                lse.push(m + scores.iter().map(|s| (s - m).exp()).sum::<f64>().ln());
+            }
+        }
+    }
+    [out, lse, dqkv]
+}
+
+/// The kernels' `(out, lse, dqkv)`; `dqkv` starts as junk so that any
+/// element the backward fails to write shows.
+fn run(
+    gpu: &TestGpu,
+    d: AttentionDesc,
+    qkv: &[f32],
+    dout: &[f32],
+    drop: Option<Dropout>,
+) -> [Vec<f32>; 3] {
+    let ctx = &gpu.ctx;
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let state = drop.map(|dr| {
+        ctx.upload_bytes("opt_state", bytemuck::cast_slice(&[dr.step, 0, 0, 0]))
+            .unwrap()
+    });
+    let mask = drop.zip(state.as_ref()).map(|(dr, state)| {
+        let desc = DropoutDesc {
+            p: dr.p,
+            seed: dr.seed,
+            state,
+        };
+        (desc, SITE)
+    });
+    let qkv_buf = ctx.upload("qkv", qkv).unwrap();
+    let dout_buf = ctx.upload("dout", dout).unwrap();
+    let out = ctx.zeros("out", d.out_len() as usize).unwrap();
+    let lse = ctx.zeros("lse", d.lse_len() as usize).unwrap();
+    let dqkv = ctx
+        .upload("dqkv", &vec![1e3; d.qkv_len() as usize])
+        .unwrap();
+    let fwd = bind_attention_forward_coop(ctx, &mut reg, d, (&qkv_buf, &out, &lse), mask).unwrap();
+    let bufs = AttentionBackwardBuffers {
+        qkv: &qkv_buf,
+        out: &out,
+        dout: &dout_buf,
+        lse: &lse,
+        dqkv: &dqkv,
+    };
+    let bwd = bind_attention_backward_coop(ctx, &mut reg, d, bufs, mask).unwrap();
+    submit(ctx, "attention_coop", &[&fwd, &bwd[0], &bwd[1]]);
+    pollster::block_on(async {
+        [
+            ctx.read_f32(&out, d.out_len() as usize).await.unwrap(),
+            ctx.read_f32(&lse, d.lse_len() as usize).await.unwrap(),
+            ctx.read_f32(&dqkv, d.qkv_len() as usize).await.unwrap(),
+        ]
+    })
+}
+
+/// The worst `|got − want|` over `want`'s largest magnitude.
+fn worst(got: &[f32], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    let big = want.iter().fold(0.0f64, |m, w| m.max(w.abs())).max(1e-30);
+    let diff = got
+        .iter()
+        .zip(want)
+        .map(|(&g, w)| {
+            if g.is_finite() {
+                (g as f64 - w).abs()
+            } else {
+                f64::INFINITY
+            }
+        })
+        .fold(0.0, f64::max);
+    diff / big
+}
+
+/// Each of out, lse and dqkv within `tol` of the largest golden magnitude:
+/// a weight rounded to f16 moves it by at most 2⁻¹¹ of itself, so an
+/// output by at most ~2⁻¹¹ of the largest value it weights; the limit
+/// leaves four times that.
+fn check(gpu: &TestGpu, test: &str, d: AttentionDesc, seed: u64, drop: Option<Dropout>) {
+    let mut rng = Rng::new(seed);
+    // Scores of a few units: softmax rows far from uniform.
+    let qkv: Vec<f32> = random(&mut rng, d.qkv_len())
+        .iter()
+        .map(|v| 2.0 * v)
+        .collect();
+    let dout = random(&mut rng, d.out_len());
+    let want = golden(d, &qkv, &dout, drop);
+    let got = run(gpu, d, &qkv, &dout, drop);
+    let tol = 4.0 * f16::EPSILON.to_f64() / 2.0;
+    for (name, (g, w)) in ["out", "lse", "dqkv"].iter().zip(got.iter().zip(&want)) {
+        let e = worst(g, w);
+        if e > tol {
+            let big = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let far = g
+                .iter()
+                .zip(w)
+                .enumerate()
+                .filter(|(_, (a, b))| !a.is_finite() || (**a as f64 - **b).abs() > tol * big);
+            for (i, (a, b)) in far.take(8) {
+                eprintln!("  {name}[{i}]: {a} against {b}");
+            }
+        }
+        assert!(
+            e <= tol,
+            "{test} {d:?}: {name} off by {e:.3e} of its largest"
+        );
+    }
+}
+
+#[test]
+fn tensor_core_attention_matches_the_f16_golden() {
+    let gpu = gpu_or_skip!();
+    for (i, &d) in SHAPES.iter().enumerate() {
+        if available(gpu, "tensor-core attention", &d) {
+            check(gpu, "tensor-core attention", d, 40 + i as u64, None);
+        }
+    }
+}
+
+#[test]
+fn tensor_core_attention_drops_the_weights_the_reference_drops() {
+    let gpu = gpu_or_skip!();
+    for (i, &d) in SHAPES.iter().enumerate() {
+        if available(gpu, "tensor-core attention dropout", &d) {
+            let drop = Dropout {
+                p: 0.25,
+                seed: 0xfeed_beef_1234,
+                step: 7 + i as u32,
+            };
+            check(
+                gpu,
+                "tensor-core attention dropout",
+                d,
+                60 + i as u64,
+                Some(drop),
+            );
+        }
+    }
+}
+
+#[test]
+fn heads_the_tiles_cannot_hold_are_refused_with_a_reason() {
+    let gpu = gpu_or_skip!();
+    for (c, nh) in [(40, 2), (256, 2)] {
+        let d = shape(1, 8, c, nh);
+        let why = coop_attention_unavailable(&gpu.ctx, &d).expect("refused");
+        eprintln!("HS {}: {why}", c / nh);
+        let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+        let buf = gpu.ctx.zeros("x", 3 * 8 * c as usize).unwrap();
+        let err = bind_attention_forward_coop(&gpu.ctx, &mut reg, d, (&buf, &buf, &buf), None);
+        assert!(err.is_err(), "HS {} bound", c / nh);
+    }
+}

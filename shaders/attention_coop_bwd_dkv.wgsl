@@ -1,0 +1,244 @@
+// Causal attention backward on cooperative matrices, part 2 of 2: dK and
+// dV (attention_bwd_dkv.wgsl's outputs), after part 1
+// (attention_coop_bwd_dq.wgsl) wrote D into delta, with the products
+// K·Qᵀ, V·doutᵀ, (P∘Z)ᵀ·dout and dSᵀ·Q on f16 tiles summed in f32:
+//   dv_s = Σ_{t≥s} p_ts z_ts dout_t
+//   dk_s = scale Σ_{t≥s} ds_ts q_t,  ds_ts = p_ts (z_ts dout_t·v_s − D_t)
+// each weight and ds computed in f32 and rounded to f16 for its product.
+// One workgroup = one (b, h) and 64 key rows, a subgroup's 16 each; each
+// subgroup keeps its keys' K and V as fragments, queries and their dout
+// come 32 at a time from the workgroup's first key on. dk and dv
+// overwrite the K and V columns of dqkv.
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;
+@group(0) @binding(2) var<storage, read> dout: array<f32>;
+@group(0) @binding(3) var<storage, read> lse: array<f32>;
+@group(0) @binding(4) var<storage, read> delta: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dqkv: array<f32>;
+// ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
+@group(0) @binding(6) var<storage, read> state: array<u32>;
+
+// The tiles: a block's queries (Y) and their dout (Z), each subgroup's
+// 16 × 32 weights, then dS (W); before the first block the workgroup's 64
+// rows of K, then of V (X, over them). Each subgroup's scores (S) and dp
+// (P), the block's lse (R1) and D (R2): 30,976 bytes.
+const X_AT: u32 = 0u;
+const Y_AT: u32 = 0u;
+const Z_AT: u32 = 2304u; // BLOCK × TS
+const W_AT: u32 = 4608u; // + BLOCK × TS
+var<workgroup> sh: array<f16, 7168>; // + 4 × 16 × PS
+const S_AT: u32 = 0u;
+const P_AT: u32 = 2048u;
+const R1_AT: u32 = 4096u;
+const R2_AT: u32 = 4128u;
+var<workgroup> sf: array<f32, 4160>;
+
+// Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
+// attention_dropout.wgsl.
+
+// Rows t0 … t0 + 31 of dout into the tile at `at`, as f16, and their lse
+// (R1) and D (R2); zero past T.
+fn load_queries(at: u32, x: Tile, t0: u32, tid: u32) {
+    for (var e = tid; e < BLOCK * p.hs; e += WG) {
+        let r = e / p.hs;
+        let d = e % p.hs;
+        var v = 0.0;
+        if (t0 + r < p.t) {
+            v = dout[(x.seq + t0 + r) * p.c + x.head + d];
+        }
+        sh[at + r * TS + d] = f16(v);
+    }
+    for (var j = tid; j < BLOCK; j += WG) {
+        var l = 0.0;
+        var d = 0.0;
+        if (t0 + j < p.t) {
+            let i = (x.b * p.nh + x.h) * p.t + t0 + j;
+            l = lse[i];
+            d = delta[i];
+        }
+        sf[R1_AT + j] = l;
+        sf[R2_AT + j] = d;
+    }
+}
+
+// The subgroup's weights p·z (ds = false) or ds (true) of queries
+// t0 … t0 + 31 as f16 (W, a key a row), from its scores (S) and dp (P).
+fn key_terms(x: Tile, sg: u32, lane: u32, sw: u32, t0: u32, ds: bool) {
+    for (var e = lane; e < 512u; e += sw) {
+        let r = e / 32u;
+        let j = e % 32u;
+        let s = x.r0 + sg * 16u + r;
+        let t = t0 + j;
+        var v = 0.0;
+        if (s <= t && t < p.t) {
+            let w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + j]);
+            let z = drop_at(x, t, s);
+            if (ds) {
+                v = w * (sf[P_AT + sg * 512u + e] * z - sf[R2_AT + j]);
+            } else {
+                v = w * z;
+            }
+        }
+        sh[W_AT + sg * 16u * PS + r * PS + j] = f16(v);
+    }
+}
+
+// Columns 16·dc … of part `part` (1: dk, scaled; 2: dv) of the subgroup's
+// key rows, from the scratch.
+fn write_dkv(x: Tile, sg: u32, lane: u32, sw: u32, part: u32, dc: u32) {
+    let f = select(1.0, p.scale, part == 1u);
+    for (var e = lane; e < 256u; e += sw) {
+        let s = x.r0 + sg * 16u + e / 16u;
+        if (s < p.t) {
+            dqkv[qkv_at(x, s, part, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * f;
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_size) sw: u32,
+) {
+    let x = tile_at(wg);
+    let nd = p.hs / 16u;
+    let first = x.r0 / BLOCK;
+    let blocks = (p.t + BLOCK - 1u) / BLOCK;
+    let row_at = X_AT + sg * 16u * TS;
+    load_qkv(X_AT, x, x.r0, ROWS, 1u, tid);
+    workgroupBarrier();
+    let k0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at], TS);
+    let k1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 16u], TS);
+    let k2 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 32u], TS);
+    let k3 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 48u], TS);
+    workgroupBarrier();
+    load_qkv(X_AT, x, x.r0, ROWS, 2u, tid);
+    workgroupBarrier();
+    let v0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at], TS);
+    let v1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 16u], TS);
+    let v2 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 32u], TS);
+    let v3 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 48u], TS);
+    workgroupBarrier();
+    var dk0 = coop_mat16x16<f32, C>();
+    var dk1 = coop_mat16x16<f32, C>();
+    var dk2 = coop_mat16x16<f32, C>();
+    var dk3 = coop_mat16x16<f32, C>();
+    var dv0 = coop_mat16x16<f32, C>();
+    var dv1 = coop_mat16x16<f32, C>();
+    var dv2 = coop_mat16x16<f32, C>();
+    var dv3 = coop_mat16x16<f32, C>();
+    let s_at = S_AT + sg * 512u;
+    let p_at = P_AT + sg * 512u;
+    let w_at = W_AT + sg * 16u * PS;
+    for (var qb = first; qb < blocks; qb++) {
+        let t0 = qb * BLOCK;
+        load_qkv(Y_AT, x, t0, BLOCK, 0u, tid);
+        load_queries(Z_AT, x, t0, tid);
+        workgroupBarrier();
+        // Sᵀ = K·Qᵀ and dpᵀ = V·doutᵀ (before the dropout factor).
+        var s0 = coopMultiplyAdd(k0, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT], TS), coop_mat16x16<f32, C>());
+        var s1 = coopMultiplyAdd(k0, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS], TS), coop_mat16x16<f32, C>());
+        var p0 = coopMultiplyAdd(v0, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT], TS), coop_mat16x16<f32, C>());
+        var p1 = coopMultiplyAdd(v0, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS], TS), coop_mat16x16<f32, C>());
+        if (nd > 1u) {
+            s0 = coopMultiplyAdd(k1, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u], TS), s0);
+            s1 = coopMultiplyAdd(k1, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 16u], TS), s1);
+            p0 = coopMultiplyAdd(v1, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u], TS), p0);
+            p1 = coopMultiplyAdd(v1, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 16u], TS), p1);
+        }
+        if (nd > 2u) {
+            s0 = coopMultiplyAdd(k2, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 32u], TS), s0);
+            s1 = coopMultiplyAdd(k2, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 32u], TS), s1);
+            p0 = coopMultiplyAdd(v2, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 32u], TS), p0);
+            p1 = coopMultiplyAdd(v2, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 32u], TS), p1);
+        }
+        if (nd > 3u) {
+            s0 = coopMultiplyAdd(k3, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 48u], TS), s0);
+            s1 = coopMultiplyAdd(k3, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 48u], TS), s1);
+            p0 = coopMultiplyAdd(v3, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 48u], TS), p0);
+            p1 = coopMultiplyAdd(v3, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 48u], TS), p1);
+        }
+        coopStoreT(s0, &sf[s_at], 32u);
+        coopStoreT(s1, &sf[s_at + 16u], 32u);
+        coopStoreT(p0, &sf[p_at], 32u);
+        coopStoreT(p1, &sf[p_at + 16u], 32u);
+        workgroupBarrier();
+        // dv += (P∘Z)ᵀ · dout.
+        key_terms(x, sg, lane, sw, t0, false);
+        workgroupBarrier();
+        var w0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at], PS);
+        var w1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at + 16u], PS);
+        dv0 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT], TS), dv0);
+        dv0 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS], TS), dv0);
+        if (nd > 1u) {
+            dv1 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u], TS), dv1);
+            dv1 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 16u], TS), dv1);
+        }
+        if (nd > 2u) {
+            dv2 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 32u], TS), dv2);
+            dv2 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 32u], TS), dv2);
+        }
+        if (nd > 3u) {
+            dv3 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 48u], TS), dv3);
+            dv3 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 48u], TS), dv3);
+        }
+        workgroupBarrier();
+        // dk += dSᵀ · Q (scaled when written).
+        key_terms(x, sg, lane, sw, t0, true);
+        workgroupBarrier();
+        w0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at], PS);
+        w1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at + 16u], PS);
+        dk0 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT], TS), dk0);
+        dk0 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS], TS), dk0);
+        if (nd > 1u) {
+            dk1 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u], TS), dk1);
+            dk1 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 16u], TS), dk1);
+        }
+        if (nd > 2u) {
+            dk2 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 32u], TS), dk2);
+            dk2 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 32u], TS), dk2);
+        }
+        if (nd > 3u) {
+            dk3 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 48u], TS), dk3);
+            dk3 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 48u], TS), dk3);
+        }
+        workgroupBarrier();
+    }
+    store_pair(dk0, dv0, x, sg, lane, sw, 0u);
+    if (nd > 1u) {
+        store_pair(dk1, dv1, x, sg, lane, sw, 1u);
+    }
+    if (nd > 2u) {
+        store_pair(dk2, dv2, x, sg, lane, sw, 2u);
+    }
+    if (nd > 3u) {
+        store_pair(dk3, dv3, x, sg, lane, sw, 3u);
+    }
+}
+
+// Columns 16·dc … of the subgroup's dk and dv.
+fn store_pair(
+    dk: coop_mat16x16<f32, C>,
+    dv: coop_mat16x16<f32, C>,
+    x: Tile,
+    sg: u32,
+    lane: u32,
+    sw: u32,
+    dc: u32,
+) {
+    let s_at = S_AT + sg * 512u;
+    coopStoreT(dk, &sf[s_at], 16u);
+    workgroupBarrier();
+    write_dkv(x, sg, lane, sw, 1u, dc);
+    workgroupBarrier();
+    coopStoreT(dv, &sf[s_at], 16u);
+    workgroupBarrier();
+    write_dkv(x, sg, lane, sw, 2u, dc);
+    workgroupBarrier();
+}

@@ -1,0 +1,120 @@
+// What the tensor-core attention kernels share (attention_coop_fwd.wgsl,
+// attention_coop_bwd_dq.wgsl, attention_coop_bwd_dkv.wgsl; appended to
+// each, with dropout_mask.wgsl and attention_dropout.wgsl, by
+// ops/attention/coop.rs): the uniform, the workgroup's tiles, the f16
+// copies of a head's rows into them and the two products of 16 rows by a
+// block of 32.
+//
+// A workgroup is four subgroups of any width (WG = 4 × the device's
+// subgroup width, a pipeline constant), each owning 16 rows (queries, or
+// keys in dK/dV) of the workgroup's 64. The tiles hold f16 rows of HS ≤ 64
+// columns, HS a multiple of 16, rounded by the device's f32 → f16
+// conversion (as coop_stage.wgsl stages the matmuls' operands); every
+// product sums in f32 (cooperative-matrix accumulators), every softmax
+// term is computed in f32 from the f32 scores. Strides are constants
+// (naga 30's SPIR-V writer fails on a uniform stride inside a loop), and
+// every cooperative-matrix operation and barrier sits in control flow that
+// depends only on the workgroup and the uniform: a subgroup whose rows end
+// before a block's keys still multiplies it (its weights are zero).
+
+struct Params {
+    t: u32,
+    c: u32,
+    nh: u32,
+    hs: u32,
+    nch: u32,
+    scale: f32,
+    _pad0: u32,
+    _pad1: u32,
+    // The dropout of the attention weights (attention_fwd.wgsl's Params).
+    site: u32,
+    threshold: u32,
+    seed_lo: u32,
+    seed_hi: u32,
+    drop_scale: f32,
+    _pad2: u32,
+    _pad3: u32,
+    _pad4: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+
+// Invocations a workgroup: four subgroups.
+override WG: u32 = 128u;
+
+// Rows a workgroup (four subgroups of 16), rows of a block (keys in the
+// forward and dQ, queries in dK/dV), the tiles' row stride in halves (HS ≤
+// 64, plus 8: rows stay 16-byte aligned and fall on other banks) and the
+// weights' row stride.
+const ROWS: u32 = 64u;
+const BLOCK: u32 = 32u;
+const TS: u32 = 72u;
+const PS: u32 = 40u;
+// Below any real score (attention_fwd.wgsl's NEG).
+const NEG: f32 = -1e30;
+
+// Each kernel declares its tiles: `sh` (f16 rows at a stride of TS, a
+// subgroup's weights at a stride of PS) and `sf` (f32: each subgroup's
+// 16 × 32 products at S_AT + 512 · sg, row terms), with the regions'
+// offsets.
+
+// Where a workgroup's rows and head start, and which they are.
+struct Tile {
+    r0: u32,
+    seq: u32,
+    head: u32,
+    b: u32,
+    h: u32,
+}
+
+// Workgroup (row block, h, b) of the grid (⌈T/64⌉, NH, B).
+fn tile_at(wg: vec3<u32>) -> Tile {
+    return Tile(wg.x * ROWS, wg.z * p.t, wg.y * p.hs, wg.z, wg.y);
+}
+
+// qkv index of column d of part `part` (0 Q, 1 K, 2 V) of row t.
+fn qkv_at(x: Tile, t: u32, part: u32, d: u32) -> u32 {
+    return (x.seq + t) * 3u * p.c + part * p.c + x.head + d;
+}
+
+// Rows r0 … r0 + n − 1 of part `part` into the tile at `at`, as f16; zero
+// past T. Every invocation calls it (no barrier inside). The kernel
+// declares `qkv`.
+fn load_qkv(at: u32, x: Tile, r0: u32, n: u32, part: u32, t: u32) {
+    for (var e = t; e < n * p.hs; e += WG) {
+        let r = e / p.hs;
+        let d = e % p.hs;
+        var v = 0.0;
+        if (r0 + r < p.t) {
+            v = qkv[qkv_at(x, r0 + r, part, d)];
+        }
+        sh[at + r * TS + d] = f16(v);
+    }
+}
+
+// S (16 × 32, f32, row stride 32, at sf[s_at]) = A · Bᵀ: A the 16 rows of
+// the tile at `a_at`, B the 32 rows of the tile at `b_at`, over HS
+// columns (the forward's scores).
+fn product_abt(a_at: u32, b_at: u32, s_at: u32) {
+    var s0 = coop_mat16x16<f32, C>();
+    var s1 = coop_mat16x16<f32, C>();
+    let nd = p.hs / 16u;
+    for (var dc = 0u; dc < nd; dc++) {
+        let a = coopLoadT<coop_mat16x16<f16, A>>(&sh[a_at + dc * 16u], TS);
+        let b0 = coopLoad<coop_mat16x16<f16, B>>(&sh[b_at + dc * 16u], TS);
+        let b1 = coopLoad<coop_mat16x16<f16, B>>(&sh[b_at + 16u * TS + dc * 16u], TS);
+        s0 = coopMultiplyAdd(a, b0, s0);
+        s1 = coopMultiplyAdd(a, b1, s1);
+    }
+    coopStoreT(s0, &sf[s_at], 32u);
+    coopStoreT(s1, &sf[s_at + 16u], 32u);
+}
+
+// The dropout factor of weight (query t, key s) of the workgroup's head:
+// 1 without dropout.
+fn drop_at(x: Tile, t: u32, s: u32) -> f32 {
+    if (p.threshold == 0u) {
+        return 1.0;
+    }
+    return drop1(drop_key(), x.b, x.h, t, s);
+}

@@ -1,0 +1,179 @@
+// Causal multi-head attention forward on cooperative matrices (tensor
+// cores): attention_fwd.wgsl's outputs — out (B,T,C) and lse (B,NH,T) —
+// with the products QKᵀ and PV on f16 tiles summed in f32.
+//
+// One workgroup = one (b, h) and 64 query rows, a subgroup's 16 each
+// (attention_coop_common.wgsl). Two passes over the keys, 32 at a time, so
+// that no output is ever rescaled: the first scores them (S = QKᵀ) and
+// keeps each row's running max m and sum l (online, in f32); the second
+// scores them again and weights the values with
+//   p_ts = exp(scale·s_ts − lse_t) · z_ts,  lse_t = m_t + log l_t,
+// rounded to f16 for the PV product (z_ts: the dropout factor). The
+// outputs go out through the subgroup's scratch, 16 columns at a time.
+
+enable f16;
+enable wgpu_cooperative_matrix;
+
+@group(0) @binding(1) var<storage, read> qkv: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@group(0) @binding(3) var<storage, read_write> lse: array<f32>;
+// ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
+@group(0) @binding(4) var<storage, read> state: array<u32>;
+
+// The tiles: the workgroup's 64 query rows (X), a block's keys (Y) and
+// values (Z), each subgroup's 16 × 32 weights (W); each subgroup's scores
+// (S), each row's max then lse (R1) and sum (R2): 32,256 bytes.
+const X_AT: u32 = 0u;
+const Y_AT: u32 = 4608u; // ROWS × TS
+const Z_AT: u32 = 6912u; // + BLOCK × TS
+const W_AT: u32 = 9216u; // + BLOCK × TS
+var<workgroup> sh: array<f16, 11776>; // + 4 × 16 × PS
+const S_AT: u32 = 0u;
+const R1_AT: u32 = 2048u;
+const R2_AT: u32 = 2112u;
+var<workgroup> sf: array<f32, 2176>;
+
+// Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
+// attention_dropout.wgsl.
+
+// Row r of subgroup sg: its running max and sum folded with the scores of
+// keys s0 … s0 + 31 (sf at S_AT + sg · 512), the valid ones (s ≤ t < T).
+fn fold_row(x: Tile, sg: u32, r: u32, s0: u32) {
+    let i = sg * 16u + r;
+    let t = x.r0 + i;
+    let srow = S_AT + sg * 512u + r * 32u;
+    var m = sf[R1_AT + i];
+    var hi = NEG;
+    for (var j = 0u; j < BLOCK; j++) {
+        if (s0 + j <= t && t < p.t) {
+            hi = max(hi, sf[srow + j] * p.scale);
+        }
+    }
+    if (hi == NEG) {
+        return;
+    }
+    let m_new = max(m, hi);
+    var l = sf[R2_AT + i] * exp(m - m_new);
+    for (var j = 0u; j < BLOCK; j++) {
+        if (s0 + j <= t && t < p.t) {
+            l += exp(sf[srow + j] * p.scale - m_new);
+        }
+    }
+    sf[R1_AT + i] = m_new;
+    sf[R2_AT + i] = l;
+}
+
+// The subgroup's weights of keys s0 … s0 + 31 as f16 (sh at W_AT), from
+// its scores and its rows' lse (R1).
+fn weights(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
+    for (var e = lane; e < 512u; e += sw) {
+        let r = e / 32u;
+        let j = e % 32u;
+        let t = x.r0 + sg * 16u + r;
+        var w = 0.0;
+        if (s0 + j <= t && t < p.t) {
+            w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + sg * 16u + r]);
+            w *= drop_at(x, t, s0 + j);
+        }
+        sh[W_AT + sg * 16u * PS + r * PS + j] = f16(w);
+    }
+}
+
+// Columns 16·dc … of the subgroup's output rows, from the scratch.
+fn write_out(x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
+    for (var e = lane; e < 256u; e += sw) {
+        let t = x.r0 + sg * 16u + e / 16u;
+        if (t < p.t) {
+            out[(x.seq + t) * p.c + x.head + dc * 16u + e % 16u] = sf[S_AT + sg * 512u + e];
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+    @builtin(subgroup_size) sw: u32,
+) {
+    let x = tile_at(wg);
+    let nd = p.hs / 16u;
+    let blocks = (min(p.t, x.r0 + ROWS) + BLOCK - 1u) / BLOCK;
+    load_qkv(X_AT, x, x.r0, ROWS, 0u, tid);
+    for (var i = tid; i < ROWS; i += WG) {
+        sf[R1_AT + i] = NEG;
+        sf[R2_AT + i] = 0.0;
+    }
+    let q_at = X_AT + sg * 16u * TS;
+    let s_at = S_AT + sg * 512u;
+    for (var kb = 0u; kb < blocks; kb++) {
+        load_qkv(Y_AT, x, kb * BLOCK, BLOCK, 1u, tid);
+        workgroupBarrier();
+        product_abt(q_at, Y_AT, s_at);
+        workgroupBarrier();
+        for (var r = lane; r < 16u; r += sw) {
+            fold_row(x, sg, r, kb * BLOCK);
+        }
+        workgroupBarrier();
+    }
+    for (var i = tid; i < ROWS; i += WG) {
+        let v = sf[R1_AT + i] + log(sf[R2_AT + i]);
+        sf[R1_AT + i] = v;
+        if (x.r0 + i < p.t) {
+            lse[(x.b * p.nh + x.h) * p.t + x.r0 + i] = v;
+        }
+    }
+    var o0 = coop_mat16x16<f32, C>();
+    var o1 = coop_mat16x16<f32, C>();
+    var o2 = coop_mat16x16<f32, C>();
+    var o3 = coop_mat16x16<f32, C>();
+    let w_at = W_AT + sg * 16u * PS;
+    for (var kb = 0u; kb < blocks; kb++) {
+        load_qkv(Y_AT, x, kb * BLOCK, BLOCK, 1u, tid);
+        load_qkv(Z_AT, x, kb * BLOCK, BLOCK, 2u, tid);
+        workgroupBarrier();
+        product_abt(q_at, Y_AT, s_at);
+        workgroupBarrier();
+        weights(x, sg, lane, sw, kb * BLOCK);
+        workgroupBarrier();
+        let w0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at], PS);
+        let w1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at + 16u], PS);
+        o0 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT], TS), o0);
+        o0 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS], TS), o0);
+        if (nd > 1u) {
+            o1 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u], TS), o1);
+            o1 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 16u], TS), o1);
+        }
+        if (nd > 2u) {
+            o2 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 32u], TS), o2);
+            o2 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 32u], TS), o2);
+        }
+        if (nd > 3u) {
+            o3 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 48u], TS), o3);
+            o3 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 48u], TS), o3);
+        }
+        workgroupBarrier();
+    }
+    coopStoreT(o0, &sf[s_at], 16u);
+    workgroupBarrier();
+    write_out(x, sg, lane, sw, 0u);
+    workgroupBarrier();
+    if (nd > 1u) {
+        coopStoreT(o1, &sf[s_at], 16u);
+        workgroupBarrier();
+        write_out(x, sg, lane, sw, 1u);
+        workgroupBarrier();
+    }
+    if (nd > 2u) {
+        coopStoreT(o2, &sf[s_at], 16u);
+        workgroupBarrier();
+        write_out(x, sg, lane, sw, 2u);
+        workgroupBarrier();
+    }
+    if (nd > 3u) {
+        coopStoreT(o3, &sf[s_at], 16u);
+        workgroupBarrier();
+        write_out(x, sg, lane, sw, 3u);
+    }
+}
