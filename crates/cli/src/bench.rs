@@ -331,6 +331,7 @@ pub fn run(
     });
     let coop = fast.coop_matrix.then(|| FastPaths {
         coop_matrix: true,
+        coop_attention: tinygpt_gpu::ops::attention::engine_attention(),
         ..Default::default()
     });
     eprintln!("bench: the launch floor");

@@ -1,12 +1,16 @@
 //! `tinygpt bench`'s attention rows: each training kernel of the attention
-//! at every wanted shape's training batch, timed over back-to-back calls.
+//! at every wanted shape's training batch, timed over back-to-back calls —
+//! the f32 kernels and, where the device runs them, the tensor-core ones
+//! (`coop forward`, `coop dq`, `coop dkv`).
 
 use crate::bench::{time_calls, wanted, SHAPES};
 use anyhow::Result;
 use serde_json::{json, Value};
 use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::attention::{
-    bind_attention_backward, bind_attention_forward, AttentionBackwardBuffers, AttentionDesc,
+    bind_attention_backward, bind_attention_backward_coop, bind_attention_forward,
+    bind_attention_forward_coop, coop_attention_unavailable, AttentionBackwardBuffers,
+    AttentionDesc,
 };
 use tinygpt_gpu::{GpuContext, PipelineRegistry};
 
@@ -39,7 +43,20 @@ pub fn bench_attention(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Res
             dqkv: &dqkv,
         };
         let bwd = bind_attention_backward(ctx, reg, desc, bufs, None)?;
-        for (kernel, k) in [("forward", &fwd), ("dq", &bwd[0]), ("dkv", &bwd[1])] {
+        let mut kernels: Vec<_> = ["forward", "dq", "dkv"]
+            .into_iter()
+            .zip([fwd].into_iter().chain(bwd))
+            .collect();
+        match coop_attention_unavailable(ctx, &desc) {
+            None => {
+                let fwd = bind_attention_forward_coop(ctx, reg, desc, (&qkv, &att, &lse), None)?;
+                let bwd = bind_attention_backward_coop(ctx, reg, desc, bufs, None)?;
+                let coop = ["coop forward", "coop dq", "coop dkv"].into_iter();
+                kernels.extend(coop.zip([fwd].into_iter().chain(bwd)));
+            }
+            Some(why) => eprintln!("bench: attention {name}: no tensor-core rows ({why})"),
+        }
+        for (kernel, k) in &kernels {
             let s = time_calls(ctx, std::slice::from_ref(k), iters)?;
             out.push(json!({
                 "shape": name, "kernel": kernel, "workgroups": k.workgroups, "us": s * 1e6,

@@ -17,6 +17,7 @@ use tinygpt_gpu::{GpuContext, ShaderChecks};
 pub async fn run(cli: Cli) -> Result<()> {
     let checks = ShaderChecks::parse(&cli.shader_checks).map_err(anyhow::Error::msg)?;
     tinygpt_gpu::registry::set_engine_default(checks);
+    tinygpt_gpu::ops::attention::set_engine_attention(cli.coop_attention);
     match cli.command {
         Command::Train(a) => crate::train::train(*a).await,
         Command::Sample(a) => sample(a).await,
@@ -50,6 +51,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             };
             report["coop_kernel"] = coop::engine_kernel().name().into();
             report["shader_checks"] = format!("{:?}", ctx.shader_checks).into();
+            report["coop_attention"] = tinygpt_gpu::ops::attention::engine_attention().into();
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }
@@ -153,6 +155,7 @@ async fn info() -> Result<()> {
     let caps = serde_json::json!({
         "adapter": ctx.adapter_desc(), "features": ctx.detected_features(), "limits": ctx.gpu_limits(),
         "shader_checks": format!("{:?}", ctx.shader_checks),
+        "coop_attention": ctx.coop_attention,
     });
     println!("{}", serde_json::to_string_pretty(&caps)?);
     Ok(())

@@ -169,6 +169,7 @@ fn coop_step(
 ) -> Result<Vec<DispatchTime>> {
     let coop = FastPaths {
         coop_matrix: true,
+        coop_attention: tinygpt_gpu::ops::attention::engine_attention(),
         ..FastPaths::default()
     };
     model.set_fast_paths(ctx, reg, coop)?;

@@ -10,11 +10,15 @@
 //! a message. CI runs them on Mesa 26's lavapipe (`.ci/coop-lavapipe`).
 
 use half::f16;
+use tinygpt_core::data::BatchSampler;
 use tinygpt_core::model::layers::{attention_backward_masked, attention_forward_masked};
 use tinygpt_core::model::{Dropout, Site};
-use tinygpt_core::Rng;
+use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
+use tinygpt_gpu::gate::FastPaths;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, Layout};
+use tinygpt_gpu::model::GpuModel;
+use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::attention::{
     bind_attention_backward_coop, bind_attention_forward_coop, coop_attention_unavailable,
     AttentionBackwardBuffers, AttentionDesc,
@@ -234,3 +238,85 @@ fn heads_the_tiles_cannot_hold_are_refused_with_a_reason() {
         assert!(err.is_err(), "HS {} bound", c / nh);
     }
 }
+
+/// A model trained with its attention on these kernels (and every matmul
+/// on f32, as no device that lacks the tensor-core matmul can do better)
+/// follows the f32 model's losses step by step — with dropout on the
+/// weights, so the graph passes the masks through — and its step binds
+/// the tensor-core kernels.
+#[test]
+fn a_model_trains_with_its_attention_on_tensor_cores() {
+    let gpu = gpu_or_skip!();
+    let cfg = ModelConfig {
+        vocab_size: 65,
+        block_size: 64,
+        n_layer: 2,
+        n_head: 2,
+        d_model: 64,
+    };
+    let d = shape(4, 64, 64, 2);
+    if !available(gpu, "tensor-core attention in training", &d) {
+        return;
+    }
+    let tc = TrainConfig {
+        batch_size: 4,
+        seq_len: 64,
+        steps: 100,
+        warmup_steps: 0,
+        dropout: 0.1,
+        ..TrainConfig::default()
+    };
+    let tokens: Vec<u32> = (0..20_000)
+        .map(|i| ((i * 7 + i / 13) % 65) as u32)
+        .collect();
+    let mut sampler = BatchSampler::new(5);
+    let batches: Vec<_> = (0..STEPS)
+        .map(|_| sampler.next_batch(&tokens, 4, 64))
+        .collect();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let ctx = &gpu.ctx;
+    let mut losses = [Vec::new(), Vec::new()];
+    for (on, losses) in [false, true].into_iter().zip(&mut losses) {
+        let params = init_params(&cfg, 3);
+        let mut m = GpuModel::new(ctx, cfg, &params, None, tc, OptState::default()).unwrap();
+        let fast = FastPaths {
+            coop_attention: on,
+            ..Default::default()
+        };
+        m.set_fast_paths(ctx, &mut reg, fast).unwrap();
+        for b in &batches {
+            m.train_step(ctx, &mut reg, b).unwrap();
+            losses.push(pollster::block_on(m.read_loss(ctx)).unwrap());
+        }
+        let keys: Vec<_> = pollster::block_on(m.profile_train_step(ctx, &mut reg, &batches[0]))
+            .unwrap()
+            .into_iter()
+            .map(|t| t.key)
+            .collect();
+        let coop = keys
+            .iter()
+            .filter(|k| k.starts_with("attention_coop_"))
+            .count();
+        assert_eq!(coop, if on { 3 * cfg.n_layer } else { 0 }, "{keys:?}");
+    }
+    eprintln!(
+        "losses f32 {:?}\nlosses tensor-core attention {:?}",
+        losses[0], losses[1]
+    );
+    for (i, (a, b)) in losses[0].iter().zip(&losses[1]).enumerate() {
+        assert!(
+            (a - b).abs() <= LOSS_TOLERANCE * a,
+            "step {i}: {a} against {b}"
+        );
+    }
+    assert_ne!(
+        losses[0], losses[1],
+        "the tensor-core attention changed nothing"
+    );
+}
+
+/// Steps of [`a_model_trains_with_its_attention_on_tensor_cores`].
+const STEPS: usize = 12;
+/// Its losses' agreement: a weight rounded to f16 moves an output by at
+/// most 2⁻¹¹ of the value it weights, far under this relative 0.2 %.
+const LOSS_TOLERANCE: f32 = 2e-3;

@@ -39,7 +39,10 @@ pub const PATH: FastPath = FastPath {
     gate: gate_boxed,
     speed: speed_boxed,
     activate,
-    deactivate: |fast| fast.coop_matrix = false,
+    deactivate: |fast| {
+        fast.coop_matrix = false;
+        fast.coop_attention = false;
+    },
     carries: crate::ops::matmul::coop::carries,
 };
 
@@ -69,6 +72,7 @@ fn speed_boxed<'a>(
 
 fn activate(_: &GateReport, _: Option<Fault>, active: &mut FastPaths) {
     active.coop_matrix = true;
+    active.coop_attention = crate::ops::attention::engine_attention();
 }
 
 /// One case: a name, the layout, and whether op(A) is a gradient (scaled

@@ -136,6 +136,7 @@ fn model(
     )?;
     let fast = FastPaths {
         coop_matrix: coop,
+        coop_attention: coop && crate::ops::attention::engine_attention(),
         ..Default::default()
     };
     m.set_fast_paths(ctx, reg, fast)?;

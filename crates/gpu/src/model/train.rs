@@ -88,6 +88,7 @@ impl GpuModel {
             let (f16, layout) = (self.train_f16(), self.kernel_layout);
             let mut g = Builder::new(ctx, reg, &self.cfg, params, layout, f16, dropout, &acts);
             g.coop = self.fast.coop_matrix;
+            g.coop_attention = self.fast.coop_attention;
             g.make_scratch()?;
             graph::forward(&mut g, &acts, true)?;
             g.backward(grads)?;
@@ -139,6 +140,7 @@ impl GpuModel {
             acts,
         );
         b.coop = self.fast.coop_matrix;
+        b.coop_attention = self.fast.coop_attention;
         graph::forward(&mut b, acts, false)?;
         Self::write_batch(ctx, acts, batch);
         let mut enc = ctx

@@ -2,7 +2,9 @@
 //! the parent module).
 
 use super::{u, Buf, Builder, Grads, Linear, R};
-use crate::ops::attention::{bind_attention_backward, AttentionBackwardBuffers};
+use crate::ops::attention::{
+    bind_attention_backward, bind_attention_backward_coop, AttentionBackwardBuffers,
+};
 use crate::ops::embedding::bind_embedding_backward;
 use crate::ops::gelu::bind_gelu_backward;
 use crate::ops::layernorm::LayerNormGrads;
@@ -212,7 +214,10 @@ impl<'a, 'r> Builder<'a, 'r> {
     /// Attention backward of layer `l` into `dqkv (N, 3C)`.
     pub fn attention_backward(&mut self, bufs: AttentionBackwardBuffers<'_>, l: usize) -> R {
         let drop = self.dropout.map(|d| (d, Site::Attention(l)));
-        let kernels = bind_attention_backward(self.ctx, self.reg, self.att(), bufs, drop)?;
+        let kernels = match self.attention_on_tensor_cores() {
+            true => bind_attention_backward_coop(self.ctx, self.reg, self.att(), bufs, drop)?,
+            false => bind_attention_backward(self.ctx, self.reg, self.att(), bufs, drop)?,
+        };
         self.push(BoundOp {
             kernels,
             scratch: Vec::new(),

@@ -10,7 +10,9 @@ mod regions;
 use super::acts::Acts;
 use super::F16WeightCache;
 use crate::kernel::Layout;
-use crate::ops::attention::{bind_attention_forward, AttentionDesc};
+use crate::ops::attention::{
+    bind_attention_forward, bind_attention_forward_coop, coop_attention_unavailable, AttentionDesc,
+};
 use crate::ops::crossentropy::{bind_crossentropy, CrossEntropyDesc};
 use crate::ops::dropout::{bind_dropout, DropoutDesc};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
@@ -76,6 +78,9 @@ pub struct Builder<'a, 'r> {
     /// operands, f32 sums, each backward product's gradient operand scaled
     /// by [`Self::grad_scale`] as it is staged.
     pub coop: bool,
+    /// The attention on tensor cores where the device runs those kernels
+    /// and the heads fit them (`ops::attention::coop`).
+    pub coop_attention: bool,
     pub b: usize,
     pub t: usize,
     /// The K-split products' shared scratch.
@@ -117,6 +122,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             f16,
             dropout,
             coop: false,
+            coop_attention: false,
             b: a.b,
             t: a.t,
             scratch: None,
@@ -316,8 +322,18 @@ impl<'a, 'r> Builder<'a, 'r> {
     /// Causal self-attention of layer `l`: `out (N, C)` and the per-row `lse`.
     pub fn attention(&mut self, qkv: &Buf, out: &Buf, lse: &Buf, l: usize) -> R {
         let drop = self.dropout.map(|d| (d, Site::Attention(l)));
-        let k = bind_attention_forward(self.ctx, self.reg, self.att(), qkv, out, lse, drop)?;
+        let k = match self.attention_on_tensor_cores() {
+            true => {
+                bind_attention_forward_coop(self.ctx, self.reg, self.att(), (qkv, out, lse), drop)?
+            }
+            false => bind_attention_forward(self.ctx, self.reg, self.att(), qkv, out, lse, drop)?,
+        };
         self.push(k)
+    }
+
+    /// Whether the attention binds the tensor-core kernels.
+    pub fn attention_on_tensor_cores(&self) -> bool {
+        self.coop_attention && coop_attention_unavailable(self.ctx, &self.att()).is_none()
     }
 
     /// `out = base + mask(branch)` (the branch's dropout mask when training

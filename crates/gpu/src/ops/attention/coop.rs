@@ -16,7 +16,24 @@ use crate::ops::common::{bind_kernel, shape_error};
 use crate::ops::dropout::DropoutDesc;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use tinygpt_core::model::Site;
+
+/// Whether the tensor-core path's attention runs on tensor cores
+/// ([`set_engine_attention`]).
+static ENGINE_ATTENTION: AtomicBool = AtomicBool::new(false);
+
+/// Makes the tensor-core path activated from now on run its attention on
+/// these kernels (where the device and the heads allow). Off until timed
+/// on a card: `tinygpt bench --coop-attention` turns it on.
+pub fn set_engine_attention(on: bool) {
+    ENGINE_ATTENTION.store(on, Ordering::Relaxed);
+}
+
+/// The tensor-core path's attention runs on tensor cores.
+pub fn engine_attention() -> bool {
+    ENGINE_ATTENTION.load(Ordering::Relaxed)
+}
 
 /// A kernel's source with what the three share appended.
 macro_rules! coop_kernel {

@@ -244,6 +244,7 @@ pub fn bind_attention_forward(
 }
 
 /// The buffers of one attention backward.
+#[derive(Clone, Copy)]
 pub struct AttentionBackwardBuffers<'a> {
     /// `(B,T,3C)`: the forward's input.
     pub qkv: &'a wgpu::Buffer,
