@@ -13,8 +13,8 @@
 enable f16;
 enable wgpu_cooperative_matrix;
 
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;
-@group(0) @binding(2) var<storage, read> dout: array<f32>;
+@group(0) @binding(1) var<storage, read> qkv4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> dout4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> lse: array<f32>;
 @group(0) @binding(4) var<storage, read> delta: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dqkv: array<f32>;
@@ -42,14 +42,15 @@ var<workgroup> sf: array<f32, 4160>;
 // Rows t0 … t0 + 31 of dout into the tile at `at`, as f16, and their lse
 // (R1) and D (R2); zero past T.
 fn load_queries(at: u32, x: Tile, t0: u32, tid: u32) {
-    for (var e = tid; e < BLOCK * p.hs; e += WG) {
-        let r = e / p.hs;
-        let d = e % p.hs;
-        var v = 0.0;
+    let quads = p.hs / 4u;
+    for (var e = tid; e < BLOCK * quads; e += WG) {
+        let r = e / quads;
+        let d = 4u * (e % quads);
+        var v = vec4<f32>();
         if (t0 + r < p.t) {
-            v = dout[(x.seq + t0 + r) * p.c + x.head + d];
+            v = dout4[((x.seq + t0 + r) * p.c + x.head + d) / 4u];
         }
-        sh[at + r * TS + d] = f16(v);
+        put4(at + r * TS + d, v);
     }
     for (var j = tid; j < BLOCK; j += WG) {
         var l = 0.0;

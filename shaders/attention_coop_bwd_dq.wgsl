@@ -13,9 +13,9 @@
 enable f16;
 enable wgpu_cooperative_matrix;
 
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;
-@group(0) @binding(2) var<storage, read> out: array<f32>;
-@group(0) @binding(3) var<storage, read> dout: array<f32>;
+@group(0) @binding(1) var<storage, read> qkv4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> out4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> dout4: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
 @group(0) @binding(5) var<storage, read_write> delta: array<f32>;
 @group(0) @binding(6) var<storage, read_write> dqkv: array<f32>;
@@ -43,14 +43,15 @@ var<workgroup> sf: array<f32, 4224>;
 // The workgroup's 64 rows of dout into the tile at `at`, as f16; zero
 // past T.
 fn load_dout(at: u32, x: Tile, tid: u32) {
-    for (var e = tid; e < ROWS * p.hs; e += WG) {
-        let r = e / p.hs;
-        let d = e % p.hs;
-        var v = 0.0;
+    let quads = p.hs / 4u;
+    for (var e = tid; e < ROWS * quads; e += WG) {
+        let r = e / quads;
+        let d = 4u * (e % quads);
+        var v = vec4<f32>();
         if (x.r0 + r < p.t) {
-            v = dout[(x.seq + x.r0 + r) * p.c + x.head + d];
+            v = dout4[((x.seq + x.r0 + r) * p.c + x.head + d) / 4u];
         }
-        sh[at + r * TS + d] = f16(v);
+        put4(at + r * TS + d, v);
     }
 }
 
@@ -61,9 +62,9 @@ fn row_terms(x: Tile, tid: u32) {
         var d = 0.0;
         var l = 0.0;
         if (t < p.t) {
-            let o = (x.seq + t) * p.c + x.head;
-            for (var k = 0u; k < p.hs; k++) {
-                d += dout[o + k] * out[o + k];
+            let o = ((x.seq + t) * p.c + x.head) / 4u;
+            for (var k = 0u; k < p.hs / 4u; k++) {
+                d += dot(dout4[o + k], out4[o + k]);
             }
             l = lse[(x.b * p.nh + x.h) * p.t + t];
             delta[(x.b * p.nh + x.h) * p.t + t] = d;

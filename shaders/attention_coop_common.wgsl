@@ -77,18 +77,29 @@ fn qkv_at(x: Tile, t: u32, part: u32, d: u32) -> u32 {
     return (x.seq + t) * 3u * p.c + part * p.c + x.head + d;
 }
 
-// Rows r0 … r0 + n − 1 of part `part` into the tile at `at`, as f16; zero
-// past T. Every invocation calls it (no barrier inside). The kernel
-// declares `qkv`.
+// Four f32 into the tile at `at` as f16.
+fn put4(at: u32, v: vec4<f32>) {
+    let h = vec4<f16>(v);
+    sh[at] = h.x;
+    sh[at + 1u] = h.y;
+    sh[at + 2u] = h.z;
+    sh[at + 3u] = h.w;
+}
+
+// Rows r0 … r0 + n − 1 of part `part` into the tile at `at`, as f16, four
+// columns a load (C and HS are multiples of 16); zero past T. Every
+// invocation calls it (no barrier inside). The kernel declares `qkv4`,
+// `qkv` four floats an element.
 fn load_qkv(at: u32, x: Tile, r0: u32, n: u32, part: u32, t: u32) {
-    for (var e = t; e < n * p.hs; e += WG) {
-        let r = e / p.hs;
-        let d = e % p.hs;
-        var v = 0.0;
+    let quads = p.hs / 4u;
+    for (var e = t; e < n * quads; e += WG) {
+        let r = e / quads;
+        let d = 4u * (e % quads);
+        var v = vec4<f32>();
         if (r0 + r < p.t) {
-            v = qkv[qkv_at(x, r0 + r, part, d)];
+            v = qkv4[qkv_at(x, r0 + r, part, d) / 4u];
         }
-        sh[at + r * TS + d] = f16(v);
+        put4(at + r * TS + d, v);
     }
 }
 

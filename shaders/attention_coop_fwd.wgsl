@@ -14,7 +14,7 @@
 enable f16;
 enable wgpu_cooperative_matrix;
 
-@group(0) @binding(1) var<storage, read> qkv: array<f32>;
+@group(0) @binding(1) var<storage, read> qkv4: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<storage, read_write> lse: array<f32>;
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).

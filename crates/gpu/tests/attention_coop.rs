@@ -176,6 +176,7 @@ fn check(gpu: &TestGpu, test: &str, d: AttentionDesc, seed: u64, drop: Option<Dr
     let tol = 4.0 * f16::EPSILON.to_f64() / 2.0;
     for (name, (g, w)) in ["out", "lse", "dqkv"].iter().zip(got.iter().zip(&want)) {
         let e = worst(g, w);
+        eprintln!("{test} {d:?}: {name} worst error {e:.2e} of its largest (limit {tol:.2e})");
         if e > tol {
             let big = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             let far = g

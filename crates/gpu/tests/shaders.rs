@@ -110,6 +110,13 @@ fn keys_in_source(dir: &Path, out: &mut BTreeSet<String>) {
                 out.insert(key.to_string());
             }
         }
+        // The tensor-core attention's pipelines, one per subgroup width.
+        for part in text.split("per_width!(").skip(1) {
+            if let Some(rest) = part.trim_start().strip_prefix('"') {
+                let key = rest.split('"').next().unwrap();
+                out.extend([8, 16, 32, 64].map(|w| format!("{key}_sg{w}")));
+            }
+        }
         for part in text.split("variants!(").skip(1) {
             if let Some(rest) = part.trim_start().strip_prefix('"') {
                 let key = rest.split('"').next().unwrap();

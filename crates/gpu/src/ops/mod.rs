@@ -100,6 +100,9 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     all.extend(MATMUL_COOP.iter().chain(MATMUL_COOP_TILED.iter().flatten()));
     all.extend(&matmul::MATMUL_COOP_TILED_AKM);
     all.extend(&matmul::MATMUL_COOP_TILED_BNK);
+    all.extend(attention::ATTENTION_COOP_FWD.iter());
+    all.extend(attention::ATTENTION_COOP_BWD_DQ.iter());
+    all.extend(attention::ATTENTION_COOP_BWD_DKV.iter());
     all.extend(attention::ATTENTION_DECODE_QKV_F16W.iter().flatten());
     all.extend(attention::ATTENTION_DECODE_PROJ.iter().flatten());
     all.extend(persistent::DECODE_PERSISTENT.iter().flatten());
