@@ -9,8 +9,8 @@
 //! A workgroup is four subgroups of the device's width (a pipeline per
 //! width: 8 to 64), 64 rows of one head.
 
+use super::desc::{AttentionBackwardBuffers, AttentionDesc};
 use super::shape::need;
-use super::{AttentionBackwardBuffers, AttentionDesc};
 use crate::kernel::{BoundKernel, Layout};
 use crate::ops::common::{bind_kernel, shape_error};
 use crate::ops::dropout::DropoutDesc;

@@ -1,0 +1,139 @@
+//! What the attention's training binders share: the batch's shape
+//! ([`AttentionDesc`]: its checks, grid and uniform) and the backward's
+//! buffers.
+
+use super::shape::{head_size, scale};
+use crate::kernel::Layout;
+use crate::ops::common::shape_error;
+use crate::ops::dropout::DropoutDesc;
+use crate::registry::KernelSource;
+use crate::{GpuContext, GpuError};
+use tinygpt_core::model::{Dropout, Site};
+
+/// Head dims per chunk of the forward and backward kernels' tiles.
+const HEAD_CHUNK: u32 = 32;
+/// Query (or key) rows per workgroup of the forward and backward kernels
+/// (`ROWS` in attention_common.wgsl).
+const ROWS_PER_WORKGROUP: u32 = 32;
+/// The same in the [`Layout::Cpu`] kernels (a row per invocation).
+const ROWS_PER_WORKGROUP_SERIAL: u32 = 64;
+
+/// Attention over a batch: `B` sequences of `T` tokens, `C` channels in
+/// `NH` heads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AttentionDesc {
+    pub b: u32,
+    pub t: u32,
+    pub c: u32,
+    pub nh: u32,
+    /// Workgroups of 32 rows with tiles in workgroup memory (`Gpu`), or a
+    /// row per invocation (`Cpu`).
+    pub layout: Layout,
+}
+
+impl AttentionDesc {
+    /// Checks the shape against the kernels and the device; returns HS.
+    pub(super) fn validate(&self, ctx: &GpuContext) -> Result<u32, GpuError> {
+        let hs = head_size(self.c, self.nh)?;
+        let max = ctx.limits.max_compute_workgroups_per_dimension;
+        let [x, y, z] = self.workgroups();
+        if self.b == 0 || self.t == 0 || x > max || y > max || z > max {
+            return Err(shape_error(
+                "attention",
+                format!("{self:?} needs {x}×{y}×{z} workgroups; each must be 1..={max}"),
+            ));
+        }
+        Ok(hs)
+    }
+
+    /// `(row blocks of T, NH, B)`.
+    pub(super) fn workgroups(&self) -> [u32; 3] {
+        let rows = match self.layout {
+            Layout::Gpu => ROWS_PER_WORKGROUP,
+            Layout::Cpu => ROWS_PER_WORKGROUP_SERIAL,
+        };
+        [self.t.div_ceil(rows), self.nh, self.b]
+    }
+
+    /// `gpu`, or `serial` in the [`Layout::Cpu`] layout.
+    pub(super) fn kernel(
+        &self,
+        gpu: &'static KernelSource,
+        serial: &'static KernelSource,
+    ) -> &'static KernelSource {
+        match self.layout {
+            Layout::Gpu => gpu,
+            Layout::Cpu => serial,
+        }
+    }
+
+    /// The kernels' uniform; with `dropout`, the mask of `site` on the
+    /// attention weights (threshold 0 turns it off).
+    pub(super) fn uniform_bytes(
+        &self,
+        hs: u32,
+        dropout: Option<(DropoutDesc<'_>, Site)>,
+    ) -> [u8; 64] {
+        let chunks = hs.div_ceil(HEAD_CHUNK);
+        let (site, threshold, seed, drop_scale) = match dropout {
+            Some((d, site)) => (
+                site.id(),
+                Dropout::threshold(d.p),
+                d.seed,
+                Dropout::scale(d.p),
+            ),
+            None => (0, 0, 0, 1.0),
+        };
+        bytemuck::cast([
+            self.t,
+            self.c,
+            self.nh,
+            hs,
+            chunks,
+            scale(hs).to_bits(),
+            0,
+            0,
+            site,
+            threshold,
+            seed as u32,
+            (seed >> 32) as u32,
+            drop_scale.to_bits(),
+            0,
+            0,
+            0,
+        ])
+    }
+
+    fn rows(&self) -> u64 {
+        self.b as u64 * self.t as u64
+    }
+
+    /// Elements of `qkv`/`dqkv (B,T,3C)`, `out`/`dout (B,T,C)`, `lse (B,NH,T)`.
+    pub fn qkv_len(&self) -> u64 {
+        self.rows() * 3 * self.c as u64
+    }
+
+    pub fn out_len(&self) -> u64 {
+        self.rows() * self.c as u64
+    }
+
+    pub fn lse_len(&self) -> u64 {
+        self.rows() * self.nh as u64
+    }
+}
+
+/// The buffers of one attention backward.
+#[derive(Clone, Copy)]
+pub struct AttentionBackwardBuffers<'a> {
+    /// `(B,T,3C)`: the forward's input.
+    pub qkv: &'a wgpu::Buffer,
+    /// `(B,T,C)`: the forward's output.
+    pub out: &'a wgpu::Buffer,
+    /// `(B,T,C)`: the loss gradient of `out`.
+    pub dout: &'a wgpu::Buffer,
+    /// `(B,NH,T)`: the forward's log-sum-exp.
+    pub lse: &'a wgpu::Buffer,
+    /// `(B,T,3C)`: written in full, **overwriting** (not accumulating into)
+    /// its contents, unlike the CPU reference's `+=`.
+    pub dqkv: &'a wgpu::Buffer,
+}
