@@ -21,23 +21,13 @@ enable wgpu_cooperative_matrix;
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(6) var<storage, read> state: array<u32>;
 
-// The tiles: a block's queries (Y) and their dout (Z), each subgroup's
-// 16 × 32 weights, then dS (W); before the first block the workgroup's 64
-// rows of K, then of V (X, over them). Each subgroup's scores (S) and dp
-// (P), the block's lse (R1) and D (R2): 30,976 bytes.
-const X_AT: u32 = 0u;
-const Y_AT: u32 = 0u;
-const Z_AT: u32 = 2304u; // BLOCK × TS
-const W_AT: u32 = 4608u; // + BLOCK × TS
-var<workgroup> sh: array<f16, 7168>; // + 4 × 16 × PS
-const S_AT: u32 = 0u;
-const P_AT: u32 = 2048u;
-const R1_AT: u32 = 4096u;
-const R2_AT: u32 = 4128u;
-var<workgroup> sf: array<f32, 4160>;
+// The tiles (attention_coop_bwd_common.wgsl): a block's queries (Y) and
+// their dout (Z), each subgroup's 16 × 32 weights, then dS (W); before the
+// first block the workgroup's 64 rows of K, then of V (X). Each
+// subgroup's scores (S) and dp (P), the block's lse (R1) and D (R2).
 
-// Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
-// attention_dropout.wgsl.
+// Appended: attention_coop_bwd_common.wgsl, attention_coop_common.wgsl,
+// dropout_mask.wgsl, attention_dropout.wgsl.
 
 // Rows t0 … t0 + 31 of dout into the tile at `at`, as f16, and their lse
 // (R1) and D (R2); zero past T.
@@ -87,9 +77,16 @@ fn key_terms(x: Tile, sg: u32, lane: u32, sw: u32, t0: u32, ds: bool) {
     }
 }
 
-// Columns 16·dc … of part `part` (1: dk, scaled; 2: dv) of the subgroup's
-// key rows, from the scratch.
-fn write_dkv(x: Tile, sg: u32, lane: u32, sw: u32, part: u32, dc: u32) {
+// Columns 16·dc … of the subgroup's dk (scaled) and dv, each through its
+// scratch.
+fn store_pair(dk: Sums, dv: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
+    store_part(dk, x, sg, lane, sw, 1u, dc);
+    store_part(dv, x, sg, lane, sw, 2u, dc);
+}
+
+fn store_part(v: Sums, x: Tile, sg: u32, lane: u32, sw: u32, part: u32, dc: u32) {
+    coopStoreT(v, &sf[S_AT + sg * 512u], 16u);
+    workgroupBarrier();
     let f = select(1.0, p.scale, part == 1u);
     for (var e = lane; e < 256u; e += sw) {
         let s = x.r0 + sg * 16u + e / 16u;
@@ -97,6 +94,7 @@ fn write_dkv(x: Tile, sg: u32, lane: u32, sw: u32, part: u32, dc: u32) {
             dqkv[qkv_at(x, s, part, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * f;
         }
     }
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -114,28 +112,26 @@ fn main(
     let row_at = X_AT + sg * 16u * TS;
     load_qkv(X_AT, x, x.r0, ROWS, 1u, tid);
     workgroupBarrier();
-    let k0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at], TS);
-    let k1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 16u], TS);
-    let k2 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 32u], TS);
-    let k3 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 48u], TS);
+    let k0 = coopLoadT<Rows>(&sh[row_at], TS);
+    let k1 = coopLoadT<Rows>(&sh[row_at + 16u], TS);
+    let k2 = coopLoadT<Rows>(&sh[row_at + 32u], TS);
+    let k3 = coopLoadT<Rows>(&sh[row_at + 48u], TS);
     workgroupBarrier();
     load_qkv(X_AT, x, x.r0, ROWS, 2u, tid);
     workgroupBarrier();
-    let v0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at], TS);
-    let v1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 16u], TS);
-    let v2 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 32u], TS);
-    let v3 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 48u], TS);
+    let v0 = coopLoadT<Rows>(&sh[row_at], TS);
+    let v1 = coopLoadT<Rows>(&sh[row_at + 16u], TS);
+    let v2 = coopLoadT<Rows>(&sh[row_at + 32u], TS);
+    let v3 = coopLoadT<Rows>(&sh[row_at + 48u], TS);
     workgroupBarrier();
-    var dk0 = coop_mat16x16<f32, C>();
-    var dk1 = coop_mat16x16<f32, C>();
-    var dk2 = coop_mat16x16<f32, C>();
-    var dk3 = coop_mat16x16<f32, C>();
-    var dv0 = coop_mat16x16<f32, C>();
-    var dv1 = coop_mat16x16<f32, C>();
-    var dv2 = coop_mat16x16<f32, C>();
-    var dv3 = coop_mat16x16<f32, C>();
-    let s_at = S_AT + sg * 512u;
-    let p_at = P_AT + sg * 512u;
+    var dk0 = Sums();
+    var dk1 = Sums();
+    var dk2 = Sums();
+    var dk3 = Sums();
+    var dv0 = Sums();
+    var dv1 = Sums();
+    var dv2 = Sums();
+    var dv3 = Sums();
     let w_at = W_AT + sg * 16u * PS;
     for (var qb = first; qb < blocks; qb++) {
         let t0 = qb * BLOCK;
@@ -143,71 +139,39 @@ fn main(
         load_queries(Z_AT, x, t0, tid);
         workgroupBarrier();
         // Sᵀ = K·Qᵀ and dpᵀ = V·doutᵀ (before the dropout factor).
-        var s0 = coopMultiplyAdd(k0, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT], TS), coop_mat16x16<f32, C>());
-        var s1 = coopMultiplyAdd(k0, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS], TS), coop_mat16x16<f32, C>());
-        var p0 = coopMultiplyAdd(v0, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT], TS), coop_mat16x16<f32, C>());
-        var p1 = coopMultiplyAdd(v0, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS], TS), coop_mat16x16<f32, C>());
-        if (nd > 1u) {
-            s0 = coopMultiplyAdd(k1, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u], TS), s0);
-            s1 = coopMultiplyAdd(k1, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 16u], TS), s1);
-            p0 = coopMultiplyAdd(v1, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u], TS), p0);
-            p1 = coopMultiplyAdd(v1, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 16u], TS), p1);
-        }
-        if (nd > 2u) {
-            s0 = coopMultiplyAdd(k2, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 32u], TS), s0);
-            s1 = coopMultiplyAdd(k2, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 32u], TS), s1);
-            p0 = coopMultiplyAdd(v2, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 32u], TS), p0);
-            p1 = coopMultiplyAdd(v2, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 32u], TS), p1);
-        }
-        if (nd > 3u) {
-            s0 = coopMultiplyAdd(k3, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 48u], TS), s0);
-            s1 = coopMultiplyAdd(k3, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 48u], TS), s1);
-            p0 = coopMultiplyAdd(v3, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 48u], TS), p0);
-            p1 = coopMultiplyAdd(v3, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 48u], TS), p1);
-        }
-        coopStoreT(s0, &sf[s_at], 32u);
-        coopStoreT(s1, &sf[s_at + 16u], 32u);
-        coopStoreT(p0, &sf[p_at], 32u);
-        coopStoreT(p1, &sf[p_at + 16u], 32u);
+        spill_block(rows_by_rows(k0, k1, k2, k3, Y_AT), rows_by_rows(k0, k1, k2, k3, Y_AT + 16u * TS), S_AT + sg * 512u);
+        spill_block(rows_by_rows(v0, v1, v2, v3, Z_AT), rows_by_rows(v0, v1, v2, v3, Z_AT + 16u * TS), P_AT + sg * 512u);
         workgroupBarrier();
         // dv += (P∘Z)ᵀ · dout.
         key_terms(x, sg, lane, sw, t0, false);
         workgroupBarrier();
-        var w0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at], PS);
-        var w1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at + 16u], PS);
-        dv0 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT], TS), dv0);
-        dv0 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS], TS), dv0);
+        var w0 = coopLoadT<Rows>(&sh[w_at], PS);
+        var w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
+        dv0 = weights_by_block(w0, w1, Z_AT, 0u, dv0);
         if (nd > 1u) {
-            dv1 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u], TS), dv1);
-            dv1 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 16u], TS), dv1);
+            dv1 = weights_by_block(w0, w1, Z_AT, 1u, dv1);
         }
         if (nd > 2u) {
-            dv2 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 32u], TS), dv2);
-            dv2 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 32u], TS), dv2);
+            dv2 = weights_by_block(w0, w1, Z_AT, 2u, dv2);
         }
         if (nd > 3u) {
-            dv3 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 48u], TS), dv3);
-            dv3 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 48u], TS), dv3);
+            dv3 = weights_by_block(w0, w1, Z_AT, 3u, dv3);
         }
         workgroupBarrier();
         // dk += dSᵀ · Q (scaled when written).
         key_terms(x, sg, lane, sw, t0, true);
         workgroupBarrier();
-        w0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at], PS);
-        w1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at + 16u], PS);
-        dk0 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT], TS), dk0);
-        dk0 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS], TS), dk0);
+        w0 = coopLoadT<Rows>(&sh[w_at], PS);
+        w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
+        dk0 = weights_by_block(w0, w1, Y_AT, 0u, dk0);
         if (nd > 1u) {
-            dk1 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u], TS), dk1);
-            dk1 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 16u], TS), dk1);
+            dk1 = weights_by_block(w0, w1, Y_AT, 1u, dk1);
         }
         if (nd > 2u) {
-            dk2 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 32u], TS), dk2);
-            dk2 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 32u], TS), dk2);
+            dk2 = weights_by_block(w0, w1, Y_AT, 2u, dk2);
         }
         if (nd > 3u) {
-            dk3 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 48u], TS), dk3);
-            dk3 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 48u], TS), dk3);
+            dk3 = weights_by_block(w0, w1, Y_AT, 3u, dk3);
         }
         workgroupBarrier();
     }
@@ -221,25 +185,4 @@ fn main(
     if (nd > 3u) {
         store_pair(dk3, dv3, x, sg, lane, sw, 3u);
     }
-}
-
-// Columns 16·dc … of the subgroup's dk and dv.
-fn store_pair(
-    dk: coop_mat16x16<f32, C>,
-    dv: coop_mat16x16<f32, C>,
-    x: Tile,
-    sg: u32,
-    lane: u32,
-    sw: u32,
-    dc: u32,
-) {
-    let s_at = S_AT + sg * 512u;
-    coopStoreT(dk, &sf[s_at], 16u);
-    workgroupBarrier();
-    write_dkv(x, sg, lane, sw, 1u, dc);
-    workgroupBarrier();
-    coopStoreT(dv, &sf[s_at], 16u);
-    workgroupBarrier();
-    write_dkv(x, sg, lane, sw, 2u, dc);
-    workgroupBarrier();
 }

@@ -22,23 +22,13 @@ enable wgpu_cooperative_matrix;
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(7) var<storage, read> state: array<u32>;
 
-// The tiles: a block's keys (Y) and values (Z), each subgroup's 16 × 32
-// dS (W); before the first block the workgroup's 64 rows of Q, then of
-// dout (X, over them). Each subgroup's scores (S) and dp (P), each row's
-// lse (R1) and D (R2): 31,232 bytes.
-const X_AT: u32 = 0u;
-const Y_AT: u32 = 0u;
-const Z_AT: u32 = 2304u; // BLOCK × TS
-const W_AT: u32 = 4608u; // + BLOCK × TS
-var<workgroup> sh: array<f16, 7168>; // + 4 × 16 × PS
-const S_AT: u32 = 0u;
-const P_AT: u32 = 2048u;
-const R1_AT: u32 = 4096u;
-const R2_AT: u32 = 4160u;
-var<workgroup> sf: array<f32, 4224>;
+// The tiles (attention_coop_bwd_common.wgsl): a block's keys (Y) and
+// values (Z), each subgroup's 16 × 32 dS (W); before the first block the
+// workgroup's 64 rows of Q, then of dout (X). Each subgroup's scores (S)
+// and dp (P), each row's lse (R1) and D (R2).
 
-// Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
-// attention_dropout.wgsl.
+// Appended: attention_coop_bwd_common.wgsl, attention_coop_common.wgsl,
+// dropout_mask.wgsl, attention_dropout.wgsl.
 
 // The workgroup's 64 rows of dout into the tile at `at`, as f16; zero
 // past T.
@@ -92,14 +82,17 @@ fn ds_block(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
     }
 }
 
-// Columns 16·dc … of the subgroup's dq rows, scaled, from the scratch.
-fn write_dq(x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
+// Columns 16·dc … of the subgroup's dq rows, scaled, through its scratch.
+fn store_dq(dq: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
+    coopStoreT(dq, &sf[S_AT + sg * 512u], 16u);
+    workgroupBarrier();
     for (var e = lane; e < 256u; e += sw) {
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
             dqkv[qkv_at(x, t, 0u, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * p.scale;
         }
     }
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -117,97 +110,56 @@ fn main(
     row_terms(x, tid);
     load_qkv(X_AT, x, x.r0, ROWS, 0u, tid);
     workgroupBarrier();
-    let q0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at], TS);
-    let q1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 16u], TS);
-    let q2 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 32u], TS);
-    let q3 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 48u], TS);
+    let q0 = coopLoadT<Rows>(&sh[row_at], TS);
+    let q1 = coopLoadT<Rows>(&sh[row_at + 16u], TS);
+    let q2 = coopLoadT<Rows>(&sh[row_at + 32u], TS);
+    let q3 = coopLoadT<Rows>(&sh[row_at + 48u], TS);
     workgroupBarrier();
     load_dout(X_AT, x, tid);
     workgroupBarrier();
-    let g0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at], TS);
-    let g1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 16u], TS);
-    let g2 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 32u], TS);
-    let g3 = coopLoadT<coop_mat16x16<f16, A>>(&sh[row_at + 48u], TS);
+    let g0 = coopLoadT<Rows>(&sh[row_at], TS);
+    let g1 = coopLoadT<Rows>(&sh[row_at + 16u], TS);
+    let g2 = coopLoadT<Rows>(&sh[row_at + 32u], TS);
+    let g3 = coopLoadT<Rows>(&sh[row_at + 48u], TS);
     workgroupBarrier();
-    var dq0 = coop_mat16x16<f32, C>();
-    var dq1 = coop_mat16x16<f32, C>();
-    var dq2 = coop_mat16x16<f32, C>();
-    var dq3 = coop_mat16x16<f32, C>();
-    let s_at = S_AT + sg * 512u;
-    let p_at = P_AT + sg * 512u;
+    var dq0 = Sums();
+    var dq1 = Sums();
+    var dq2 = Sums();
+    var dq3 = Sums();
     let w_at = W_AT + sg * 16u * PS;
     for (var kb = 0u; kb < blocks; kb++) {
         load_qkv(Y_AT, x, kb * BLOCK, BLOCK, 1u, tid);
         load_qkv(Z_AT, x, kb * BLOCK, BLOCK, 2u, tid);
         workgroupBarrier();
-        // Scores and dp: the row fragments against each tile's two halves.
-        var s0 = coopMultiplyAdd(q0, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT], TS), coop_mat16x16<f32, C>());
-        var s1 = coopMultiplyAdd(q0, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS], TS), coop_mat16x16<f32, C>());
-        var p0 = coopMultiplyAdd(g0, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT], TS), coop_mat16x16<f32, C>());
-        var p1 = coopMultiplyAdd(g0, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS], TS), coop_mat16x16<f32, C>());
-        if (nd > 1u) {
-            s0 = coopMultiplyAdd(q1, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u], TS), s0);
-            s1 = coopMultiplyAdd(q1, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 16u], TS), s1);
-            p0 = coopMultiplyAdd(g1, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u], TS), p0);
-            p1 = coopMultiplyAdd(g1, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 16u], TS), p1);
-        }
-        if (nd > 2u) {
-            s0 = coopMultiplyAdd(q2, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 32u], TS), s0);
-            s1 = coopMultiplyAdd(q2, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 32u], TS), s1);
-            p0 = coopMultiplyAdd(g2, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 32u], TS), p0);
-            p1 = coopMultiplyAdd(g2, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 32u], TS), p1);
-        }
-        if (nd > 3u) {
-            s0 = coopMultiplyAdd(q3, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 48u], TS), s0);
-            s1 = coopMultiplyAdd(q3, coopLoad<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 48u], TS), s1);
-            p0 = coopMultiplyAdd(g3, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 48u], TS), p0);
-            p1 = coopMultiplyAdd(g3, coopLoad<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 48u], TS), p1);
-        }
-        coopStoreT(s0, &sf[s_at], 32u);
-        coopStoreT(s1, &sf[s_at + 16u], 32u);
-        coopStoreT(p0, &sf[p_at], 32u);
-        coopStoreT(p1, &sf[p_at + 16u], 32u);
+        // Scores (Q·Kᵀ) and dp (dout·Vᵀ) of the block's keys.
+        spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), S_AT + sg * 512u);
+        spill_block(rows_by_rows(g0, g1, g2, g3, Z_AT), rows_by_rows(g0, g1, g2, g3, Z_AT + 16u * TS), P_AT + sg * 512u);
         workgroupBarrier();
         ds_block(x, sg, lane, sw, kb * BLOCK);
         workgroupBarrier();
-        // dq += dS · K: the block's two halves of keys.
-        let w0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at], PS);
-        let w1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at + 16u], PS);
-        dq0 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT], TS), dq0);
-        dq0 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS], TS), dq0);
+        // dq += dS · K.
+        let w0 = coopLoadT<Rows>(&sh[w_at], PS);
+        let w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
+        dq0 = weights_by_block(w0, w1, Y_AT, 0u, dq0);
         if (nd > 1u) {
-            dq1 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u], TS), dq1);
-            dq1 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 16u], TS), dq1);
+            dq1 = weights_by_block(w0, w1, Y_AT, 1u, dq1);
         }
         if (nd > 2u) {
-            dq2 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 32u], TS), dq2);
-            dq2 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 32u], TS), dq2);
+            dq2 = weights_by_block(w0, w1, Y_AT, 2u, dq2);
         }
         if (nd > 3u) {
-            dq3 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 48u], TS), dq3);
-            dq3 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Y_AT + 16u * TS + 48u], TS), dq3);
+            dq3 = weights_by_block(w0, w1, Y_AT, 3u, dq3);
         }
         workgroupBarrier();
     }
-    coopStoreT(dq0, &sf[s_at], 16u);
-    workgroupBarrier();
-    write_dq(x, sg, lane, sw, 0u);
-    workgroupBarrier();
+    store_dq(dq0, x, sg, lane, sw, 0u);
     if (nd > 1u) {
-        coopStoreT(dq1, &sf[s_at], 16u);
-        workgroupBarrier();
-        write_dq(x, sg, lane, sw, 1u);
-        workgroupBarrier();
+        store_dq(dq1, x, sg, lane, sw, 1u);
     }
     if (nd > 2u) {
-        coopStoreT(dq2, &sf[s_at], 16u);
-        workgroupBarrier();
-        write_dq(x, sg, lane, sw, 2u);
-        workgroupBarrier();
+        store_dq(dq2, x, sg, lane, sw, 2u);
     }
     if (nd > 3u) {
-        coopStoreT(dq3, &sf[s_at], 16u);
-        workgroupBarrier();
-        write_dq(x, sg, lane, sw, 3u);
+        store_dq(dq3, x, sg, lane, sw, 3u);
     }
 }

@@ -103,22 +103,39 @@ fn load_qkv(at: u32, x: Tile, r0: u32, n: u32, part: u32, t: u32) {
     }
 }
 
-// S (16 × 32, f32, row stride 32, at sf[s_at]) = A · Bᵀ: A the 16 rows of
-// the tile at `a_at`, B the 32 rows of the tile at `b_at`, over HS
-// columns (the forward's scores).
-fn product_abt(a_at: u32, b_at: u32, s_at: u32) {
-    var s0 = coop_mat16x16<f32, C>();
-    var s1 = coop_mat16x16<f32, C>();
+alias Rows = coop_mat16x16<f16, A>;
+alias Sums = coop_mat16x16<f32, C>;
+
+// 16 rows (their HS columns as fragments a0 … a3, those past HS unused)
+// times the 16 rows of the tile at `b_at`, transposed: A·Bᵀ over HS.
+fn rows_by_rows(a0: Rows, a1: Rows, a2: Rows, a3: Rows, b_at: u32) -> Sums {
     let nd = p.hs / 16u;
-    for (var dc = 0u; dc < nd; dc++) {
-        let a = coopLoadT<coop_mat16x16<f16, A>>(&sh[a_at + dc * 16u], TS);
-        let b0 = coopLoad<coop_mat16x16<f16, B>>(&sh[b_at + dc * 16u], TS);
-        let b1 = coopLoad<coop_mat16x16<f16, B>>(&sh[b_at + 16u * TS + dc * 16u], TS);
-        s0 = coopMultiplyAdd(a, b0, s0);
-        s1 = coopMultiplyAdd(a, b1, s1);
+    var s = coopMultiplyAdd(a0, coopLoad<coop_mat16x16<f16, B>>(&sh[b_at], TS), Sums());
+    if (nd > 1u) {
+        s = coopMultiplyAdd(a1, coopLoad<coop_mat16x16<f16, B>>(&sh[b_at + 16u], TS), s);
     }
-    coopStoreT(s0, &sf[s_at], 32u);
-    coopStoreT(s1, &sf[s_at + 16u], 32u);
+    if (nd > 2u) {
+        s = coopMultiplyAdd(a2, coopLoad<coop_mat16x16<f16, B>>(&sh[b_at + 32u], TS), s);
+    }
+    if (nd > 3u) {
+        s = coopMultiplyAdd(a3, coopLoad<coop_mat16x16<f16, B>>(&sh[b_at + 48u], TS), s);
+    }
+    return s;
+}
+
+// `acc` + 16 × 32 weights (w0: keys or queries 0–15, w1: 16–31) times
+// columns 16·dc … of the block's 32-row tile at `at`.
+fn weights_by_block(w0: Rows, w1: Rows, at: u32, dc: u32, acc: Sums) -> Sums {
+    let c = at + dc * 16u;
+    let s = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[c], TS), acc);
+    return coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[c + 16u * TS], TS), s);
+}
+
+// A subgroup's 16 × 32 products into its scratch (at s_at, row stride 32):
+// the block's first 16 rows' and its last 16's.
+fn spill_block(lo: Sums, hi: Sums, s_at: u32) {
+    coopStoreT(lo, &sf[s_at], 32u);
+    coopStoreT(hi, &sf[s_at + 16u], 32u);
 }
 
 // The dropout factor of weight (query t, key s) of the workgroup's head:

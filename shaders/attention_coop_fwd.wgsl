@@ -79,14 +79,17 @@ fn weights(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
     }
 }
 
-// Columns 16·dc … of the subgroup's output rows, from the scratch.
-fn write_out(x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
+// Columns 16·dc … of the subgroup's output rows, through its scratch.
+fn store_out(o: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
+    coopStoreT(o, &sf[S_AT + sg * 512u], 16u);
+    workgroupBarrier();
     for (var e = lane; e < 256u; e += sw) {
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
             out[(x.seq + t) * p.c + x.head + dc * 16u + e % 16u] = sf[S_AT + sg * 512u + e];
         }
     }
+    workgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -105,12 +108,18 @@ fn main(
         sf[R1_AT + i] = NEG;
         sf[R2_AT + i] = 0.0;
     }
+    workgroupBarrier();
+    // The subgroup's 16 query rows, as fragments of 16 columns.
     let q_at = X_AT + sg * 16u * TS;
+    let q0 = coopLoadT<Rows>(&sh[q_at], TS);
+    let q1 = coopLoadT<Rows>(&sh[q_at + 16u], TS);
+    let q2 = coopLoadT<Rows>(&sh[q_at + 32u], TS);
+    let q3 = coopLoadT<Rows>(&sh[q_at + 48u], TS);
     let s_at = S_AT + sg * 512u;
     for (var kb = 0u; kb < blocks; kb++) {
         load_qkv(Y_AT, x, kb * BLOCK, BLOCK, 1u, tid);
         workgroupBarrier();
-        product_abt(q_at, Y_AT, s_at);
+        spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
         workgroupBarrier();
         for (var r = lane; r < 16u; r += sw) {
             fold_row(x, sg, r, kb * BLOCK);
@@ -124,56 +133,41 @@ fn main(
             lse[(x.b * p.nh + x.h) * p.t + x.r0 + i] = v;
         }
     }
-    var o0 = coop_mat16x16<f32, C>();
-    var o1 = coop_mat16x16<f32, C>();
-    var o2 = coop_mat16x16<f32, C>();
-    var o3 = coop_mat16x16<f32, C>();
+    var o0 = Sums();
+    var o1 = Sums();
+    var o2 = Sums();
+    var o3 = Sums();
     let w_at = W_AT + sg * 16u * PS;
     for (var kb = 0u; kb < blocks; kb++) {
         load_qkv(Y_AT, x, kb * BLOCK, BLOCK, 1u, tid);
         load_qkv(Z_AT, x, kb * BLOCK, BLOCK, 2u, tid);
         workgroupBarrier();
-        product_abt(q_at, Y_AT, s_at);
+        spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
         workgroupBarrier();
         weights(x, sg, lane, sw, kb * BLOCK);
         workgroupBarrier();
-        let w0 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at], PS);
-        let w1 = coopLoadT<coop_mat16x16<f16, A>>(&sh[w_at + 16u], PS);
-        o0 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT], TS), o0);
-        o0 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS], TS), o0);
+        let w0 = coopLoadT<Rows>(&sh[w_at], PS);
+        let w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
+        o0 = weights_by_block(w0, w1, Z_AT, 0u, o0);
         if (nd > 1u) {
-            o1 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u], TS), o1);
-            o1 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 16u], TS), o1);
+            o1 = weights_by_block(w0, w1, Z_AT, 1u, o1);
         }
         if (nd > 2u) {
-            o2 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 32u], TS), o2);
-            o2 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 32u], TS), o2);
+            o2 = weights_by_block(w0, w1, Z_AT, 2u, o2);
         }
         if (nd > 3u) {
-            o3 = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 48u], TS), o3);
-            o3 = coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[Z_AT + 16u * TS + 48u], TS), o3);
+            o3 = weights_by_block(w0, w1, Z_AT, 3u, o3);
         }
         workgroupBarrier();
     }
-    coopStoreT(o0, &sf[s_at], 16u);
-    workgroupBarrier();
-    write_out(x, sg, lane, sw, 0u);
-    workgroupBarrier();
+    store_out(o0, x, sg, lane, sw, 0u);
     if (nd > 1u) {
-        coopStoreT(o1, &sf[s_at], 16u);
-        workgroupBarrier();
-        write_out(x, sg, lane, sw, 1u);
-        workgroupBarrier();
+        store_out(o1, x, sg, lane, sw, 1u);
     }
     if (nd > 2u) {
-        coopStoreT(o2, &sf[s_at], 16u);
-        workgroupBarrier();
-        write_out(x, sg, lane, sw, 2u);
-        workgroupBarrier();
+        store_out(o2, x, sg, lane, sw, 2u);
     }
     if (nd > 3u) {
-        coopStoreT(o3, &sf[s_at], 16u);
-        workgroupBarrier();
-        write_out(x, sg, lane, sw, 3u);
+        store_out(o3, x, sg, lane, sw, 3u);
     }
 }

@@ -10,7 +10,6 @@
 //! width: 8 to 64), 64 rows of one head.
 
 use super::desc::{AttentionBackwardBuffers, AttentionDesc};
-use super::shape::need;
 use crate::kernel::{BoundKernel, Layout};
 use crate::ops::common::{bind_kernel, shape_error};
 use crate::ops::dropout::DropoutDesc;
@@ -35,11 +34,13 @@ pub fn engine_attention() -> bool {
     ENGINE_ATTENTION.load(Ordering::Relaxed)
 }
 
-/// A kernel's source with what the three share appended.
+/// A kernel's source with what the three share appended (`$more` before
+/// it: the backward kernels' tiles).
 macro_rules! coop_kernel {
-    ($path:literal) => {
+    ($path:literal $(, $more:literal)?) => {
         concat!(
             include_str!($path),
+            $(include_str!($more),)?
             include_str!("../../../../../shaders/attention_coop_common.wgsl"),
             include_str!("../../../../../shaders/dropout_mask.wgsl"),
             include_str!("../../../../../shaders/attention_dropout.wgsl"),
@@ -47,8 +48,14 @@ macro_rules! coop_kernel {
     };
 }
 const FWD_WGSL: &str = coop_kernel!("../../../../../shaders/attention_coop_fwd.wgsl");
-const BWD_DQ_WGSL: &str = coop_kernel!("../../../../../shaders/attention_coop_bwd_dq.wgsl");
-const BWD_DKV_WGSL: &str = coop_kernel!("../../../../../shaders/attention_coop_bwd_dkv.wgsl");
+const BWD_DQ_WGSL: &str = coop_kernel!(
+    "../../../../../shaders/attention_coop_bwd_dq.wgsl",
+    "../../../../../shaders/attention_coop_bwd_common.wgsl"
+);
+const BWD_DKV_WGSL: &str = coop_kernel!(
+    "../../../../../shaders/attention_coop_bwd_dkv.wgsl",
+    "../../../../../shaders/attention_coop_bwd_common.wgsl"
+);
 
 /// The subgroup widths the kernels have pipelines for.
 pub const COOP_ATTENTION_WIDTHS: [u32; 4] = [8, 16, 32, 64];
@@ -159,9 +166,7 @@ pub fn bind_attention_forward_coop(
     dropout: Option<(DropoutDesc<'_>, Site)>,
 ) -> Result<BoundKernel, GpuError> {
     let hs = validate(ctx, &desc)?;
-    need(qkv, desc.qkv_len(), "qkv", &desc)?;
-    need(out, desc.out_len(), "out", &desc)?;
-    need(lse, desc.lse_len(), "lse", &desc)?;
+    desc.check_forward((qkv, out, lse))?;
     let bytes = AttentionDesc {
         layout: Layout::Gpu,
         ..desc
@@ -191,11 +196,7 @@ pub fn bind_attention_backward_coop(
     dropout: Option<(DropoutDesc<'_>, Site)>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let hs = validate(ctx, &desc)?;
-    need(bufs.qkv, desc.qkv_len(), "qkv", &desc)?;
-    need(bufs.out, desc.out_len(), "out", &desc)?;
-    need(bufs.dout, desc.out_len(), "dout", &desc)?;
-    need(bufs.lse, desc.lse_len(), "lse", &desc)?;
-    need(bufs.dqkv, desc.qkv_len(), "dqkv", &desc)?;
+    desc.check_backward(&bufs)?;
     // Kept alive by the bind groups (see `bind_attention_backward`).
     let delta = ctx.zeros("attention_coop_delta", desc.lse_len() as usize)?;
     let bytes = AttentionDesc {

@@ -2,7 +2,7 @@
 //! ([`AttentionDesc`]: its checks, grid and uniform) and the backward's
 //! buffers.
 
-use super::shape::{head_size, scale};
+use super::shape::{head_size, need, scale};
 use crate::kernel::Layout;
 use crate::ops::common::shape_error;
 use crate::ops::dropout::DropoutDesc;
@@ -136,4 +136,26 @@ pub struct AttentionBackwardBuffers<'a> {
     /// `(B,T,3C)`: written in full, **overwriting** (not accumulating into)
     /// its contents, unlike the CPU reference's `+=`.
     pub dqkv: &'a wgpu::Buffer,
+}
+
+impl AttentionDesc {
+    /// Refuses forward buffers smaller than the shape needs.
+    pub(super) fn check_forward(
+        &self,
+        (qkv, out, lse): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+    ) -> Result<(), GpuError> {
+        need(qkv, self.qkv_len(), "qkv", self)?;
+        need(out, self.out_len(), "out", self)?;
+        need(lse, self.lse_len(), "lse", self)
+    }
+
+    /// Refuses backward buffers smaller than the shape needs.
+    pub(super) fn check_backward(
+        &self,
+        bufs: &AttentionBackwardBuffers<'_>,
+    ) -> Result<(), GpuError> {
+        self.check_forward((bufs.qkv, bufs.out, bufs.lse))?;
+        need(bufs.dout, self.out_len(), "dout", self)?;
+        need(bufs.dqkv, self.qkv_len(), "dqkv", self)
+    }
 }

@@ -30,7 +30,6 @@ pub use decode::*;
 pub use decode_proj::*;
 pub use decode_qkv::*;
 pub use desc::{AttentionBackwardBuffers, AttentionDesc};
-use shape::need;
 pub use shape::MAX_HEAD_SIZE;
 
 /// A training kernel's source with what the three share appended: the
@@ -119,9 +118,7 @@ pub fn bind_attention_forward(
     dropout: Option<(DropoutDesc<'_>, Site)>,
 ) -> Result<BoundKernel, GpuError> {
     let hs = desc.validate(ctx)?;
-    need(qkv, desc.qkv_len(), "qkv", &desc)?;
-    need(out, desc.out_len(), "out", &desc)?;
-    need(lse, desc.lse_len(), "lse", &desc)?;
+    desc.check_forward((qkv, out, lse))?;
     let src = desc.kernel(&ATTENTION_FWD, &ATTENTION_FWD_SERIAL);
     let uniform = ctx.uniform("attention_fwd_params", &desc.uniform_bytes(hs, dropout));
     // Without dropout the step counter is never read: any read-only buffer.
@@ -150,11 +147,7 @@ pub fn bind_attention_backward(
     dropout: Option<(DropoutDesc<'_>, Site)>,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let hs = desc.validate(ctx)?;
-    need(bufs.qkv, desc.qkv_len(), "qkv", &desc)?;
-    need(bufs.out, desc.out_len(), "out", &desc)?;
-    need(bufs.dout, desc.out_len(), "dout", &desc)?;
-    need(bufs.lse, desc.lse_len(), "lse", &desc)?;
-    need(bufs.dqkv, desc.qkv_len(), "dqkv", &desc)?;
+    desc.check_backward(&bufs)?;
     // The bind groups keep `delta` alive once this handle drops: wgpu-core
     // holds its resources by reference count, and on the web the GPUBindGroup
     // references the GPUBuffer.
