@@ -1,6 +1,6 @@
 #!/bin/bash
 # Device command 97 (written 2026-12-05 for the next session with a device;
-# the build `d273f3c`;
+# the build `25243a3`;
 # results in run97/). The build carried in .carry/bins97.tar.xz: the
 # tensor-core attention's tests on the card (and the tensor-core matmul,
 # reuse and training tests, with the two forms loading ahead that run 96
