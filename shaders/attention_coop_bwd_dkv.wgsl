@@ -29,19 +29,23 @@ enable wgpu_cooperative_matrix;
 // Appended: attention_coop_bwd_common.wgsl, attention_coop_common.wgsl,
 // dropout_mask.wgsl, attention_dropout.wgsl.
 
-// Rows t0 … t0 + 31 of dout into the tile at `at`, as f16, and their lse
-// (R1) and D (R2); zero past T.
-fn load_queries(at: u32, x: Tile, t0: u32, tid: u32) {
-    let quads = p.hs / 4u;
-    for (var e = tid; e < BLOCK * quads; e += WG) {
-        let r = e / quads;
-        let d = 4u * (e % quads);
-        var v = vec4<f32>();
-        if (t0 + r < p.t) {
-            v = dout4[((x.seq + t0 + r) * p.c + x.head + d) / 4u];
+// Invocation t's copies of rows t0 … t0 + 31 of dout (fetch_qkv's).
+fn fetch_dout(x: Tile, t0: u32, t: u32) -> Fetched {
+    var f: Fetched;
+    let d = 4u * (t % 16u);
+    for (var i = 0u; i < BLOCK * 16u / WG; i++) {
+        let r = t / 16u + i * (WG / 16u);
+        if (d < p.hs && t0 + r < p.t) {
+            f[i] = dout4[((x.seq + t0 + r) * p.c + x.head + d) / 4u];
+        } else {
+            f[i] = vec4<f32>();
         }
-        put4(at + r * TS + d, v);
     }
+    return f;
+}
+
+// The lse (R1) and D (R2) of rows t0 … t0 + 31; zero past T.
+fn query_terms(x: Tile, t0: u32, tid: u32) {
     for (var j = tid; j < BLOCK; j += WG) {
         var l = 0.0;
         var d = 0.0;
@@ -133,10 +137,17 @@ fn main(
     var dv2 = Sums();
     var dv3 = Sums();
     let w_at = W_AT + sg * 16u * PS;
+    var queries = fetch_qkv(x, first * BLOCK, 0u, tid);
+    var grads = fetch_dout(x, first * BLOCK, tid);
     for (var qb = first; qb < blocks; qb++) {
         let t0 = qb * BLOCK;
-        load_qkv(Y_AT, x, t0, BLOCK, 0u, tid);
-        load_queries(Z_AT, x, t0, tid);
+        put_block(Y_AT, queries, tid);
+        put_block(Z_AT, grads, tid);
+        query_terms(x, t0, tid);
+        if (qb + 1u < blocks) {
+            queries = fetch_qkv(x, t0 + BLOCK, 0u, tid);
+            grads = fetch_dout(x, t0 + BLOCK, tid);
+        }
         workgroupBarrier();
         // Sᵀ = K·Qᵀ and dpᵀ = V·doutᵀ (before the dropout factor).
         spill_block(rows_by_rows(k0, k1, k2, k3, Y_AT), rows_by_rows(k0, k1, k2, k3, Y_AT + 16u * TS), S_AT + sg * 512u);

@@ -32,13 +32,13 @@ enable wgpu_cooperative_matrix;
 
 // The workgroup's 64 rows of dout into the tile at `at`, as f16; zero
 // past T.
+// (As load_qkv copies a tile.)
 fn load_dout(at: u32, x: Tile, tid: u32) {
-    let quads = p.hs / 4u;
-    for (var e = tid; e < ROWS * quads; e += WG) {
-        let r = e / quads;
-        let d = 4u * (e % quads);
+    let d = 4u * (tid % 16u);
+    for (var i = 0u; i < ROWS * 16u / WG; i++) {
+        let r = tid / 16u + i * (WG / 16u);
         var v = vec4<f32>();
-        if (x.r0 + r < p.t) {
+        if (d < p.hs && x.r0 + r < p.t) {
             v = dout4[((x.seq + x.r0 + r) * p.c + x.head + d) / 4u];
         }
         put4(at + r * TS + d, v);
@@ -127,9 +127,15 @@ fn main(
     var dq2 = Sums();
     var dq3 = Sums();
     let w_at = W_AT + sg * 16u * PS;
+    var keys = fetch_qkv(x, 0u, 1u, tid);
+    var values = fetch_qkv(x, 0u, 2u, tid);
     for (var kb = 0u; kb < blocks; kb++) {
-        load_qkv(Y_AT, x, kb * BLOCK, BLOCK, 1u, tid);
-        load_qkv(Z_AT, x, kb * BLOCK, BLOCK, 2u, tid);
+        put_block(Y_AT, keys, tid);
+        put_block(Z_AT, values, tid);
+        if (kb + 1u < blocks) {
+            keys = fetch_qkv(x, (kb + 1u) * BLOCK, 1u, tid);
+            values = fetch_qkv(x, (kb + 1u) * BLOCK, 2u, tid);
+        }
         workgroupBarrier();
         // Scores (Q·Kᵀ) and dp (dout·Vᵀ) of the block's keys.
         spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), S_AT + sg * 512u);

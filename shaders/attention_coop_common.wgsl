@@ -58,18 +58,24 @@ const NEG: f32 = -1e30;
 // 16 × 32 products at S_AT + 512 · sg, row terms), with the regions'
 // offsets.
 
-// Where a workgroup's rows and head start, and which they are.
+// Where a workgroup's rows and head start, which they are, and the
+// step's dropout key (0 without dropout).
 struct Tile {
     r0: u32,
     seq: u32,
     head: u32,
     b: u32,
     h: u32,
+    key: u32,
 }
 
 // Workgroup (row block, h, b) of the grid (⌈T/64⌉, NH, B).
 fn tile_at(wg: vec3<u32>) -> Tile {
-    return Tile(wg.x * ROWS, wg.z * p.t, wg.y * p.hs, wg.z, wg.y);
+    var key = 0u;
+    if (p.threshold != 0u) {
+        key = drop_key();
+    }
+    return Tile(wg.x * ROWS, wg.z * p.t, wg.y * p.hs, wg.z, wg.y, key);
 }
 
 // qkv index of column d of part `part` (0 Q, 1 K, 2 V) of row t.
@@ -86,17 +92,19 @@ fn put4(at: u32, v: vec4<f32>) {
     sh[at + 3u] = h.w;
 }
 
-// Rows r0 … r0 + n − 1 of part `part` into the tile at `at`, as f16, four
-// columns a load (C and HS are multiples of 16); zero past T. Every
-// invocation calls it (no barrier inside). The kernel declares `qkv4`,
-// `qkv` four floats an element.
+// Rows r0 … r0 + n − 1 (n a multiple of WG / 16) of part `part` into the
+// tile at `at`, as f16, four columns a load (C and HS are multiples of
+// 16); zero past T and past HS. Invocation t copies columns 4·(t % 16) …
+// of n · 16 / WG rows, WG / 16 apart: a count fixed once the pipeline's
+// WG is, so that the loads can all be issued before the first store.
+// Every invocation calls it (no barrier inside). The kernel declares
+// `qkv4`, `qkv` four floats an element.
 fn load_qkv(at: u32, x: Tile, r0: u32, n: u32, part: u32, t: u32) {
-    let quads = p.hs / 4u;
-    for (var e = t; e < n * quads; e += WG) {
-        let r = e / quads;
-        let d = 4u * (e % quads);
+    let d = 4u * (t % 16u);
+    for (var i = 0u; i < n * 16u / WG; i++) {
+        let r = t / 16u + i * (WG / 16u);
         var v = vec4<f32>();
-        if (r0 + r < p.t) {
+        if (d < p.hs && r0 + r < p.t) {
             v = qkv4[qkv_at(x, r0 + r, part, d) / 4u];
         }
         put4(at + r * TS + d, v);
@@ -105,6 +113,34 @@ fn load_qkv(at: u32, x: Tile, r0: u32, n: u32, part: u32, t: u32) {
 
 alias Rows = coop_mat16x16<f16, A>;
 alias Sums = coop_mat16x16<f32, C>;
+
+// One invocation's copies of a 32-row block in registers (BLOCK · 16 /
+// WG of them: 16 at WG 32, 4 at WG 128), loaded while the block before
+// is multiplied (`fetch_qkv`, then `put_block`).
+alias Fetched = array<vec4<f32>, 16>;
+
+// Invocation t's copies of rows r0 … r0 + 31 of part `part` (load_qkv's).
+fn fetch_qkv(x: Tile, r0: u32, part: u32, t: u32) -> Fetched {
+    var f: Fetched;
+    let d = 4u * (t % 16u);
+    for (var i = 0u; i < BLOCK * 16u / WG; i++) {
+        let r = t / 16u + i * (WG / 16u);
+        if (d < p.hs && r0 + r < p.t) {
+            f[i] = qkv4[qkv_at(x, r0 + r, part, d) / 4u];
+        } else {
+            f[i] = vec4<f32>();
+        }
+    }
+    return f;
+}
+
+// Invocation t's copies into the 32-row tile at `at`, as f16.
+fn put_block(at: u32, f: Fetched, t: u32) {
+    let d = 4u * (t % 16u);
+    for (var i = 0u; i < BLOCK * 16u / WG; i++) {
+        put4(at + (t / 16u + i * (WG / 16u)) * TS + d, f[i]);
+    }
+}
 
 // 16 rows (their HS columns as fragments a0 … a3, those past HS unused)
 // times the 16 rows of the tile at `b_at`, transposed: A·Bᵀ over HS.
@@ -144,5 +180,5 @@ fn drop_at(x: Tile, t: u32, s: u32) -> f32 {
     if (p.threshold == 0u) {
         return 1.0;
     }
-    return drop1(drop_key(), x.b, x.h, t, s);
+    return drop1(x.key, x.b, x.h, t, s);
 }

@@ -36,31 +36,35 @@ var<workgroup> sf: array<f32, 2176>;
 // Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
 // attention_dropout.wgsl.
 
-// Row r of subgroup sg: its running max and sum folded with the scores of
-// keys s0 … s0 + 31 (sf at S_AT + sg · 512), the valid ones (s ≤ t < T).
-fn fold_row(x: Tile, sg: u32, r: u32, s0: u32) {
-    let i = sg * 16u + r;
-    let t = x.r0 + i;
-    let srow = S_AT + sg * 512u + r * 32u;
-    var m = sf[R1_AT + i];
-    var hi = NEG;
-    for (var j = 0u; j < BLOCK; j++) {
-        if (s0 + j <= t && t < p.t) {
-            hi = max(hi, sf[srow + j] * p.scale);
+// The subgroup's 16 rows: each one's running max (R1) and sum (R2)
+// folded with its scores of keys s0 … s0 + 31 (S), the valid ones
+// (s ≤ t < T), a row at a time across the subgroup's lanes.
+fn fold_rows(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
+    for (var r = 0u; r < 16u; r++) {
+        let i = sg * 16u + r;
+        let t = x.r0 + i;
+        let srow = S_AT + sg * 512u + r * 32u;
+        var hi = NEG;
+        for (var j = lane; j < BLOCK; j += sw) {
+            if (s0 + j <= t && t < p.t) {
+                hi = max(hi, sf[srow + j] * p.scale);
+            }
+        }
+        hi = subgroupMax(hi);
+        let m = sf[R1_AT + i];
+        let m_new = max(m, hi);
+        var l = 0.0;
+        for (var j = lane; j < BLOCK; j += sw) {
+            if (s0 + j <= t && t < p.t) {
+                l += exp(sf[srow + j] * p.scale - m_new);
+            }
+        }
+        l = subgroupAdd(l);
+        if (lane == 0u && hi != NEG) {
+            sf[R2_AT + i] = sf[R2_AT + i] * exp(m - m_new) + l;
+            sf[R1_AT + i] = m_new;
         }
     }
-    if (hi == NEG) {
-        return;
-    }
-    let m_new = max(m, hi);
-    var l = sf[R2_AT + i] * exp(m - m_new);
-    for (var j = 0u; j < BLOCK; j++) {
-        if (s0 + j <= t && t < p.t) {
-            l += exp(sf[srow + j] * p.scale - m_new);
-        }
-    }
-    sf[R1_AT + i] = m_new;
-    sf[R2_AT + i] = l;
 }
 
 // The subgroup's weights of keys s0 … s0 + 31 as f16 (sh at W_AT), from
@@ -116,16 +120,20 @@ fn main(
     let q2 = coopLoadT<Rows>(&sh[q_at + 32u], TS);
     let q3 = coopLoadT<Rows>(&sh[q_at + 48u], TS);
     let s_at = S_AT + sg * 512u;
+    var keys = fetch_qkv(x, 0u, 1u, tid);
     for (var kb = 0u; kb < blocks; kb++) {
-        load_qkv(Y_AT, x, kb * BLOCK, BLOCK, 1u, tid);
+        put_block(Y_AT, keys, tid);
+        if (kb + 1u < blocks) {
+            keys = fetch_qkv(x, (kb + 1u) * BLOCK, 1u, tid);
+        }
         workgroupBarrier();
         spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
         workgroupBarrier();
-        for (var r = lane; r < 16u; r += sw) {
-            fold_row(x, sg, r, kb * BLOCK);
-        }
-        workgroupBarrier();
+        // No barrier after: the next block's copy touches only the tiles,
+        // and this subgroup's scratch and rows only it reads and writes.
+        fold_rows(x, sg, lane, sw, kb * BLOCK);
     }
+    workgroupBarrier();
     for (var i = tid; i < ROWS; i += WG) {
         let v = sf[R1_AT + i] + log(sf[R2_AT + i]);
         sf[R1_AT + i] = v;
@@ -138,9 +146,15 @@ fn main(
     var o2 = Sums();
     var o3 = Sums();
     let w_at = W_AT + sg * 16u * PS;
+    keys = fetch_qkv(x, 0u, 1u, tid);
+    var values = fetch_qkv(x, 0u, 2u, tid);
     for (var kb = 0u; kb < blocks; kb++) {
-        load_qkv(Y_AT, x, kb * BLOCK, BLOCK, 1u, tid);
-        load_qkv(Z_AT, x, kb * BLOCK, BLOCK, 2u, tid);
+        put_block(Y_AT, keys, tid);
+        put_block(Z_AT, values, tid);
+        if (kb + 1u < blocks) {
+            keys = fetch_qkv(x, (kb + 1u) * BLOCK, 1u, tid);
+            values = fetch_qkv(x, (kb + 1u) * BLOCK, 2u, tid);
+        }
         workgroupBarrier();
         spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
         workgroupBarrier();
