@@ -1,6 +1,6 @@
 #!/bin/bash
 # Device command 99 (2026-12-05; results in run99/). The build carried in
-# .carry/bins99.tar.xz (`BUILD`): the tensor-core attention after run 97
+# .carry/bins99.tar.xz (`0bd6fc5`): the tensor-core attention after run 97
 # (its copies fetched a block ahead into registers, a fixed count per
 # invocation; the forward's row max and sum across a subgroup's lanes, one
 # barrier a block fewer) — its tests on the card, the gate with it, `bench
