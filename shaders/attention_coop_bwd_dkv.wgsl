@@ -4,7 +4,9 @@
 // K·Qᵀ, V·doutᵀ, (P∘Z)ᵀ·dout and dSᵀ·Q on f16 tiles summed in f32:
 //   dv_s = Σ_{t≥s} p_ts z_ts dout_t
 //   dk_s = scale Σ_{t≥s} ds_ts q_t,  ds_ts = p_ts (z_ts dout_t·v_s − D_t)
-// each weight and ds computed in f32 and rounded to f16 for its product.
+// each weight and ds computed in f32 and rounded to f16 for its product,
+// in units of the gradient scale g (dout staged as g·dout, D taken as g·D,
+// dk and dv divided by g as written).
 // One workgroup = one (b, h) and 64 key rows, a subgroup's 16 each; each
 // subgroup keeps its keys' K and V as fragments, queries and their dout
 // come 32 at a time from the workgroup's first key on. dk and dv
@@ -36,7 +38,7 @@ fn fetch_dout(x: Tile, t0: u32, t: u32) -> Fetched {
     for (var i = 0u; i < BLOCK * 16u / WG; i++) {
         let r = t / 16u + i * (WG / 16u);
         if (d < p.hs && t0 + r < p.t) {
-            f[i] = dout4[((x.seq + t0 + r) * p.c + x.head + d) / 4u];
+            f[i] = dout4[((x.seq + t0 + r) * p.c + x.head + d) / 4u] * p.grad_scale;
         } else {
             f[i] = vec4<f32>();
         }
@@ -52,7 +54,7 @@ fn query_terms(x: Tile, t0: u32, tid: u32) {
         if (t0 + j < p.t) {
             let i = (x.b * p.nh + x.h) * p.t + t0 + j;
             l = lse[i];
-            d = delta[i];
+            d = delta[i] * p.grad_scale;
         }
         sf[R1_AT + j] = l;
         sf[R2_AT + j] = d;
@@ -91,7 +93,7 @@ fn store_pair(dk: Sums, dv: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32)
 fn store_part(v: Sums, x: Tile, sg: u32, lane: u32, sw: u32, part: u32, dc: u32) {
     coopStoreT(v, &sf[S_AT + sg * 512u], 16u);
     workgroupBarrier();
-    let f = select(1.0, p.scale, part == 1u);
+    let f = select(1.0, p.scale, part == 1u) / p.grad_scale;
     for (var e = lane; e < 256u; e += sw) {
         let s = x.r0 + sg * 16u + e / 16u;
         if (s < p.t) {

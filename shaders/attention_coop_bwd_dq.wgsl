@@ -5,6 +5,8 @@
 //   p_ts  = exp(scale·q_t·k_s − lse_t),  dp_ts = z_ts dout_t · v_s
 //   ds_ts = p_ts (dp_ts − D_t)           (f32, rounded to f16 for dS·K)
 //   dq_t  = scale Σ_{s≤t} ds_ts k_s
+// in units of the gradient scale g (attention_coop_common.wgsl's Params:
+// dout staged as g·dout, D taken as g·D, dq divided by g as written).
 // One workgroup = one (b, h) and 64 query rows, a subgroup's 16 each;
 // each subgroup keeps its rows' Q and dout as fragments, keys and values
 // come 32 at a time. dq overwrites the Q columns of dqkv; D goes to delta
@@ -39,7 +41,7 @@ fn load_dout(at: u32, x: Tile, tid: u32) {
         let r = tid / 16u + i * (WG / 16u);
         var v = vec4<f32>();
         if (d < p.hs && x.r0 + r < p.t) {
-            v = dout4[((x.seq + x.r0 + r) * p.c + x.head + d) / 4u];
+            v = dout4[((x.seq + x.r0 + r) * p.c + x.head + d) / 4u] * p.grad_scale;
         }
         put4(at + r * TS + d, v);
     }
@@ -60,7 +62,7 @@ fn row_terms(x: Tile, tid: u32) {
             delta[(x.b * p.nh + x.h) * p.t + t] = d;
         }
         sf[R1_AT + i] = l;
-        sf[R2_AT + i] = d;
+        sf[R2_AT + i] = d * p.grad_scale;
     }
 }
 
@@ -89,7 +91,7 @@ fn store_dq(dq: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
     for (var e = lane; e < 256u; e += sw) {
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
-            dqkv[qkv_at(x, t, 0u, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * p.scale;
+            dqkv[qkv_at(x, t, 0u, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * p.scale / p.grad_scale;
         }
     }
     workgroupBarrier();

@@ -24,7 +24,11 @@ struct Params {
     hs: u32,
     nch: u32,
     scale: f32,
-    _pad0: u32,
+    // The backward's gradient scale g (a power of two: B·T rounded up):
+    // dout is staged as g·dout and every ds as g·ds, so that gradients of
+    // order 1/(B·T) keep f16's precision instead of sinking into its
+    // subnormals; the sums are divided by g as they are written.
+    grad_scale: f32,
     _pad1: u32,
     // The dropout of the attention weights (attention_fwd.wgsl's Params).
     site: u32,

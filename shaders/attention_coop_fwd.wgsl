@@ -36,35 +36,33 @@ var<workgroup> sf: array<f32, 2176>;
 // Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
 // attention_dropout.wgsl.
 
-// The subgroup's 16 rows: each one's running max (R1) and sum (R2)
-// folded with its scores of keys s0 … s0 + 31 (S), the valid ones
-// (s ≤ t < T), a row at a time across the subgroup's lanes.
-fn fold_rows(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
-    for (var r = 0u; r < 16u; r++) {
-        let i = sg * 16u + r;
-        let t = x.r0 + i;
-        let srow = S_AT + sg * 512u + r * 32u;
-        var hi = NEG;
-        for (var j = lane; j < BLOCK; j += sw) {
-            if (s0 + j <= t && t < p.t) {
-                hi = max(hi, sf[srow + j] * p.scale);
-            }
-        }
-        hi = subgroupMax(hi);
-        let m = sf[R1_AT + i];
-        let m_new = max(m, hi);
-        var l = 0.0;
-        for (var j = lane; j < BLOCK; j += sw) {
-            if (s0 + j <= t && t < p.t) {
-                l += exp(sf[srow + j] * p.scale - m_new);
-            }
-        }
-        l = subgroupAdd(l);
-        if (lane == 0u && hi != NEG) {
-            sf[R2_AT + i] = sf[R2_AT + i] * exp(m - m_new) + l;
-            sf[R1_AT + i] = m_new;
+// Row r of subgroup sg: its running max (R1) and sum (R2) folded with
+// its scores of keys s0 … s0 + 31 (S), the valid ones (s ≤ t < T); a row
+// a lane. (Run 99 measured the rows across the subgroup's lanes, with
+// shuffles, slower: 643 against 503 µs at nanoGPT's shape.)
+fn fold_row(x: Tile, sg: u32, r: u32, s0: u32) {
+    let i = sg * 16u + r;
+    let t = x.r0 + i;
+    let srow = S_AT + sg * 512u + r * 32u;
+    var hi = NEG;
+    for (var j = 0u; j < BLOCK; j++) {
+        if (s0 + j <= t && t < p.t) {
+            hi = max(hi, sf[srow + j] * p.scale);
         }
     }
+    if (hi == NEG) {
+        return;
+    }
+    let m = sf[R1_AT + i];
+    let m_new = max(m, hi);
+    var l = sf[R2_AT + i] * exp(m - m_new);
+    for (var j = 0u; j < BLOCK; j++) {
+        if (s0 + j <= t && t < p.t) {
+            l += exp(sf[srow + j] * p.scale - m_new);
+        }
+    }
+    sf[R1_AT + i] = m_new;
+    sf[R2_AT + i] = l;
 }
 
 // The subgroup's weights of keys s0 … s0 + 31 as f16 (sh at W_AT), from
@@ -131,7 +129,9 @@ fn main(
         workgroupBarrier();
         // No barrier after: the next block's copy touches only the tiles,
         // and this subgroup's scratch and rows only it reads and writes.
-        fold_rows(x, sg, lane, sw, kb * BLOCK);
+        for (var r = lane; r < 16u; r += sw) {
+            fold_row(x, sg, r, kb * BLOCK);
+        }
     }
     workgroupBarrier();
     for (var i = tid; i < ROWS; i += WG) {

@@ -215,7 +215,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub pick_apart: bool,
     /// Run the tensor-core training path's products (and the profile's)
-    /// on this kernel instead of the engine's `tiled` (the matmul rows time
+    /// on this kernel instead of the engine's `tiled-ahead3` (the matmul rows time
     /// every kernel regardless).
     #[arg(long, value_parser = PossibleValuesParser::new(CoopKernel::ALL.map(CoopKernel::name)))]
     pub coop_kernel: Option<String>,

@@ -10,9 +10,7 @@ mod regions;
 use super::acts::Acts;
 use super::F16WeightCache;
 use crate::kernel::Layout;
-use crate::ops::attention::{
-    bind_attention_forward, bind_attention_forward_coop, coop_attention_unavailable, AttentionDesc,
-};
+use crate::ops::attention::{bind_attention_forward, coop_attention_unavailable, AttentionDesc};
 use crate::ops::crossentropy::{bind_crossentropy, CrossEntropyDesc};
 use crate::ops::dropout::{bind_dropout, DropoutDesc};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
@@ -78,8 +76,8 @@ pub struct Builder<'a, 'r> {
     /// operands, f32 sums, each backward product's gradient operand scaled
     /// by [`Self::grad_scale`] as it is staged.
     pub coop: bool,
-    /// The attention on tensor cores where the device runs those kernels
-    /// and the heads fit them (`ops::attention::coop`).
+    /// The attention's backward on tensor cores where the device runs
+    /// those kernels and the heads fit them (`ops::attention::coop`).
     pub coop_attention: bool,
     pub b: usize,
     pub t: usize,
@@ -322,16 +320,13 @@ impl<'a, 'r> Builder<'a, 'r> {
     /// Causal self-attention of layer `l`: `out (N, C)` and the per-row `lse`.
     pub fn attention(&mut self, qkv: &Buf, out: &Buf, lse: &Buf, l: usize) -> R {
         let drop = self.dropout.map(|d| (d, Site::Attention(l)));
-        let k = match self.attention_on_tensor_cores() {
-            true => {
-                bind_attention_forward_coop(self.ctx, self.reg, self.att(), (qkv, out, lse), drop)?
-            }
-            false => bind_attention_forward(self.ctx, self.reg, self.att(), qkv, out, lse, drop)?,
-        };
+        let k = bind_attention_forward(self.ctx, self.reg, self.att(), qkv, out, lse, drop)?;
         self.push(k)
     }
 
-    /// Whether the attention binds the tensor-core kernels.
+    /// Whether the attention's backward binds the tensor-core kernels (its
+    /// forward stays on the f32 kernel, measured faster than the
+    /// tensor-core one on the H100: BENCHMARKS.md, runs 97 and 99).
     pub fn attention_on_tensor_cores(&self) -> bool {
         self.coop_attention && coop_attention_unavailable(self.ctx, &self.att()).is_none()
     }

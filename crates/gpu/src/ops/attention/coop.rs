@@ -152,6 +152,14 @@ fn validate(ctx: &GpuContext, desc: &AttentionDesc) -> Result<u32, GpuError> {
     Ok(desc.c / desc.nh)
 }
 
+/// The backward's gradient scale: B·T rounded up to a power of two (the
+/// tensor-core matmuls' `Builder::grad_scale`). The loss gradients of a
+/// mean over B·T rows are of order 1/(B·T) and smaller: scaled by it as
+/// they are staged, they keep f16's 11 bits (`attention_coop_common.wgsl`).
+pub fn coop_grad_scale(desc: &AttentionDesc) -> f32 {
+    (desc.b * desc.t).next_power_of_two() as f32
+}
+
 /// `(row blocks of 64, NH, B)`.
 fn grid(desc: &AttentionDesc) -> [u32; 3] {
     [desc.t.div_ceil(ROWS), desc.nh, desc.b]
@@ -199,11 +207,12 @@ pub fn bind_attention_backward_coop(
     desc.check_backward(&bufs)?;
     // Kept alive by the bind groups (see `bind_attention_backward`).
     let delta = ctx.zeros("attention_coop_delta", desc.lse_len() as usize)?;
-    let bytes = AttentionDesc {
+    let mut bytes = AttentionDesc {
         layout: Layout::Gpu,
         ..desc
     }
     .uniform_bytes(hs, dropout);
+    bytes[24..28].copy_from_slice(&coop_grad_scale(&desc).to_le_bytes());
     let state = dropout.map_or(bufs.qkv, |(d, _)| d.state);
     let (qkv, dout, lse, dqkv) = (bufs.qkv, bufs.dout, bufs.lse, bufs.dqkv);
     let dq_uniform = ctx.uniform("attention_coop_bwd_dq_params", &bytes);

@@ -168,9 +168,10 @@ pub fn carries(fault: Fault) -> bool {
     match fault {}
 }
 
-/// The kernel the engine binds (the fastest measured on the H200:
-/// BENCHMARKS.md), unless [`set_engine_kernel`] picked another.
-pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled(TiledForm::Base);
+/// The kernel the engine binds (the fastest training step measured on the
+/// H100: `tiled-ahead3`, runs 97 and 99 in BENCHMARKS.md — the base form's
+/// bits), unless [`set_engine_kernel`] picked another.
+pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled(TiledForm::BaseAhead3);
 
 /// The kernel the engine's products bind: [`COOP_KERNEL`] (`usize::MAX`),
 /// or what `tinygpt bench --coop-kernel` set to time a step on another
