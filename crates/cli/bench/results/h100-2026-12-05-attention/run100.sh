@@ -1,6 +1,6 @@
 #!/bin/bash
 # Device command 100 (2026-12-05; results in run100/). The build carried in
-# .carry/bins100.tar.xz (`BUILD`): after run 99's training with the
+# .carry/bins100.tar.xz (`48b9b68`): after run 99's training with the
 # tensor-core attention diverged (its loss gradients, ~1/(B·T), staged to
 # f16 unscaled), the backward's gradients scaled by B·T as staged, the
 # forward back on the f32 kernel (faster in runs 97 and 99), and the engine
