@@ -19,10 +19,11 @@ pub struct Cli {
     /// memory zeroed at start).
     #[arg(long, global = true, default_value = "none")]
     pub shader_checks: String,
-    /// Run the tensor-core training path's attention on tensor cores too
-    /// (its QKᵀ, PV and backward products on f16 tiles, f32 sums), where
-    /// the device runs those kernels and the heads (16, 32, 48 or 64 dims)
-    /// fit them; off by default until timed on a card.
+    /// Run the tensor-core training path's attention backward on tensor
+    /// cores too (its five products on f16 tiles, the gradients scaled,
+    /// f32 sums; the forward stays f32), where the device runs those
+    /// kernels and the heads (16, 32, 48 or 64 dims) fit them; off by
+    /// default until its quality and speed are measured on a card.
     #[arg(long, global = true)]
     pub coop_attention: bool,
 }
