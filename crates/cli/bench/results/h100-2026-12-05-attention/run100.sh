@@ -25,7 +25,7 @@ bench() { # shape, attention (off/on), round
 }
 bench nanogpt off 1; bench nanogpt on 1; save
 python3 summary97.py $R | grep "train coop-matrix\|coop d"
-timeout 150 ./tinygpt --coop-attention train --preset nanogpt --corpus tinyshakespeare.txt \
+timeout ${QUALITY_S:-150} ./tinygpt --coop-attention train --preset nanogpt --corpus tinyshakespeare.txt \
   --steps 5000 --batch-size 64 --lr 1e-3 --min-lr 1e-4 --warmup-steps 100 --dropout 0.2 \
   --eval-interval 250 --eval-batches 40 --out /tmp/nanogpt-coop-attention.safetensors --json --fast-paths \
   > $R/quality.jsonl 2> $R/quality.err
