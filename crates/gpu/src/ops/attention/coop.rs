@@ -205,8 +205,6 @@ pub fn bind_attention_backward_coop(
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let hs = validate(ctx, &desc)?;
     desc.check_backward(&bufs)?;
-    // Kept alive by the bind groups (see `bind_attention_backward`).
-    let delta = ctx.zeros("attention_coop_delta", desc.lse_len() as usize)?;
     let mut bytes = AttentionDesc {
         layout: Layout::Gpu,
         ..desc
@@ -214,43 +212,14 @@ pub fn bind_attention_backward_coop(
     .uniform_bytes(hs, dropout);
     bytes[24..28].copy_from_slice(&coop_grad_scale(&desc).to_le_bytes());
     let state = dropout.map_or(bufs.qkv, |(d, _)| d.state);
-    let (qkv, dout, lse, dqkv) = (bufs.qkv, bufs.dout, bufs.lse, bufs.dqkv);
-    let dq_uniform = ctx.uniform("attention_coop_bwd_dq_params", &bytes);
-    let dq = [
-        (1, qkv),
-        (2, bufs.out),
-        (3, dout),
-        (4, lse),
-        (5, &delta),
-        (6, dqkv),
-        (7, state),
+    let sources = [
+        pick(ctx, &ATTENTION_COOP_BWD_DQ),
+        pick(ctx, &ATTENTION_COOP_BWD_DKV),
     ];
-    let dkv_uniform = ctx.uniform("attention_coop_bwd_dkv_params", &bytes);
-    let dkv = [
-        (1, qkv),
-        (2, dout),
-        (3, lse),
-        (4, &delta),
-        (5, dqkv),
-        (6, state),
-    ];
-    let g = grid(&desc);
-    Ok(vec![
-        bind_kernel(
-            ctx,
-            registry,
-            pick(ctx, &ATTENTION_COOP_BWD_DQ),
-            &dq_uniform,
-            &dq,
-            g,
-        ),
-        bind_kernel(
-            ctx,
-            registry,
-            pick(ctx, &ATTENTION_COOP_BWD_DKV),
-            &dkv_uniform,
-            &dkv,
-            g,
-        ),
-    ])
+    desc.bind_backward(
+        (ctx, registry),
+        (&bufs, state),
+        (sources, &bytes),
+        grid(&desc),
+    )
 }

@@ -1,12 +1,12 @@
 //! What the attention's training binders share: the batch's shape
-//! ([`AttentionDesc`]: its checks, grid and uniform) and the backward's
-//! buffers.
+//! ([`AttentionDesc`]: its checks, grid and uniform), the backward's
+//! buffers and the binding of its two dispatches.
 
 use super::shape::{head_size, need, scale};
-use crate::kernel::Layout;
-use crate::ops::common::shape_error;
+use crate::kernel::{BoundKernel, Layout};
+use crate::ops::common::{bind_kernel, shape_error};
 use crate::ops::dropout::DropoutDesc;
-use crate::registry::KernelSource;
+use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
 
@@ -157,5 +157,52 @@ impl AttentionDesc {
         self.check_forward((bufs.qkv, bufs.out, bufs.lse))?;
         need(bufs.dout, self.out_len(), "dout", self)?;
         need(bufs.dqkv, self.qkv_len(), "dqkv", self)
+    }
+}
+
+impl AttentionDesc {
+    /// The backward's two dispatches over `bufs`, to record in this order:
+    /// `dq_dkv[0]` writes the Q columns of `dqkv` and the row terms
+    /// `D = dout·out (B,NH,T)` into a scratch made here, `dq_dkv[1]` reads
+    /// `D` and writes the K and V columns — the f32 kernels' bindings,
+    /// which the tensor-core ones share — each with the uniform `bytes`,
+    /// over `grid`. `state`: the optimiser's state (the dropout masks'
+    /// step) or any read-only buffer.
+    pub(super) fn bind_backward(
+        &self,
+        (ctx, registry): (&GpuContext, &mut PipelineRegistry),
+        (bufs, state): (&AttentionBackwardBuffers<'_>, &wgpu::Buffer),
+        (dq_dkv, bytes): ([&KernelSource; 2], &[u8]),
+        grid: [u32; 3],
+    ) -> Result<Vec<BoundKernel>, GpuError> {
+        // The bind groups keep `delta` alive once this handle drops:
+        // wgpu-core holds its resources by reference count, and on the web
+        // the GPUBindGroup references the GPUBuffer.
+        let delta = ctx.zeros("attention_delta", self.lse_len() as usize)?;
+        let (qkv, out, dout, lse, dqkv) = (bufs.qkv, bufs.out, bufs.dout, bufs.lse, bufs.dqkv);
+        let dq = [
+            (1, qkv),
+            (2, out),
+            (3, dout),
+            (4, lse),
+            (5, &delta),
+            (6, dqkv),
+            (7, state),
+        ];
+        let dkv = [
+            (1, qkv),
+            (2, dout),
+            (3, lse),
+            (4, &delta),
+            (5, dqkv),
+            (6, state),
+        ];
+        let [dq_src, dkv_src] = dq_dkv;
+        let dq_uniform = ctx.uniform(dq_src.key, bytes);
+        let dkv_uniform = ctx.uniform(dkv_src.key, bytes);
+        Ok(vec![
+            bind_kernel(ctx, registry, dq_src, &dq_uniform, &dq, grid),
+            bind_kernel(ctx, registry, dkv_src, &dkv_uniform, &dkv, grid),
+        ])
     }
 }

@@ -148,38 +148,10 @@ pub fn bind_attention_backward(
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let hs = desc.validate(ctx)?;
     desc.check_backward(&bufs)?;
-    // The bind groups keep `delta` alive once this handle drops: wgpu-core
-    // holds its resources by reference count, and on the web the GPUBindGroup
-    // references the GPUBuffer.
-    let delta = ctx.zeros("attention_delta", desc.lse_len() as usize)?;
     let bytes = desc.uniform_bytes(hs, dropout);
     let state = dropout.map_or(bufs.qkv, |(d, _)| d.state);
-
-    let dq_src = desc.kernel(&ATTENTION_BWD_DQ, &ATTENTION_BWD_DQ_SERIAL);
-    let dq_uniform = ctx.uniform("attention_bwd_dq_params", &bytes);
-    let (qkv, dout, lse, dqkv) = (bufs.qkv, bufs.dout, bufs.lse, bufs.dqkv);
-    let dq_buffers = [
-        (1, qkv),
-        (2, bufs.out),
-        (3, dout),
-        (4, lse),
-        (5, &delta),
-        (6, dqkv),
-        (7, state),
-    ];
-    let dkv_src = desc.kernel(&ATTENTION_BWD_DKV, &ATTENTION_BWD_DKV_SERIAL);
-    let dkv_uniform = ctx.uniform("attention_bwd_dkv_params", &bytes);
-    let dkv_buffers = [
-        (1, qkv),
-        (2, dout),
-        (3, lse),
-        (4, &delta),
-        (5, dqkv),
-        (6, state),
-    ];
+    let dq = desc.kernel(&ATTENTION_BWD_DQ, &ATTENTION_BWD_DQ_SERIAL);
+    let dkv = desc.kernel(&ATTENTION_BWD_DKV, &ATTENTION_BWD_DKV_SERIAL);
     let wg = desc.workgroups();
-    Ok(vec![
-        bind_kernel(ctx, registry, dq_src, &dq_uniform, &dq_buffers, wg),
-        bind_kernel(ctx, registry, dkv_src, &dkv_uniform, &dkv_buffers, wg),
-    ])
+    desc.bind_backward((ctx, registry), (&bufs, state), ([dq, dkv], &bytes), wg)
 }
