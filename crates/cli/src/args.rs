@@ -19,13 +19,13 @@ pub struct Cli {
     /// memory zeroed at start).
     #[arg(long, global = true, default_value = "none")]
     pub shader_checks: String,
-    /// Run the tensor-core training path's attention backward on tensor
-    /// cores too (its five products on f16 tiles, the gradients scaled,
-    /// f32 sums; the forward stays f32), where the device runs those
-    /// kernels and the heads (16, 32, 48 or 64 dims) fit them; off by
-    /// default until its quality and speed are measured on a card.
-    #[arg(long, global = true)]
-    pub coop_attention: bool,
+    /// Whether the tensor-core training path runs its attention backward
+    /// on tensor cores too (its five products on f16 tiles, the gradients
+    /// scaled, f32 sums; the forward stays f32), where the device runs
+    /// those kernels and the heads (16, 32, 48 or 64 dims) fit them. The
+    /// tensor-core gate checks it; `off` keeps the attention f32.
+    #[arg(long, global = true, default_value = "on", value_parser = ["on", "off"])]
+    pub coop_attention: String,
 }
 
 #[derive(Subcommand, Debug)]

@@ -17,7 +17,7 @@ use tinygpt_gpu::{GpuContext, ShaderChecks};
 pub async fn run(cli: Cli) -> Result<()> {
     let checks = ShaderChecks::parse(&cli.shader_checks).map_err(anyhow::Error::msg)?;
     tinygpt_gpu::registry::set_engine_default(checks);
-    tinygpt_gpu::ops::attention::set_engine_attention(cli.coop_attention);
+    tinygpt_gpu::ops::attention::set_engine_attention(cli.coop_attention == "on");
     match cli.command {
         Command::Train(a) => crate::train::train(*a).await,
         Command::Sample(a) => sample(a).await,

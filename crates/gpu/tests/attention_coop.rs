@@ -14,7 +14,8 @@ use tinygpt_core::data::BatchSampler;
 use tinygpt_core::model::layers::{attention_backward_masked, attention_forward_masked};
 use tinygpt_core::model::{Dropout, Site};
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
-use tinygpt_gpu::gate::FastPaths;
+use tinygpt_gpu::gate::f16_storage::case_line;
+use tinygpt_gpu::gate::{coop_attention, FastPaths};
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, Layout};
 use tinygpt_gpu::model::GpuModel;
@@ -253,6 +254,39 @@ fn gradients_of_a_large_batch_keep_f16_precision() {
     if available(gpu, test, &d) {
         check(gpu, test, d, (80, 1.0 / 1048576.0), None);
     }
+}
+
+/// The tensor-core gate's attention cases: dQ, dK and dV within the
+/// seed's thresholds of the f32 kernels' on gradients of order 2⁻²⁰ — and
+/// the fault the scale exists for, the gradients staged unscaled, fails.
+#[test]
+fn the_gate_passes_the_attention_and_fails_it_unscaled() {
+    let gpu = gpu_or_skip!();
+    let test = "the tensor-core gate's attention cases";
+    if !available(gpu, test, &coop_attention::GATE_SHAPE) {
+        return;
+    }
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let mut run = |scale| {
+        let mut rng = Rng::new(11);
+        let cases = coop_attention::attention_cases(&gpu.ctx, &mut reg, &mut rng, scale);
+        let cases = pollster::block_on(cases).unwrap();
+        for c in &cases {
+            let line = coop_attention::l2_line("coop-matrix", c);
+            eprintln!(
+                "{test}, scale {scale:?}: {}",
+                line.unwrap_or_else(|| case_line("coop-matrix", c))
+            );
+        }
+        cases
+    };
+    let scaled = run(None);
+    assert_eq!(scaled.len(), 4);
+    assert!(scaled.iter().all(|c| c.stats.passed), "{scaled:#?}");
+    // Unscaled, every case fails: the weight gradient on the seed's
+    // thresholds, dQ, dK and dV on their bound.
+    let unscaled = run(Some(1.0));
+    assert!(unscaled.iter().all(|c| !c.stats.passed), "{unscaled:#?}");
 }
 
 #[test]

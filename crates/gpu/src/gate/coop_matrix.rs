@@ -2,9 +2,10 @@
 //! of training — the forward linears and the head, the backward's dX and
 //! weight gradients — on `ops::matmul::coop` (f16 operands, f32 sums), the
 //! backward's gradient operand scaled by N = B·T (a power of two) as it is
-//! staged and the product divided back (`Builder::grad_scale`). Master
-//! weights, AdamW, the attention kernels and every element-wise op stay
-//! f32.
+//! staged and the product divided back (`Builder::grad_scale`); the
+//! attention's backward on tensor cores too (`ops::attention::coop`, its
+//! gradients scaled the same way). Master weights, AdamW, the attention's
+//! forward and every element-wise op stay f32.
 //!
 //! The gate: (1) the kernel against the f32 matmul in the three layouts
 //! training runs — `x·Wᵀ` (forward), `dy·W` (dX) and `dyᵀ·x` accumulated
@@ -15,8 +16,12 @@
 //! (`coop_training.rs`): the same model trained 200 steps from the same
 //! seed on f32 and on this path, evaluated every 50 steps on held-out
 //! batches, within [`super::coop_training::LOSS_TOLERANCE`] at every
-//! evaluation. The speed gate times train steps of the model's shape.
+//! evaluation; (3) with the attention on tensor cores (`--coop-attention`,
+//! on by default), its backward against the f32 kernels on gradients of
+//! order 2⁻²⁰ (`coop_attention.rs`). The speed gate times train steps of
+//! the model's shape.
 
+use super::coop_attention::{l2_failure, l2_line};
 use super::coop_training::{training_gate, TrainingGate};
 use super::f16_storage::{case_line, failure_reason};
 use super::framework::{headline, uniform, FastPath, GateFuture, GateOptions, SpeedFuture};
@@ -201,6 +206,11 @@ pub async fn gate(
     for case in cases() {
         cases_run.push(run_case(ctx, reg, &case, &mut rng, opts.fault).await?);
     }
+    let attention_off = super::coop_attention::unavailable(ctx);
+    if attention_off.is_none() {
+        let attention = super::coop_attention::attention_cases(ctx, reg, &mut rng, None);
+        cases_run.extend(attention.await?);
+    }
     let training = training_gate(ctx, reg, opts.speed_shape).await?;
     let passed = cases_run.iter().all(|c| c.stats.passed) && training.passed;
     let mut head = headline(PATH.label, &cases_run[0].stats, passed, ACTIVE_NOTE);
@@ -208,7 +218,10 @@ pub async fn gate(
         let mut why: Vec<String> = cases_run
             .iter()
             .filter(|c| !c.stats.passed)
-            .map(|c| format!("{}: {}", c.name, failure_reason(c)))
+            .map(|c| {
+                let why = l2_failure(c).unwrap_or_else(|| failure_reason(c));
+                format!("{}: {why}", c.name)
+            })
             .collect();
         if !training.passed {
             why.push(training.why());
@@ -216,7 +229,14 @@ pub async fn gate(
         head.push_str(&format!(" ({})", why.join("; ")));
     }
     let mut lines = vec![head];
-    lines.extend(cases_run.iter().map(|c| case_line(PATH.label, c)));
+    let line = |c| l2_line(PATH.label, c).unwrap_or_else(|| case_line(PATH.label, c));
+    lines.extend(cases_run.iter().map(line));
+    if let Some(why) = attention_off {
+        lines.push(format!(
+            "[ops] {} attention on tensor cores: {why}",
+            PATH.label
+        ));
+    }
     lines.extend(training_lines(&training));
     Ok(GateReport {
         detected: true,

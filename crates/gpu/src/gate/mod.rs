@@ -8,6 +8,7 @@
 //! new entry plus its kernels; the model only consults [`FastPaths`] in its
 //! one linear-binding function.
 
+pub mod coop_attention;
 pub mod coop_matrix;
 pub mod coop_training;
 mod decoder_cases;

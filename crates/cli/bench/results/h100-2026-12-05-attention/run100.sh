@@ -1,6 +1,6 @@
 #!/bin/bash
 # Device command 100 (2026-12-05; results in run100/). The build carried in
-# .carry/bins100.tar.xz (`48b9b68`): after run 99's training with the
+# .carry/bins100.tar.xz (`d3656cd`, rebuilt 2026-12-05 23:30): after run 99's training with the
 # tensor-core attention diverged (its loss gradients, ~1/(B·T), staged to
 # f16 unscaled), the backward's gradients scaled by B·T as staged, the
 # forward back on the f32 kernel (faster in runs 97 and 99), and the engine
@@ -25,7 +25,7 @@ bench() { # shape, attention (off/on), round
 }
 bench nanogpt off 1; bench nanogpt on 1; save
 python3 summary97.py $R | grep "train coop-matrix\|coop d"
-timeout ${QUALITY_S:-150} ./tinygpt --coop-attention train --preset nanogpt --corpus tinyshakespeare.txt \
+timeout ${QUALITY_S:-120} ./tinygpt --coop-attention train --preset nanogpt --corpus tinyshakespeare.txt \
   --steps 5000 --batch-size 64 --lr 1e-3 --min-lr 1e-4 --warmup-steps 100 --dropout 0.2 \
   --eval-interval 250 --eval-batches 40 --out /tmp/nanogpt-coop-attention.safetensors --json --fast-paths \
   > $R/quality.jsonl 2> $R/quality.err
