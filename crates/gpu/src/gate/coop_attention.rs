@@ -15,13 +15,14 @@
 //!   of the f32 kernels' own dqkv in the next product (the tensor-core
 //!   matmul's dX) measures the same (lavapipe 26, 2026-12-05).
 
+use super::f16_storage::failure_reason;
 use super::framework::uniform;
 use super::stats::{error_distribution, gate_stats};
 use crate::kernel::{submit, Layout};
 use crate::ops::attention::{
     bind_attention_backward, bind_attention_backward_coop_scaled, bind_attention_forward,
-    coop_attention_unavailable, coop_grad_scale, engine_attention, AttentionBackwardBuffers,
-    AttentionDesc,
+    coop_attention_unavailable, coop_grad_scale, engine_attention, set_engine_attention,
+    AttentionBackwardBuffers, AttentionDesc,
 };
 use crate::ops::matmul::{matmul_once, MatmulDesc};
 use crate::{GpuContext, GpuError, PipelineRegistry};
@@ -60,6 +61,40 @@ pub fn unavailable(ctx: &GpuContext) -> Option<String> {
         return Some("off (`--coop-attention off`): the attention stays f32".into());
     }
     coop_attention_unavailable(ctx, &GATE_SHAPE)
+}
+
+/// The tensor-core gate's attention part: its cases, and a console line
+/// where they did not run or failed. A failure turns the engine's
+/// attention off ([`set_engine_attention`]) — the training and speed gates
+/// after it, and the path it activates, keep the f32 attention — without
+/// failing the matmuls' gate.
+pub async fn gate_attention(
+    ctx: &GpuContext,
+    reg: &mut PipelineRegistry,
+    rng: &mut Rng,
+) -> Result<(Vec<GateCase>, Option<String>), GpuError> {
+    let head = "[ops] coop-matrix attention on tensor cores:";
+    if let Some(why) = unavailable(ctx) {
+        return Ok((Vec::new(), Some(format!("{head} {why}"))));
+    }
+    let cases = attention_cases(ctx, reg, rng, None).await?;
+    let failed: Vec<String> = cases
+        .iter()
+        .filter(|c| !c.stats.passed)
+        .map(|c| {
+            let why = l2_failure(c).unwrap_or_else(|| failure_reason(c));
+            format!("{}: {why}", c.name)
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok((cases, None));
+    }
+    set_engine_attention(false);
+    let note = format!(
+        "{head} FAIL ({}) — the attention stays f32 (as `--coop-attention off`)",
+        failed.join("; ")
+    );
+    Ok((cases, Some(note)))
 }
 
 /// Columns `part·C .. (part+1)·C` of each `(B,T,3C)` row.

@@ -18,10 +18,11 @@
 //! batches, within [`super::coop_training::LOSS_TOLERANCE`] at every
 //! evaluation; (3) with the attention on tensor cores (`--coop-attention`,
 //! on by default), its backward against the f32 kernels on gradients of
-//! order 2⁻²⁰ (`coop_attention.rs`). The speed gate times train steps of
-//! the model's shape.
+//! order 2⁻²⁰ (`coop_attention.rs`) — run before the training gate; if it
+//! fails, the attention alone falls back to f32 and the matmuls' gate goes
+//! on without it. The speed gate times train steps of the model's shape.
 
-use super::coop_attention::{l2_failure, l2_line};
+use super::coop_attention::{gate_attention, l2_line};
 use super::coop_training::{training_gate, TrainingGate};
 use super::f16_storage::{case_line, failure_reason};
 use super::framework::{headline, uniform, FastPath, GateFuture, GateOptions, SpeedFuture};
@@ -206,22 +207,18 @@ pub async fn gate(
     for case in cases() {
         cases_run.push(run_case(ctx, reg, &case, &mut rng, opts.fault).await?);
     }
-    let attention_off = super::coop_attention::unavailable(ctx);
-    if attention_off.is_none() {
-        let attention = super::coop_attention::attention_cases(ctx, reg, &mut rng, None);
-        cases_run.extend(attention.await?);
-    }
+    let layouts = cases_run.len();
+    // Before the training gate: a failed attention turns it off for it.
+    let (attention, attention_note) = gate_attention(ctx, reg, &mut rng).await?;
+    cases_run.extend(attention);
     let training = training_gate(ctx, reg, opts.speed_shape).await?;
-    let passed = cases_run.iter().all(|c| c.stats.passed) && training.passed;
+    let passed = cases_run[..layouts].iter().all(|c| c.stats.passed) && training.passed;
     let mut head = headline(PATH.label, &cases_run[0].stats, passed, ACTIVE_NOTE);
     if !passed {
-        let mut why: Vec<String> = cases_run
+        let mut why: Vec<String> = cases_run[..layouts]
             .iter()
             .filter(|c| !c.stats.passed)
-            .map(|c| {
-                let why = l2_failure(c).unwrap_or_else(|| failure_reason(c));
-                format!("{}: {why}", c.name)
-            })
+            .map(|c| format!("{}: {}", c.name, failure_reason(c)))
             .collect();
         if !training.passed {
             why.push(training.why());
@@ -231,12 +228,7 @@ pub async fn gate(
     let mut lines = vec![head];
     let line = |c| l2_line(PATH.label, c).unwrap_or_else(|| case_line(PATH.label, c));
     lines.extend(cases_run.iter().map(line));
-    if let Some(why) = attention_off {
-        lines.push(format!(
-            "[ops] {} attention on tensor cores: {why}",
-            PATH.label
-        ));
-    }
+    lines.extend(attention_note);
     lines.extend(training_lines(&training));
     Ok(GateReport {
         detected: true,
