@@ -56,7 +56,7 @@ fn put_out(at: u32, d: u32, v: f32) {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let h = wg.x;
-    let hs = ap.hs;
+    let hs = head_dim();
     let base = (wg.y * ap.nh + h) * ap.t_max * hs;
     let q = 3u * ap.c * wg.y + h * hs;
     // The host never sets P ≥ T_max; clamping keeps a stray value in bounds.

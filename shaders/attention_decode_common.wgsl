@@ -21,6 +21,28 @@ struct DecodeParams {
     _pad2: u32,
 }
 
+// HS_C: the head size as a pipeline constant (ops/attention/decode.rs binds
+// a pipeline per head size), or 0: `ap.hs`. Known when the pipeline is
+// compiled, the loops over a head's dims have fixed trip counts, so the
+// driver can unroll them and issue all of a score's key loads at once; the
+// sums and their order do not change.
+override HS_C: u32 = 0u;
+
+fn head_dim() -> u32 {
+    if (HS_C != 0u) {
+        return HS_C;
+    }
+    return ap.hs;
+}
+
+// +0.0 that no compiler can see (the params' padding, always 0): the
+// scores' and values' accumulators start from it, so that unrolled loops
+// (HS_C) cannot fold a first fma into a product and fuse it elsewhere
+// (gemv_row.wgsl's `acc_zero` says more).
+fn score_zero() -> vec4<f32> {
+    return vec4<f32>(bitcast<f32>(ap._pad1));
+}
+
 const WG: u32 = 256u;
 const NEG: f32 = -1e30;
 // Groups of positions in the weighted sum of values, at most.
@@ -49,10 +71,10 @@ fn q4(i: u32) -> vec4<f32> {
 fn v4(row: u32, d4: u32) -> vec4<f32> {
     let d = 4u * d4;
     var v = vec4<f32>(0.0);
-    if (d + 3u < ap.hs) {
+    if (d + 3u < head_dim()) {
         return vec4<f32>(v_cache[row + d], v_cache[row + d + 1u], v_cache[row + d + 2u], v_cache[row + d + 3u]);
     }
-    for (var i = 0u; d + i < ap.hs; i++) {
+    for (var i = 0u; d + i < head_dim(); i++) {
         v[i] = v_cache[row + d + i];
     }
     return v;
@@ -62,8 +84,8 @@ fn v4(row: u32, d4: u32) -> vec4<f32> {
 // cache at `base`: dims in order, four partial sums, sixteen loads issued
 // before they are used.
 fn score_t(base: u32, s: u32) -> f32 {
-    let hs = ap.hs;
-    var x4 = vec4<f32>(0.0);
+    let hs = head_dim();
+    var x4 = score_zero();
     var i = 0u;
     for (; i + 16u <= hs; i += 16u) {
         let k0 = k4t(base, i, s);
@@ -85,11 +107,30 @@ fn score_t(base: u32, s: u32) -> f32 {
 }
 
 // Group g's weighted sum of the chunk's values at positions c0 + j,
-// j ≡ g (mod gs), j < cnt, in increasing j; four rows a round.
+// j ≡ g (mod gs), j < cnt, in increasing j; eight rows a round, then four,
+// then one (each round's loads issued before its products).
 fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: vec4<f32>) -> vec4<f32> {
-    let hs = ap.hs;
+    let hs = head_dim();
     var acc = acc_in;
     var j = g;
+    for (; j + 7u * gs < cnt; j += 8u * gs) {
+        let v0 = v4(base + (c0 + j) * hs, d4);
+        let v1 = v4(base + (c0 + j + gs) * hs, d4);
+        let v2 = v4(base + (c0 + j + 2u * gs) * hs, d4);
+        let v3 = v4(base + (c0 + j + 3u * gs) * hs, d4);
+        let v5 = v4(base + (c0 + j + 4u * gs) * hs, d4);
+        let v6 = v4(base + (c0 + j + 5u * gs) * hs, d4);
+        let v7 = v4(base + (c0 + j + 6u * gs) * hs, d4);
+        let v8 = v4(base + (c0 + j + 7u * gs) * hs, d4);
+        acc = fma(vec4<f32>(w_sh[j]), v0, acc);
+        acc = fma(vec4<f32>(w_sh[j + gs]), v1, acc);
+        acc = fma(vec4<f32>(w_sh[j + 2u * gs]), v2, acc);
+        acc = fma(vec4<f32>(w_sh[j + 3u * gs]), v3, acc);
+        acc = fma(vec4<f32>(w_sh[j + 4u * gs]), v5, acc);
+        acc = fma(vec4<f32>(w_sh[j + 5u * gs]), v6, acc);
+        acc = fma(vec4<f32>(w_sh[j + 6u * gs]), v7, acc);
+        acc = fma(vec4<f32>(w_sh[j + 7u * gs]), v8, acc);
+    }
     for (; j + 3u * gs < cnt; j += 4u * gs) {
         let v0 = v4(base + (c0 + j) * hs, d4);
         let v1 = v4(base + (c0 + j + gs) * hs, d4);
@@ -111,7 +152,7 @@ fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: 
 // storageBarrier and workgroupBarrier), the head's HS outputs written at
 // out[o …]. Every thread calls it (barriers).
 fn attend(base: u32, last: u32, o: u32, tid: u32) {
-    let hs = ap.hs;
+    let hs = head_dim();
     // Threads per value row (HS ≤ 128: at most 32) and groups of positions.
     let nd4 = (hs + 3u) / 4u;
     let gs = min(WG / nd4, MAX_GROUPS);
@@ -119,7 +160,7 @@ fn attend(base: u32, last: u32, o: u32, tid: u32) {
     let d4 = tid % nd4;
     var m = NEG;
     var l = 0.0;
-    var acc = vec4<f32>(0.0);
+    var acc = score_zero();
     for (var c0 = 0u; c0 <= last; c0 += WG) {
         let s = c0 + tid;
         var x = NEG;

@@ -81,7 +81,7 @@ fn to_f16(x: f32) -> f32 {
 // The K extent summed: the drop-tail fault skips the last partial K tile.
 fn k_end(fault: u32) -> u32 {
     if (fault == FAULT_DROP_TAIL) {
-        return (p.k / KT) * KT;
+        return (k_len() / KT) * KT;
     }
-    return p.k;
+    return k_len();
 }

@@ -83,7 +83,7 @@ fn group_column(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, g: u32, groups: u
 // Where a column's weights start; a column past N reads the last one's
 // (and writes nothing), so that every lane runs the same loop.
 fn row_of(col: u32) -> u32 {
-    return p.b_off + min(col, p.n - 1u) * p.k;
+    return p.b_off + min(col, p.n - 1u) * k_len();
 }
 
 // `acc` plus the products of inputs k0 + lane, k0 + lane + 32, … < K one
@@ -91,14 +91,14 @@ fn row_of(col: u32) -> u32 {
 fn rest_dot(row: u32, k0: u32, lane: u32, acc_in: f32) -> f32 {
     var acc = acc_in;
     var k = k0 + lane;
-    for (; k + 3u * LANES < p.k; k += 4u * LANES) {
+    for (; k + 3u * LANES < k_len(); k += 4u * LANES) {
         let w = ws(row, k);
         acc = fma(a[a_row + k], w.x, acc);
         acc = fma(a[a_row + k + LANES], w.y, acc);
         acc = fma(a[a_row + k + 2u * LANES], w.z, acc);
         acc = fma(a[a_row + k + 3u * LANES], w.w, acc);
     }
-    for (; k < p.k; k += LANES) {
+    for (; k < k_len(); k += LANES) {
         acc = fma(a[a_row + k], b[row + k], acc);
     }
     return acc;
@@ -107,12 +107,12 @@ fn rest_dot(row: u32, k0: u32, lane: u32, acc_in: f32) -> f32 {
 // This lane's share of its column's dot product: whole rounds, then the
 // rest one input at a time.
 fn lane_dot(row: u32, lane: u32) -> f32 {
-    var acc = vec4<f32>(0.0);
-    var acc1 = vec4<f32>(0.0);
+    var acc = acc_zero();
+    var acc1 = acc_zero();
     var k0 = 0u;
     // Two rounds' weights loaded before either is used (the same products
     // in the same order as one round at a time).
-    for (; k0 + 2u * BLOCK <= p.k; k0 += 2u * BLOCK) {
+    for (; k0 + 2u * BLOCK <= k_len(); k0 += 2u * BLOCK) {
         let k = k0 + lane;
         let w0 = ws(row, k);
         let w1 = ws(row, k + 4u * LANES);
@@ -123,7 +123,7 @@ fn lane_dot(row: u32, lane: u32) -> f32 {
         acc = fma(xs(k + BLOCK), w2, acc);
         acc1 = fma(xs(k + BLOCK + 4u * LANES), w3, acc1);
     }
-    for (; k0 + BLOCK <= p.k; k0 += BLOCK) {
+    for (; k0 + BLOCK <= k_len(); k0 += BLOCK) {
         let k = k0 + lane;
         acc = fma(xs(k), ws(row, k), acc);
         acc1 = fma(xs(k + 4u * LANES), ws(row, k + 4u * LANES), acc1);
@@ -138,10 +138,10 @@ fn lane_dot(row: u32, lane: u32) -> f32 {
 // its inputs are staged. One staging site: CPU implementations pay for
 // each.
 fn lane_dot_ln(row: u32, t: u32, lane: u32, st: vec2<f32>) -> f32 {
-    let whole = p.k - p.k % BLOCK;
-    var acc = vec4<f32>(0.0);
-    var acc1 = vec4<f32>(0.0);
-    for (var k0 = 0u; k0 < p.k; k0 += BLOCK) {
+    let whole = k_len() - k_len() % BLOCK;
+    var acc = acc_zero();
+    var acc1 = acc_zero();
+    for (var k0 = 0u; k0 < k_len(); k0 += BLOCK) {
         let k = k0 + lane;
         // A round's weights, or (past the whole rounds) the first row's.
         let kw = select(0u, k, k0 < whole);
@@ -155,22 +155,86 @@ fn lane_dot_ln(row: u32, t: u32, lane: u32, st: vec2<f32>) -> f32 {
             // The one partial round, last: the rest one input at a time.
             acc += acc1;
             var i = lane;
-            for (; k0 + i + 3u * LANES < p.k; i += 4u * LANES) {
+            for (; k0 + i + 3u * LANES < k_len(); i += 4u * LANES) {
                 let w = ws(row, k0 + i);
                 acc.x = fma(red[i], w.x, acc.x);
                 acc.x = fma(red[i + LANES], w.y, acc.x);
                 acc.x = fma(red[i + 2u * LANES], w.z, acc.x);
                 acc.x = fma(red[i + 3u * LANES], w.w, acc.x);
             }
-            for (; k0 + i < p.k; i += LANES) {
+            for (; k0 + i < k_len(); i += LANES) {
                 acc.x = fma(red[i], b[row + k0 + i], acc.x);
             }
         }
     }
-    if (whole == p.k) {
+    if (whole == k_len()) {
         acc += acc1;
     }
     // Every lane is done with the staged inputs before the tree reuses `red`.
+    workgroupBarrier();
+    return (acc.x + acc.y) + (acc.z + acc.w);
+}
+
+// `main_ln`'s first group with K a multiple of 128 up to 512: a lane's
+// weights, inputs lane + 32i + 128j in w_j, loaded before the row's
+// statistics (a slot past K reads the row's first weights, never used).
+struct WPre {
+    w0: vec4<f32>,
+    w1: vec4<f32>,
+    w2: vec4<f32>,
+    w3: vec4<f32>,
+}
+
+fn w_preloads() -> bool {
+    return ln_preloads() && KC % (BLOCK / 2u) == 0u;
+}
+
+fn w_preload(row: u32, lane: u32) -> WPre {
+    let k = k_len();
+    return WPre(
+        ws(row, lane),
+        ws(row, select(0u, lane + 4u * LANES, lane + 7u * LANES < k)),
+        ws(row, select(0u, lane + 8u * LANES, lane + 11u * LANES < k)),
+        ws(row, select(0u, lane + 12u * LANES, lane + 15u * LANES < k)),
+    );
+}
+
+// The rest loop of `lane_dot_ln` over a partial round of 128 inputs: one
+// quad, into acc.x one input after another.
+fn partial_quad(acc_in: vec4<f32>, lane: u32, w: vec4<f32>) -> vec4<f32> {
+    var acc = acc_in;
+    acc.x = fma(red[lane], w.x, acc.x);
+    acc.x = fma(red[lane + LANES], w.y, acc.x);
+    acc.x = fma(red[lane + 2u * LANES], w.z, acc.x);
+    acc.x = fma(red[lane + 3u * LANES], w.w, acc.x);
+    return acc;
+}
+
+// `lane_dot_ln` with the weights and the staged values preloaded
+// (`w_preloads`): the same products in the same order.
+fn lane_dot_ln_pre(w: WPre, ln: LnPre, t: u32, lane: u32, st: vec2<f32>) -> f32 {
+    let k = k_len();
+    var acc = acc_zero();
+    var acc1 = acc_zero();
+    stage_ln_pre(t, 0u, st, ln);
+    if (k >= BLOCK) {
+        acc = fma(staged(lane), w.w0, acc);
+        acc1 = fma(staged(lane + 4u * LANES), w.w1, acc1);
+    } else {
+        acc = partial_quad(acc + acc1, lane, w.w0);
+    }
+    if (k > BLOCK) {
+        stage_ln_pre(t, 1u, st, ln);
+        if (k >= 2u * BLOCK) {
+            acc = fma(staged(lane), w.w2, acc);
+            acc1 = fma(staged(lane + 4u * LANES), w.w3, acc1);
+        } else {
+            acc = partial_quad(acc + acc1, lane, w.w2);
+        }
+    }
+    if (k % BLOCK == 0u) {
+        acc += acc1;
+    }
     workgroupBarrier();
     return (acc.x + acc.y) + (acc.z + acc.w);
 }
@@ -210,11 +274,20 @@ fn main_ln(
 ) {
     set_row(wg);
     let t = lid.y * LANES + lid.x;
-    let st = ln_stats(t);
     let groups = ln_groups();
+    // Loads ahead of the statistics (used where `w_preloads`).
+    let ln = ln_preload(t);
+    let w = w_preload(row_of(group_column(wg, nwg, lid, 0u, groups)), lid.x);
+    let st = ln_stats(t);
     for (var g = 0u; g < groups; g++) {
         let col = group_column(wg, nwg, lid, g, groups);
-        finish_lanes(lid, col, lane_dot_ln(row_of(col), t, lid.x, st));
+        var dot = 0.0;
+        if (g == 0u && w_preloads()) {
+            dot = lane_dot_ln_pre(w, ln, t, lid.x, st);
+        } else {
+            dot = lane_dot_ln(row_of(col), t, lid.x, st);
+        }
+        finish_lanes(lid, col, dot);
         // The lanes' tree has read `red` before the next group stages there.
         workgroupBarrier();
     }
@@ -234,16 +307,16 @@ fn main_cols(
     if (col >= p.n) {
         return;
     }
-    let row = p.b_off + col * p.k;
-    var acc = vec4<f32>(0.0);
+    let row = p.b_off + col * k_len();
+    var acc = acc_zero();
     var k = 0u;
-    for (; k + 4u <= p.k; k += 4u) {
+    for (; k + 4u <= k_len(); k += 4u) {
         let o = a_row + k;
         let x = vec4<f32>(a[o], a[o + 1u], a[o + 2u], a[o + 3u]);
         let v = vec4<f32>(b[row + k], b[row + k + 1u], b[row + k + 2u], b[row + k + 3u]);
         acc = fma(x, v, acc);
     }
-    for (; k < p.k; k += 1u) {
+    for (; k < k_len(); k += 1u) {
         acc.x = fma(a[a_row + k], b[row + k], acc.x);
     }
     finish_col(col, (acc.x + acc.y) + (acc.z + acc.w));

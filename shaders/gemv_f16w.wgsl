@@ -70,7 +70,7 @@ fn staged2(i: u32) -> vec2<f32> {
 // N reads the last one's (and writes nothing), so that every lane runs the
 // same loop.
 fn quad_row(col: u32) -> u32 {
-    return (p.w_off + min(col, p.n - 1u) * p.k) / 4u;
+    return (p.w_off + min(col, p.n - 1u) * k_len()) / 4u;
 }
 
 // `gemv`: lane's share of a column over quads j ≡ lane (mod 32): whole
@@ -78,8 +78,8 @@ fn quad_row(col: u32) -> u32 {
 fn lane_dot_quads(row: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
     let quads = kmax / 4u;
     let x0 = a_row / 4u + lane;
-    var acc = vec4<f32>(0.0);
-    var acc1 = vec4<f32>(0.0);
+    var acc = acc_zero();
+    var acc1 = acc_zero();
     var j0 = 0u;
     for (; j0 + BLOCK <= quads; j0 += BLOCK) {
         let j = row + j0 + lane;
@@ -127,8 +127,8 @@ fn lane_dot_quads(row: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
 fn lane_dot_quads_ln(row: u32, t: u32, lane: u32, kmax: u32, st: vec2<f32>, fault: u32) -> vec4<f32> {
     let quads = kmax / 4u;
     let whole = quads - quads % BLOCK;
-    var acc = vec4<f32>(0.0);
-    var acc1 = vec4<f32>(0.0);
+    var acc = acc_zero();
+    var acc1 = acc_zero();
     for (var j0 = 0u; j0 < quads; j0 += 2u * LANES) {
         let j = j0 + lane;
         let live0 = j < quads;
@@ -155,6 +155,58 @@ fn lane_dot_quads_ln(row: u32, t: u32, lane: u32, kmax: u32, st: vec2<f32>, faul
     return add4(acc, acc1, fault);
 }
 
+// `gemv_ln`'s first group with K ≤ 512 (`ln_preloads`): a lane's quads
+// lane + 32i in q_i, loaded before the row's statistics (a quad past the
+// row reads its first, never used).
+struct QPre {
+    q0: vec2<u32>,
+    q1: vec2<u32>,
+    q2: vec2<u32>,
+    q3: vec2<u32>,
+}
+
+fn q_preload(row: u32, lane: u32, kmax: u32) -> QPre {
+    let quads = kmax / 4u;
+    return QPre(
+        w4[row + select(0u, lane, lane < quads)],
+        w4[row + select(0u, lane + LANES, lane + LANES < quads)],
+        w4[row + select(0u, lane + 2u * LANES, lane + 2u * LANES < quads)],
+        w4[row + select(0u, lane + 3u * LANES, lane + 3u * LANES < quads)],
+    );
+}
+
+// Stage r of `lane_dot_quads_ln` (a partial round: quads below 256) from
+// preloaded quads.
+fn quads_stage(acc_in: vec4<f32>, pre: LnPre, r: u32, t: u32, quads: u32, st: vec2<f32>, q0: vec2<u32>, q1: vec2<u32>, fault: u32) -> vec4<f32> {
+    var acc = acc_in;
+    let lane = t % LANES;
+    let j = r * 2u * LANES + lane;
+    stage_ln_pre(t, r, st, pre);
+    let x0 = staged4(4u * lane);
+    let x1 = staged4(4u * (lane + LANES));
+    if (j < quads) {
+        acc = step4(acc, x0, halves(q0), fault);
+    }
+    if (j + LANES < quads) {
+        acc = step4(acc, x1, halves(q1), fault);
+    }
+    return acc;
+}
+
+// `lane_dot_quads_ln` with the quads and the staged values preloaded
+// (K ≤ 512: at most two stages, each a partial round): the same products
+// in the same order.
+fn lane_dot_quads_ln_pre(q: QPre, pre: LnPre, t: u32, kmax: u32, st: vec2<f32>, fault: u32) -> vec4<f32> {
+    let quads = kmax / 4u;
+    var acc = quads_stage(acc_zero(), pre, 0u, t, quads, st, q.q0, q.q1, fault);
+    if (quads > 2u * LANES) {
+        acc = quads_stage(acc, pre, 1u, t, quads, st, q.q2, q.q3, fault);
+    }
+    // Every lane is done with the staged inputs before the tree reuses `red`.
+    workgroupBarrier();
+    return add4(acc, acc_zero(), fault);
+}
+
 // Halves 2j and 2j + 1 of the row starting at half `r`: one word when r is
 // even, else the high half of one word and the low half of the next.
 fn w_pair_at(r: u32, j: u32) -> vec2<f32> {
@@ -172,7 +224,7 @@ fn x_pair(j: u32) -> vec2<f32> {
 
 // `gemv_any`: the row's first half, clamped as `quad_row`.
 fn half_row(col: u32) -> u32 {
-    return p.w_off + min(col, p.n - 1u) * p.k;
+    return p.w_off + min(col, p.n - 1u) * k_len();
 }
 
 // `gemv_any`: lane's share of a column over pairs j ≡ lane (mod 32): whole
@@ -180,8 +232,8 @@ fn half_row(col: u32) -> u32 {
 // odd K.
 fn lane_dot_pairs(r: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
     let pairs = kmax / 2u;
-    var acc = vec4<f32>(0.0);
-    var acc1 = vec4<f32>(0.0);
+    var acc = acc_zero();
+    var acc1 = acc_zero();
     var j0 = 0u;
     for (; j0 + BLOCK <= pairs; j0 += BLOCK) {
         let j = j0 + lane;
@@ -214,8 +266,8 @@ fn lane_dot_pairs(r: u32, lane: u32, kmax: u32, fault: u32) -> vec4<f32> {
 fn lane_dot_pairs_ln(r: u32, t: u32, lane: u32, kmax: u32, st: vec2<f32>, fault: u32) -> vec4<f32> {
     let pairs = kmax / 2u;
     let whole = pairs - pairs % BLOCK;
-    var acc = vec4<f32>(0.0);
-    var acc1 = vec4<f32>(0.0);
+    var acc = acc_zero();
+    var acc1 = acc_zero();
     for (var j0 = 0u; 2u * j0 < kmax; j0 += 4u * LANES) {
         let j = j0 + lane;
         let live = vec4<bool>(j < pairs, j + LANES < pairs, j + 2u * LANES < pairs, j + 3u * LANES < pairs);
@@ -295,11 +347,20 @@ fn gemv_quads(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
 fn gemv_quads_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     set_row(wg);
     let t = lid.y * LANES + lid.x;
-    let st = ln_stats(t);
     let groups = ln_groups();
+    let kmax = k_end(fault);
+    // Loads ahead of the statistics (used where `ln_preloads`).
+    let ln = ln_preload(t);
+    let q = q_preload(quad_row(group_column(wg, nwg, lid, 0u, groups)), lid.x, kmax);
+    let st = ln_stats(t);
     for (var g = 0u; g < groups; g++) {
         let col = group_column(wg, nwg, lid, g, groups);
-        let acc = lane_dot_quads_ln(quad_row(col), t, lid.x, k_end(fault), st, fault);
+        var acc = acc_zero();
+        if (g == 0u && ln_preloads()) {
+            acc = lane_dot_quads_ln_pre(q, ln, t, kmax, st, fault);
+        } else {
+            acc = lane_dot_quads_ln(quad_row(col), t, lid.x, kmax, st, fault);
+        }
         gemv_finish(lid, col, acc, fault);
         workgroupBarrier();
     }
@@ -351,7 +412,7 @@ const COL_GROUP: u32 = 64u;
 // pairs per step, then a last pair and the last half of an odd K.
 fn col_dot(r: u32, kmax: u32, fault: u32) -> f32 {
     let pairs = kmax / 2u;
-    var acc = vec4<f32>(0.0);
+    var acc = acc_zero();
     var j = 0u;
     for (; j + 2u <= pairs; j += 2u) {
         let x = vec4<f32>(x_pair(j), x_pair(j + 1u));
@@ -373,7 +434,7 @@ fn gemv_cols_body(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     if (col >= p.n) {
         return;
     }
-    finish_col(col, col_dot(p.w_off + col * p.k, k_end(fault), fault));
+    finish_col(col, col_dot(p.w_off + col * k_len(), k_end(fault), fault));
 }
 
 @compute @workgroup_size(64)

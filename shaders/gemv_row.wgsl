@@ -28,6 +28,28 @@
 // `a` (f32 input row), `bias` and `c` at bindings 1, 3, 4, and runs 256
 // invocations per workgroup.
 
+// KC: K as a pipeline constant (ops/matmul binds a pipeline per K for the
+// lane layouts), or 0: `p.k`. Known when the pipeline is compiled, the
+// loops over K have fixed trip counts, so the driver can unroll them and
+// issue a lane's loads at once; the products and their order do not change.
+override KC: u32 = 0u;
+
+fn k_len() -> u32 {
+    if (KC != 0u) {
+        return KC;
+    }
+    return p.k;
+}
+
+// +0.0 that no compiler can see (bit 31 of the flags is never set): the
+// lanes' accumulators start from it. With K a constant the loops unroll,
+// and a first fma(x, w, 0.0) a compiler folds into x·w may then be fused
+// into a later sum of two accumulators as one fma — a different rounding
+// (lavapipe does it), where the loops over a uniform K keep two sums.
+fn acc_zero() -> vec4<f32> {
+    return vec4<f32>(bitcast<f32>(p.flags & 0x80000000u));
+}
+
 const HAS_BIAS: u32 = 4u;
 const ACCUMULATE: u32 = 8u;
 const GELU: u32 = 64u;
@@ -38,7 +60,7 @@ var<private> a_row: u32;
 var<private> c_row: u32;
 
 fn set_row(wg: vec3<u32>) {
-    a_row = p.a_off + wg.z * p.k;
+    a_row = p.a_off + wg.z * k_len();
     c_row = p.c_off + wg.z * p.n;
 }
 
@@ -63,7 +85,7 @@ fn row_in(k: u32) -> f32 {
     var v = a[a_row + k];
     let slots = p.groups >> 16u;
     for (var i = 1u; i < slots; i++) {
-        v += a[a_row + i * p.m * p.k + k];
+        v += a[a_row + i * p.m * k_len() + k];
     }
     return v;
 }
@@ -72,14 +94,17 @@ fn row_in(k: u32) -> f32 {
 fn ln_stats(t: u32) -> vec2<f32> {
     var s = 0.0;
     if (t < LN_THREADS) {
-        for (var i = t; i < p.k; i += LN_THREADS) {
+        for (var i = t; i < k_len(); i += LN_THREADS) {
             s += row_in(i);
         }
     }
+    // Divided by the uniform's K, never the constant's: a compiler may turn
+    // a division by a constant into a product with its reciprocal, which
+    // rounds differently from layernorm.wgsl's division (lavapipe does).
     let mu = ln_sum(t, s, 0u) / f32(p.k);
     var q = 0.0;
     if (t < LN_THREADS) {
-        for (var i = t; i < p.k; i += LN_THREADS) {
+        for (var i = t; i < k_len(); i += LN_THREADS) {
             let d = row_in(i) - mu;
             q += d * d;
         }
@@ -98,8 +123,48 @@ fn ln_x(k: u32, st: vec2<f32>) -> f32 {
 // chunk, or the sums). Every invocation calls it (barriers).
 fn stage_ln(t: u32, k0: u32, st: vec2<f32>) {
     workgroupBarrier();
-    if (k0 + t < p.k) {
+    if (k0 + t < k_len()) {
         red[t] = ln_x(k0 + t, st);
+    }
+    workgroupBarrier();
+}
+
+// The LayerNorm prologue with its loads ahead, for K a constant of at most
+// two stages (`ln_preloads`): what each invocation stages — inputs t and
+// 256 + t, their LayerNorm weights and biases — loaded before the row's
+// statistics (with the first group's weights: the kernels' `*_pre` dots),
+// so that their latency overlaps the statistics' reductions. The same
+// values in the same expressions as `stage_ln`: the same bits.
+const LN_STAGE: u32 = 256u;
+
+struct LnPre {
+    x: vec2<f32>,
+    w: vec2<f32>,
+    b: vec2<f32>,
+}
+
+fn ln_preloads() -> bool {
+    return KC != 0u && KC <= 2u * LN_STAGE;
+}
+
+// Input r·256 + t's row value, weight and bias in component r (past K, the
+// first input's: loaded, never staged).
+fn ln_preload(t: u32) -> LnPre {
+    let k = k_len();
+    let i0 = select(0u, t, t < k);
+    let i1 = select(0u, LN_STAGE + t, LN_STAGE + t < k);
+    return LnPre(
+        vec2<f32>(row_in(i0), row_in(i1)),
+        vec2<f32>(lnp[p.ln_w_off + i0], lnp[p.ln_w_off + i1]),
+        vec2<f32>(lnp[p.ln_b_off + i0], lnp[p.ln_b_off + i1]),
+    );
+}
+
+// `stage_ln` of stage r (inputs 256·r …) from the preloaded values.
+fn stage_ln_pre(t: u32, r: u32, st: vec2<f32>, pre: LnPre) {
+    workgroupBarrier();
+    if (r * LN_STAGE + t < k_len()) {
+        red[t] = (pre.x[r] - st.x) * st.y * pre.w[r] + pre.b[r];
     }
     workgroupBarrier();
 }

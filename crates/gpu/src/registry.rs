@@ -125,10 +125,16 @@ pub struct KernelSource {
     pub constants: &'static [(&'static str, f64)],
 }
 
-/// Every pipeline the engine has compiled, by key.
+/// Shape constants of one pipeline: `override`s that a kernel reads instead
+/// of its uniform's fields where they are set (a dimension known when the
+/// pipeline is compiled lets the driver unroll the loops over it and issue
+/// their loads at once), by name; each distinct set is a pipeline of its own.
+pub type Shape<'a> = &'a [(&'static str, u32)];
+
+/// Every pipeline the engine has compiled, by key and shape constants.
 #[derive(Default)]
 pub struct PipelineRegistry {
-    pipelines: HashMap<&'static str, wgpu::ComputePipeline>,
+    pipelines: HashMap<(&'static str, Vec<(&'static str, u32)>), wgpu::ComputePipeline>,
 }
 
 impl PipelineRegistry {
@@ -140,9 +146,24 @@ impl PipelineRegistry {
         checks: ShaderChecks,
         src: &KernelSource,
     ) -> wgpu::ComputePipeline {
+        self.get_shaped(device, checks, src, &[])
+    }
+
+    /// The pipeline for `src` with the shape constants `shape` (on top of
+    /// `src.constants`), compiled on first use and reused after.
+    pub fn get_shaped(
+        &mut self,
+        device: &wgpu::Device,
+        checks: ShaderChecks,
+        src: &KernelSource,
+        shape: Shape<'_>,
+    ) -> wgpu::ComputePipeline {
         self.pipelines
-            .entry(src.key)
+            .entry((src.key, shape.to_vec()))
             .or_insert_with(|| {
+                let constants: Vec<(&str, f64)> = (src.constants.iter().copied())
+                    .chain(shape.iter().map(|&(name, v)| (name, f64::from(v))))
+                    .collect();
                 let desc = wgpu::ShaderModuleDescriptor {
                     label: Some(src.key),
                     source: wgpu::ShaderSource::Wgsl(src.wgsl.into()),
@@ -161,7 +182,7 @@ impl PipelineRegistry {
                     module: &module,
                     entry_point: Some(src.entry),
                     compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: src.constants,
+                        constants: &constants,
                         zero_initialize_workgroup_memory: checks.zero_workgroup_memory,
                     },
                     cache: None,

@@ -12,7 +12,7 @@
 //! flat gradient buffer, say).
 
 use crate::kernel::BoundKernel;
-use crate::registry::{KernelSource, PipelineRegistry};
+use crate::registry::{KernelSource, PipelineRegistry, Shape};
 use crate::{GpuContext, GpuError};
 
 /// An operand: `buffer` from element `offset` on (f32 or u32 elements).
@@ -141,7 +141,20 @@ pub(crate) fn bind_kernel(
     entries: &[(u32, &wgpu::Buffer)],
     workgroups: [u32; 3],
 ) -> BoundKernel {
-    let pipeline = registry.get(&ctx.device, ctx.shader_checks, src);
+    bind_kernel_shaped(ctx, registry, (src, &[]), uniform, entries, workgroups)
+}
+
+/// [`bind_kernel`] on the pipeline of `src` with shape constants
+/// (`registry::Shape`: a pipeline per shape).
+pub(crate) fn bind_kernel_shaped(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    (src, shape): (&KernelSource, Shape<'_>),
+    uniform: &wgpu::Buffer,
+    entries: &[(u32, &wgpu::Buffer)],
+    workgroups: [u32; 3],
+) -> BoundKernel {
+    let pipeline = registry.get_shaped(&ctx.device, ctx.shader_checks, src, shape);
     let entries: Vec<wgpu::BindGroupEntry<'_>> = std::iter::once((0, uniform))
         .chain(entries.iter().copied())
         .map(|(binding, b)| wgpu::BindGroupEntry {

@@ -299,8 +299,12 @@ pub const FOLDS: [(bool, bool, bool); 4] = [
 /// workgroup; K = 200 past the LayerNorm's 128 threads; then past the
 /// GEMVs' rounds of eight loads per lane (256 inputs f32, 1024 aligned
 /// f16, 512 unaligned) with the rest after them: 300, odd 517 unaligned,
-/// 1030 unaligned, 4096 (the widest d_model) aligned.
-pub const SHAPES: [(u32, u32, u32); 8] = [
+/// 1030 unaligned, 4096 (the widest d_model) aligned; and 128 and 384,
+/// whose LayerNorm forms load every weight before the row's statistics
+/// (`*_pre` in gemv.wgsl and gemv_f16w.wgsl: a multiple of 128 up to 512).
+pub const SHAPES: [(u32, u32, u32); 10] = [
+    (128, 9, 4),
+    (384, 10, 0),
     (48, 19, 0),
     (50, 9, 4),
     (48, 13, 7),

@@ -3,7 +3,7 @@
 
 use super::shape::{head_size, need, scale};
 use crate::kernel::BoundKernel;
-use crate::ops::common::{bind_kernel, shape_error};
+use crate::ops::common::{bind_kernel_shaped, shape_error};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
@@ -230,10 +230,13 @@ pub fn bind_attention_decode(
         (4, &cache.v),
         (5, out),
     ];
-    Ok(bind_kernel(
+    // The 256-invocation kernels with the head size as a constant (a
+    // pipeline per head size: `HS_C` in attention_decode_common.wgsl).
+    let shape: &[(&str, u32)] = if serial { &[] } else { &[("HS_C", hs)] };
+    Ok(bind_kernel_shaped(
         ctx,
         registry,
-        src,
+        (src, shape),
         &uniform,
         &buffers,
         [desc.nh, desc.batch, 1],

@@ -8,7 +8,7 @@ pub use super::f16w_kernels::{GEMV_F16W, GEMV_F16W_ANY, MATMUL_F16W};
 use super::fault::{Fault, VARIANTS};
 use super::gemv::{gemv_grid, ln_column_groups};
 use crate::kernel::BoundKernel;
-use crate::ops::common::{bind_kernel, grid, shape_error};
+use crate::ops::common::{bind_kernel, bind_kernel_shaped, grid, shape_error};
 use crate::ops::matmul::{check_operands, MatmulDesc, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
@@ -280,8 +280,18 @@ fn bind<'a>(
         }
         Kernel::GemvColumns => gemv_grid(ctx, "matmul_f16w", &desc, GEMV_COLUMNS_CPU)?,
     };
-    Ok(bind_kernel(
-        ctx, registry, src, &uniform, &buffers, workgroups,
+    // The lane-layout GEMVs with K as a constant (`KC`, gemv_row.wgsl).
+    let shape: &[(&str, u32)] = match kernel {
+        Kernel::GemvQuads | Kernel::GemvAny => &[("KC", desc.k)],
+        _ => &[],
+    };
+    Ok(bind_kernel_shaped(
+        ctx,
+        registry,
+        (src, shape),
+        &uniform,
+        &buffers,
+        workgroups,
     ))
 }
 

@@ -5,7 +5,7 @@
 use super::desc::{check_operands, MatmulDesc};
 use crate::context::subgroup_size_supported;
 use crate::kernel::BoundKernel;
-use crate::ops::common::{bind_kernel, grid, shape_error};
+use crate::ops::common::{bind_kernel_shaped, grid, shape_error};
 use crate::ops::View;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
@@ -252,7 +252,16 @@ pub fn bind_gemv<'a>(
         (if sg { &GEMV_F32_SG } else { &GEMV_F32 }, GEMV_COLUMNS)
     };
     let groups = gemv_grid(ctx, "gemv", &desc, columns)?;
-    Ok(bind_kernel(ctx, registry, src, &uniform, &buffers, groups))
+    // The lane layout with K as a constant (`KC`, gemv_row.wgsl).
+    let shape: &[(&str, u32)] = if fusion.columns {
+        &[]
+    } else {
+        &[("KC", desc.k)]
+    };
+    let src = (src, shape);
+    Ok(bind_kernel_shaped(
+        ctx, registry, src, &uniform, &buffers, groups,
+    ))
 }
 
 /// Workgroups of one GEMV beyond which its LayerNorm-prologue form gives
