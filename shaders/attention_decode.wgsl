@@ -63,10 +63,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let last = min(pos.x, ap.t_max - 1u);
     if (tid < hs) {
         q_sh[tid] = qkv[q + tid] * ap.scale;
-        k_cache[base + tid * ap.t_max + last] = qkv[q + ap.c + tid];
-        v_cache[base + last * hs + tid] = qkv[q + 2u * ap.c + tid];
+        let k = qkv[q + ap.c + tid];
+        let v = qkv[q + 2u * ap.c + tid];
+        k_cache[base + tid * ap.t_max + last] = k;
+        v_cache[base + last * hs + tid] = v;
+        k_new[tid] = k;
+        v_new[tid] = v;
     }
-    storageBarrier();
     workgroupBarrier();
     attend(base, last, ap.c * wg.y + h * hs, tid);
 }

@@ -49,6 +49,11 @@ const NEG: f32 = -1e30;
 const MAX_GROUPS: u32 = 64u;
 
 var<workgroup> q_sh: array<f32, 128>;
+// The new position's key and value (the kernel writes them here as it
+// appends them to the caches): `attend` reads position `last` from here,
+// so no storage barrier has to make the cache writes visible first.
+var<workgroup> k_new: array<f32, 128>;
+var<workgroup> v_new: array<f32, 128>;
 // The chunk's weights exp(score − m).
 var<workgroup> w_sh: array<f32, 256>;
 // o_sh[g * ⌈HS/4⌉ + d4]: group g's share of output dims 4·d4 .. 4·d4 + 3.
@@ -80,76 +85,141 @@ fn v4(row: u32, d4: u32) -> vec4<f32> {
     return v;
 }
 
+// `v4` of position s: from v_new where s is the new position `last`.
+fn val4(base: u32, s: u32, d4: u32, last: u32) -> vec4<f32> {
+    if (s != last) {
+        return v4(base + s * head_dim(), d4);
+    }
+    let d = 4u * d4;
+    var v = vec4<f32>(0.0);
+    for (var i = 0u; i < 4u && d + i < head_dim(); i++) {
+        v[i] = v_new[d + i];
+    }
+    return v;
+}
+
+// `k4t` of position s, or (`fresh`: s is the new position) from k_new.
+fn key4(base: u32, i: u32, s: u32, fresh: bool) -> vec4<f32> {
+    if (fresh) {
+        return vec4<f32>(k_new[i], k_new[i + 1u], k_new[i + 2u], k_new[i + 3u]);
+    }
+    return k4t(base, i, s);
+}
+
+fn key1(base: u32, i: u32, s: u32, fresh: bool) -> f32 {
+    if (fresh) {
+        return k_new[i];
+    }
+    return k_cache[base + i * ap.t_max + s];
+}
+
 // The scaled query (q_sh) times the key of position s in the transposed
 // cache at `base`: dims in order, four partial sums, sixteen loads issued
 // before they are used.
-fn score_t(base: u32, s: u32) -> f32 {
+fn score_t(base: u32, s: u32, fresh: bool) -> f32 {
     let hs = head_dim();
     var x4 = score_zero();
     var i = 0u;
     for (; i + 16u <= hs; i += 16u) {
-        let k0 = k4t(base, i, s);
-        let k1 = k4t(base, i + 4u, s);
-        let k2 = k4t(base, i + 8u, s);
-        let k3 = k4t(base, i + 12u, s);
+        let k0 = key4(base, i, s, fresh);
+        let k1 = key4(base, i + 4u, s, fresh);
+        let k2 = key4(base, i + 8u, s, fresh);
+        let k3 = key4(base, i + 12u, s, fresh);
         x4 = fma(q4(i), k0, x4);
         x4 = fma(q4(i + 4u), k1, x4);
         x4 = fma(q4(i + 8u), k2, x4);
         x4 = fma(q4(i + 12u), k3, x4);
     }
     for (; i + 4u <= hs; i += 4u) {
-        x4 = fma(q4(i), k4t(base, i, s), x4);
+        x4 = fma(q4(i), key4(base, i, s, fresh), x4);
     }
     for (; i < hs; i++) {
-        x4.x = fma(q_sh[i], k_cache[base + i * ap.t_max + s], x4.x);
+        x4.x = fma(q_sh[i], key1(base, i, s, fresh), x4.x);
     }
     return (x4.x + x4.y) + (x4.z + x4.w);
 }
 
+// A group's first eight rows of a chunk's values (rows g + r·gs, r < 8,
+// below cnt; zero past it), loaded before the chunk's scores, whose
+// products they wait for.
+struct Rows8 {
+    v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>,
+    v4: vec4<f32>, v5: vec4<f32>, v6: vec4<f32>, v7: vec4<f32>,
+}
+
+fn row8(base: u32, c0: u32, cnt: u32, j: u32, d4: u32, last: u32) -> vec4<f32> {
+    if (j < cnt) {
+        return val4(base, c0 + j, d4, last);
+    }
+    return vec4<f32>(0.0);
+}
+
+fn first_rows(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, last: u32) -> Rows8 {
+    return Rows8(
+        row8(base, c0, cnt, g, d4, last),
+        row8(base, c0, cnt, g + gs, d4, last),
+        row8(base, c0, cnt, g + 2u * gs, d4, last),
+        row8(base, c0, cnt, g + 3u * gs, d4, last),
+        row8(base, c0, cnt, g + 4u * gs, d4, last),
+        row8(base, c0, cnt, g + 5u * gs, d4, last),
+        row8(base, c0, cnt, g + 6u * gs, d4, last),
+        row8(base, c0, cnt, g + 7u * gs, d4, last),
+    );
+}
+
+// acc + the weight of row j times its values, where row j is below cnt.
+fn weigh1(acc: vec4<f32>, j: u32, cnt: u32, v: vec4<f32>) -> vec4<f32> {
+    if (j < cnt) {
+        return fma(vec4<f32>(w_sh[j]), v, acc);
+    }
+    return acc;
+}
+
 // Group g's weighted sum of the chunk's values at positions c0 + j,
-// j ≡ g (mod gs), j < cnt, in increasing j; eight rows a round, then four,
-// then one (each round's loads issued before its products).
-fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: vec4<f32>) -> vec4<f32> {
-    let hs = head_dim();
+// j ≡ g (mod gs), j < cnt, in increasing j: the first eight rows from
+// `first`, then eight rows a round, then four, then one (each round's
+// loads issued before its products).
+fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: vec4<f32>, first: Rows8, last: u32) -> vec4<f32> {
     var acc = acc_in;
-    var j = g;
+    acc = weigh1(acc, g, cnt, first.v0);
+    acc = weigh1(acc, g + gs, cnt, first.v1);
+    acc = weigh1(acc, g + 2u * gs, cnt, first.v2);
+    acc = weigh1(acc, g + 3u * gs, cnt, first.v3);
+    acc = weigh1(acc, g + 4u * gs, cnt, first.v4);
+    acc = weigh1(acc, g + 5u * gs, cnt, first.v5);
+    acc = weigh1(acc, g + 6u * gs, cnt, first.v6);
+    acc = weigh1(acc, g + 7u * gs, cnt, first.v7);
+    var j = g + 8u * gs;
     for (; j + 7u * gs < cnt; j += 8u * gs) {
-        let v0 = v4(base + (c0 + j) * hs, d4);
-        let v1 = v4(base + (c0 + j + gs) * hs, d4);
-        let v2 = v4(base + (c0 + j + 2u * gs) * hs, d4);
-        let v3 = v4(base + (c0 + j + 3u * gs) * hs, d4);
-        let v5 = v4(base + (c0 + j + 4u * gs) * hs, d4);
-        let v6 = v4(base + (c0 + j + 5u * gs) * hs, d4);
-        let v7 = v4(base + (c0 + j + 6u * gs) * hs, d4);
-        let v8 = v4(base + (c0 + j + 7u * gs) * hs, d4);
-        acc = fma(vec4<f32>(w_sh[j]), v0, acc);
-        acc = fma(vec4<f32>(w_sh[j + gs]), v1, acc);
-        acc = fma(vec4<f32>(w_sh[j + 2u * gs]), v2, acc);
-        acc = fma(vec4<f32>(w_sh[j + 3u * gs]), v3, acc);
-        acc = fma(vec4<f32>(w_sh[j + 4u * gs]), v5, acc);
-        acc = fma(vec4<f32>(w_sh[j + 5u * gs]), v6, acc);
-        acc = fma(vec4<f32>(w_sh[j + 6u * gs]), v7, acc);
-        acc = fma(vec4<f32>(w_sh[j + 7u * gs]), v8, acc);
+        let r = first_rows(base, c0, cnt, j, gs, d4, last);
+        acc = fma(vec4<f32>(w_sh[j]), r.v0, acc);
+        acc = fma(vec4<f32>(w_sh[j + gs]), r.v1, acc);
+        acc = fma(vec4<f32>(w_sh[j + 2u * gs]), r.v2, acc);
+        acc = fma(vec4<f32>(w_sh[j + 3u * gs]), r.v3, acc);
+        acc = fma(vec4<f32>(w_sh[j + 4u * gs]), r.v4, acc);
+        acc = fma(vec4<f32>(w_sh[j + 5u * gs]), r.v5, acc);
+        acc = fma(vec4<f32>(w_sh[j + 6u * gs]), r.v6, acc);
+        acc = fma(vec4<f32>(w_sh[j + 7u * gs]), r.v7, acc);
     }
     for (; j + 3u * gs < cnt; j += 4u * gs) {
-        let v0 = v4(base + (c0 + j) * hs, d4);
-        let v1 = v4(base + (c0 + j + gs) * hs, d4);
-        let v2 = v4(base + (c0 + j + 2u * gs) * hs, d4);
-        let v3 = v4(base + (c0 + j + 3u * gs) * hs, d4);
+        let v0 = val4(base, c0 + j, d4, last);
+        let v1 = val4(base, c0 + j + gs, d4, last);
+        let v2 = val4(base, c0 + j + 2u * gs, d4, last);
+        let v3 = val4(base, c0 + j + 3u * gs, d4, last);
         acc = fma(vec4<f32>(w_sh[j]), v0, acc);
         acc = fma(vec4<f32>(w_sh[j + gs]), v1, acc);
         acc = fma(vec4<f32>(w_sh[j + 2u * gs]), v2, acc);
         acc = fma(vec4<f32>(w_sh[j + 3u * gs]), v3, acc);
     }
     for (; j < cnt; j += gs) {
-        acc = fma(vec4<f32>(w_sh[j]), v4(base + (c0 + j) * hs, d4), acc);
+        acc = fma(vec4<f32>(w_sh[j]), val4(base, c0 + j, d4, last), acc);
     }
     return acc;
 }
 
 // The attention of the scaled query in q_sh over positions 0 ..= last of
-// the head's caches at `base` (position `last` appended and visible:
-// storageBarrier and workgroupBarrier), the head's HS outputs written at
+// the head's caches at `base`, position `last` read from k_new and v_new
+// (written before a workgroupBarrier), the head's HS outputs written at
 // out[o …]. Every thread calls it (barriers).
 fn attend(base: u32, last: u32, o: u32, tid: u32) {
     let hs = head_dim();
@@ -163,9 +233,14 @@ fn attend(base: u32, last: u32, o: u32, tid: u32) {
     var acc = score_zero();
     for (var c0 = 0u; c0 <= last; c0 += WG) {
         let s = c0 + tid;
+        let cnt = min(WG, last + 1u - c0);
+        var first = Rows8();
+        if (g < gs) {
+            first = first_rows(base, c0, cnt, g, gs, d4, last);
+        }
         var x = NEG;
         if (s <= last) {
-            x = score_t(base, s);
+            x = score_t(base, s, s == last);
         }
         let m_new = max(m, reduce_max(tid, x));
         let e = select(0.0, exp(x - m_new), s <= last);
@@ -176,7 +251,7 @@ fn attend(base: u32, last: u32, o: u32, tid: u32) {
         acc *= corr;
         // reduce_sum's barriers made w_sh visible.
         if (g < gs) {
-            acc = weigh_values(base, c0, min(WG, last + 1u - c0), g, gs, d4, acc);
+            acc = weigh_values(base, c0, cnt, g, gs, d4, acc, first, last);
         }
         // The next chunk overwrites w_sh.
         workgroupBarrier();

@@ -114,10 +114,13 @@ fn main(
     let last = min(pos.x, ap.t_max - 1u);
     if (tid < hs) {
         q_sh[tid] = qkv[q + tid] * ap.scale;
-        k_cache[base + tid * ap.t_max + last] = qkv[q + c + tid];
-        v_cache[base + last * hs + tid] = qkv[q + 2u * c + tid];
+        let k = qkv[q + c + tid];
+        let v = qkv[q + 2u * c + tid];
+        k_cache[base + tid * ap.t_max + last] = k;
+        v_cache[base + last * hs + tid] = v;
+        k_new[tid] = k;
+        v_new[tid] = v;
     }
-    storageBarrier();
     workgroupBarrier();
     attend(base, last, 0u, tid);
     // The head's outputs are in y_sh.

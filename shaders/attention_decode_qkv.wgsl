@@ -48,8 +48,10 @@ fn put_column(j: u32, s: f32) {
         q_sh[d] = v * ap.scale;
     } else if (part == 1u) {
         k_cache[cache_base + d * ap.t_max + cache_last] = v;
+        k_new[d] = v;
     } else {
         v_cache[cache_base + cache_last * ap.hs + d] = v;
+        v_new[d] = v;
     }
 }
 
@@ -66,7 +68,6 @@ fn qkv_attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
     set_row(vec3<u32>(0u, 0u, wg.y));
     stage_row(tid);
     columns(3u * ap.hs, tid);
-    storageBarrier();
     workgroupBarrier();
     attend(cache_base, last, ap.c * wg.y + head * ap.hs, tid);
 }

@@ -245,11 +245,11 @@ fn lane_add(x: f32, y: f32) -> f32 {
 }
 
 // Adds the 32 lanes of each column (`lanes_sum`: a fixed tree) and writes
-// the columns.
-fn finish_lanes(lid: vec3<u32>, col: u32, v: f32) {
+// the columns, with the epilogue's loads `e`.
+fn finish_lanes(lid: vec3<u32>, col: u32, v: f32, e: Epi) {
     let s = lanes_sum(lid, v);
     if (lid.x == 0u && col < p.n) {
-        finish_col(col, s);
+        finish_col_with(col, s, e);
     }
 }
 
@@ -261,7 +261,8 @@ fn main(
 ) {
     set_row(wg);
     let col = column(wg, nwg, lid);
-    finish_lanes(lid, col, lane_dot(row_of(col), lid.x));
+    let e = epilogue_loads(col);
+    finish_lanes(lid, col, lane_dot(row_of(col), lid.x), e);
 }
 
 // With the LayerNorm prologue: the row's statistics once, then each group
@@ -277,7 +278,9 @@ fn main_ln(
     let groups = ln_groups();
     // Loads ahead of the statistics (used where `w_preloads`).
     let ln = ln_preload(t);
-    let w = w_preload(row_of(group_column(wg, nwg, lid, 0u, groups)), lid.x);
+    let col0 = group_column(wg, nwg, lid, 0u, groups);
+    let w = w_preload(row_of(col0), lid.x);
+    let e0 = epilogue_loads(col0);
     let st = ln_stats(t);
     for (var g = 0u; g < groups; g++) {
         let col = group_column(wg, nwg, lid, g, groups);
@@ -287,7 +290,11 @@ fn main_ln(
         } else {
             dot = lane_dot_ln(row_of(col), t, lid.x, st);
         }
-        finish_lanes(lid, col, dot);
+        var e = e0;
+        if (g > 0u) {
+            e = epilogue_loads(col);
+        }
+        finish_lanes(lid, col, dot, e);
         // The lanes' tree has read `red` before the next group stages there.
         workgroupBarrier();
     }

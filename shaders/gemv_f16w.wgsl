@@ -327,10 +327,10 @@ fn lane_add(x: f32, y: f32) -> f32 {
 
 // Adds the 32 lanes of each column (`lanes_sum`: a fixed tree) and writes
 // the columns.
-fn gemv_finish(lid: vec3<u32>, col: u32, acc: vec4<f32>, fault: u32) {
+fn gemv_finish(lid: vec3<u32>, col: u32, acc: vec4<f32>, fault: u32, e: Epi) {
     let s = lanes_sum(lid, add_f(add_f(acc.x, acc.y, fault), add_f(acc.z, acc.w, fault), fault));
     if (lid.x == 0u && col < p.n) {
-        finish_col(col, s);
+        finish_col_with(col, s, e);
     }
 }
 
@@ -338,7 +338,8 @@ fn gemv_finish(lid: vec3<u32>, col: u32, acc: vec4<f32>, fault: u32) {
 fn gemv_quads(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     set_row(wg);
     let col = gemv_column(wg, nwg, lid);
-    gemv_finish(lid, col, lane_dot_quads(quad_row(col), lid.x, k_end(fault), fault), fault);
+    let e = epilogue_loads(col);
+    gemv_finish(lid, col, lane_dot_quads(quad_row(col), lid.x, k_end(fault), fault), fault, e);
 }
 
 // The row's LayerNorm statistics once, then each group of 8 columns (the
@@ -351,7 +352,9 @@ fn gemv_quads_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     let kmax = k_end(fault);
     // Loads ahead of the statistics (used where `ln_preloads`).
     let ln = ln_preload(t);
-    let q = q_preload(quad_row(group_column(wg, nwg, lid, 0u, groups)), lid.x, kmax);
+    let col0 = group_column(wg, nwg, lid, 0u, groups);
+    let q = q_preload(quad_row(col0), lid.x, kmax);
+    let e0 = epilogue_loads(col0);
     let st = ln_stats(t);
     for (var g = 0u; g < groups; g++) {
         let col = group_column(wg, nwg, lid, g, groups);
@@ -361,7 +364,11 @@ fn gemv_quads_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
         } else {
             acc = lane_dot_quads_ln(quad_row(col), t, lid.x, kmax, st, fault);
         }
-        gemv_finish(lid, col, acc, fault);
+        var e = e0;
+        if (g > 0u) {
+            e = epilogue_loads(col);
+        }
+        gemv_finish(lid, col, acc, fault, e);
         workgroupBarrier();
     }
 }
@@ -369,7 +376,8 @@ fn gemv_quads_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
 fn gemv_pairs(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     set_row(wg);
     let col = gemv_column(wg, nwg, lid);
-    gemv_finish(lid, col, lane_dot_pairs(half_row(col), lid.x, k_end(fault), fault), fault);
+    let e = epilogue_loads(col);
+    gemv_finish(lid, col, lane_dot_pairs(half_row(col), lid.x, k_end(fault), fault), fault, e);
 }
 
 fn gemv_pairs_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
@@ -380,7 +388,7 @@ fn gemv_pairs_ln(wg: vec3<u32>, nwg: vec3<u32>, lid: vec3<u32>, fault: u32) {
     for (var g = 0u; g < groups; g++) {
         let col = group_column(wg, nwg, lid, g, groups);
         let acc = lane_dot_pairs_ln(half_row(col), t, lid.x, k_end(fault), st, fault);
-        gemv_finish(lid, col, acc, fault);
+        gemv_finish(lid, col, acc, fault, epilogue_loads(col));
         workgroupBarrier();
     }
 }

@@ -169,18 +169,43 @@ fn stage_ln_pre(t: u32, r: u32, st: vec2<f32>, pre: LnPre) {
     workgroupBarrier();
 }
 
-// Writes output column `col` from its dot product.
-fn finish_col(col: u32, dot: f32) {
+// What the epilogue of column `col` reads besides its dot product: its
+// bias and the C it accumulates into (each 0 where the flags leave it
+// out), loaded when a kernel starts (`epilogue_loads`), so that their
+// latency overlaps the dot product's instead of following it.
+struct Epi {
+    bias: f32,
+    c: f32,
+}
+
+fn epilogue_loads(col: u32) -> Epi {
+    var e = Epi(0.0, 0.0);
+    let cl = min(col, p.n - 1u);
+    if ((p.flags & HAS_BIAS) != 0u) {
+        e.bias = bias[p.bias_off + cl];
+    }
+    if ((p.flags & ACCUMULATE) != 0u) {
+        e.c = c[c_row + cl];
+    }
+    return e;
+}
+
+// Writes output column `col` from its dot product and `e`.
+fn finish_col_with(col: u32, dot: f32, e: Epi) {
     var v = dot;
     if ((p.flags & HAS_BIAS) != 0u) {
-        v += bias[p.bias_off + col];
+        v += e.bias;
     }
     if ((p.flags & GELU) != 0u) {
         v = gelu_f32(v);
     }
-    let o = c_row + col;
     if ((p.flags & ACCUMULATE) != 0u) {
-        v += c[o];
+        v += e.c;
     }
-    c[o] = v;
+    c[c_row + col] = v;
+}
+
+// Writes output column `col` from its dot product.
+fn finish_col(col: u32, dot: f32) {
+    finish_col_with(col, dot, epilogue_loads(col));
 }

@@ -331,12 +331,14 @@ fn dropout_on_the_weights_matches_the_masked_reference() {
 fn decode_with_kv_cache_matches_full_forward() {
     let gpu = gpu_or_skip!();
     // (T, C, NH, T_max): HS 4; HS 65 (dims past 64); HS 128; positions past
-    // one chunk of 256.
+    // one chunk of 256; HS 64 past it, where a group of values (16 at HS 64)
+    // has more than the eight rows it loads before the scores.
     let cases = [
         (9, 12, 3, 16),
         (70, 130, 2, 70),
         (5, 256, 2, 8),
         (260, 8, 1, 264),
+        (300, 128, 2, 300),
     ];
     for (i, &(t, c, nh, t_max)) in cases.iter().enumerate() {
         let qkv = random(&mut Rng::new(500 + i as u64), shape(1, t, c, nh).qkv_len());
