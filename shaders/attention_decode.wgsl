@@ -5,9 +5,10 @@
 // i of position p at i·T_max + p, so that the threads scoring neighbouring
 // positions read neighbouring words. q, k, v are the parts of the new
 // token's qkv row (3C); each workgroup first appends its head's k and v at
-// position P (only this workgroup reads that head's block, so a storage
-// barrier is all it takes), which saves a dispatch per layer and token. The
-// output row (C) has the heads concatenated, as in the forward.
+// position P, which saves a dispatch per layer and token, and keeps them in
+// workgroup memory too, where it reads position P from (only later
+// dispatches read the cache at P: no storage barrier). The output row (C)
+// has the heads concatenated, as in the forward.
 //
 // Samples decoded together (B rows, one query each at the same position)
 // run as B rows of workgroups: workgroup (h, b) reads qkv row b (3C from
@@ -22,7 +23,9 @@
 // fold chunks together (online softmax). For the weighted sum of values,
 // thread (g, d4) with d4 = tid mod ⌈HS/4⌉ takes dims 4·d4 .. 4·d4 + 3 of
 // the positions j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64) (16 at
-// HS = 64), four rows of values a round; the G groups are added in order
+// HS = 64), a group's first eight rows of values loaded before the scores
+// (they wait on nothing else), then eight, four, one row a round; the G
+// groups are added in order
 // at the end. A decode step is bound by how long one thread's chain of
 // loads is, not by bandwidth: so every loop keeps several loads in flight
 // (BENCHMARKS.md, "The decoder's chains of loads"). All sums run in a

@@ -24,11 +24,11 @@ grep -h "DID NOT\|did not run\|FAILED\|panicked\|bit for bit" $R/test-*.txt | cu
 cat $R/test-*.txt | grep "test result" | awk '{p+=$4; f+=$6} END {print "passed", p, "failed", f}'
 save
 cd .carry
-bench() { # build dir, shape, round
-  timeout 90 $1/tinygpt bench --shape $2 > $R/shape-$2-$(basename $1)-$3.json 2> $R/shape-$2-$(basename $1)-$3.err; echo "$2 $(basename $1) $3 rc=$? $(( $(date +%s) - t0 ))s"
+bench() { # build dir, its name, shape, round
+  timeout 90 $1/tinygpt bench --shape $3 > $R/shape-$3-$2-$4.json 2> $R/shape-$3-$2-$4.err; echo "$3 $2 $4 rc=$? $(( $(date +%s) - t0 ))s"
 }
 for rnd in 1 2; do
-  for s in small nanogpt; do bench $PWD $s $rnd; bench $PWD/old $s $rnd; done; save
+  for s in small nanogpt; do bench . new $s $rnd; bench old old $s $rnd; done; save
 done
 for s in small nanogpt; do
   timeout 60 ./tinygpt bench --profile --decode-only --shape $s > $R/profile-$s.json 2> $R/profile-$s.err; echo "profile $s rc=$? $(( $(date +%s) - t0 ))s"
