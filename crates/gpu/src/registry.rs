@@ -131,10 +131,13 @@ pub struct KernelSource {
 /// their loads at once), by name; each distinct set is a pipeline of its own.
 pub type Shape<'a> = &'a [(&'static str, u32)];
 
+/// A pipeline's key in the registry: the source's key and its shape.
+type PipelineKey = (&'static str, Vec<(&'static str, u32)>);
+
 /// Every pipeline the engine has compiled, by key and shape constants.
 #[derive(Default)]
 pub struct PipelineRegistry {
-    pipelines: HashMap<(&'static str, Vec<(&'static str, u32)>), wgpu::ComputePipeline>,
+    pipelines: HashMap<PipelineKey, wgpu::ComputePipeline>,
 }
 
 impl PipelineRegistry {
