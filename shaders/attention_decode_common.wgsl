@@ -43,6 +43,9 @@ fn score_zero() -> vec4<f32> {
     return vec4<f32>(bitcast<f32>(ap._pad1));
 }
 
+// V_AHEAD: a group's first eight rows of values loaded before the scores.
+override V_AHEAD: bool = true;
+
 const WG: u32 = 256u;
 const NEG: f32 = -1e30;
 // Groups of positions in the weighted sum of values, at most.
@@ -85,11 +88,8 @@ fn v4(row: u32, d4: u32) -> vec4<f32> {
     return v;
 }
 
-// `v4` of position s: from v_new where s is the new position `last`.
-fn val4(base: u32, s: u32, d4: u32, last: u32) -> vec4<f32> {
-    if (s != last) {
-        return v4(base + s * head_dim(), d4);
-    }
+// Dims 4·d4 .. 4·d4 + 3 of the new position's value (v_new), zero past HS.
+fn v4_new(d4: u32) -> vec4<f32> {
     let d = 4u * d4;
     var v = vec4<f32>(0.0);
     for (var i = 0u; i < 4u && d + i < head_dim(); i++) {
@@ -98,43 +98,47 @@ fn val4(base: u32, s: u32, d4: u32, last: u32) -> vec4<f32> {
     return v;
 }
 
-// `k4t` of position s, or (`fresh`: s is the new position) from k_new.
-fn key4(base: u32, i: u32, s: u32, fresh: bool) -> vec4<f32> {
-    if (fresh) {
-        return vec4<f32>(k_new[i], k_new[i + 1u], k_new[i + 2u], k_new[i + 3u]);
-    }
-    return k4t(base, i, s);
-}
-
-fn key1(base: u32, i: u32, s: u32, fresh: bool) -> f32 {
-    if (fresh) {
-        return k_new[i];
-    }
-    return k_cache[base + i * ap.t_max + s];
+fn k4_new(i: u32) -> vec4<f32> {
+    return vec4<f32>(k_new[i], k_new[i + 1u], k_new[i + 2u], k_new[i + 3u]);
 }
 
 // The scaled query (q_sh) times the key of position s in the transposed
 // cache at `base`: dims in order, four partial sums, sixteen loads issued
 // before they are used.
-fn score_t(base: u32, s: u32, fresh: bool) -> f32 {
+fn score_t(base: u32, s: u32) -> f32 {
     let hs = head_dim();
     var x4 = score_zero();
     var i = 0u;
     for (; i + 16u <= hs; i += 16u) {
-        let k0 = key4(base, i, s, fresh);
-        let k1 = key4(base, i + 4u, s, fresh);
-        let k2 = key4(base, i + 8u, s, fresh);
-        let k3 = key4(base, i + 12u, s, fresh);
+        let k0 = k4t(base, i, s);
+        let k1 = k4t(base, i + 4u, s);
+        let k2 = k4t(base, i + 8u, s);
+        let k3 = k4t(base, i + 12u, s);
         x4 = fma(q4(i), k0, x4);
         x4 = fma(q4(i + 4u), k1, x4);
         x4 = fma(q4(i + 8u), k2, x4);
         x4 = fma(q4(i + 12u), k3, x4);
     }
     for (; i + 4u <= hs; i += 4u) {
-        x4 = fma(q4(i), key4(base, i, s, fresh), x4);
+        x4 = fma(q4(i), k4t(base, i, s), x4);
     }
     for (; i < hs; i++) {
-        x4.x = fma(q_sh[i], key1(base, i, s, fresh), x4.x);
+        x4.x = fma(q_sh[i], k_cache[base + i * ap.t_max + s], x4.x);
+    }
+    return (x4.x + x4.y) + (x4.z + x4.w);
+}
+
+// `score_t` of the new position, its key from k_new: the same products in
+// the same order.
+fn score_new() -> f32 {
+    let hs = head_dim();
+    var x4 = score_zero();
+    var i = 0u;
+    for (; i + 4u <= hs; i += 4u) {
+        x4 = fma(q4(i), k4_new(i), x4);
+    }
+    for (; i < hs; i++) {
+        x4.x = fma(q_sh[i], k_new[i], x4.x);
     }
     return (x4.x + x4.y) + (x4.z + x4.w);
 }
@@ -147,23 +151,23 @@ struct Rows8 {
     v4: vec4<f32>, v5: vec4<f32>, v6: vec4<f32>, v7: vec4<f32>,
 }
 
-fn row8(base: u32, c0: u32, cnt: u32, j: u32, d4: u32, last: u32) -> vec4<f32> {
+fn row8(base: u32, c0: u32, cnt: u32, j: u32, d4: u32) -> vec4<f32> {
     if (j < cnt) {
-        return val4(base, c0 + j, d4, last);
+        return v4(base + (c0 + j) * head_dim(), d4);
     }
     return vec4<f32>(0.0);
 }
 
-fn first_rows(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, last: u32) -> Rows8 {
+fn first_rows(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32) -> Rows8 {
     return Rows8(
-        row8(base, c0, cnt, g, d4, last),
-        row8(base, c0, cnt, g + gs, d4, last),
-        row8(base, c0, cnt, g + 2u * gs, d4, last),
-        row8(base, c0, cnt, g + 3u * gs, d4, last),
-        row8(base, c0, cnt, g + 4u * gs, d4, last),
-        row8(base, c0, cnt, g + 5u * gs, d4, last),
-        row8(base, c0, cnt, g + 6u * gs, d4, last),
-        row8(base, c0, cnt, g + 7u * gs, d4, last),
+        row8(base, c0, cnt, g, d4),
+        row8(base, c0, cnt, g + gs, d4),
+        row8(base, c0, cnt, g + 2u * gs, d4),
+        row8(base, c0, cnt, g + 3u * gs, d4),
+        row8(base, c0, cnt, g + 4u * gs, d4),
+        row8(base, c0, cnt, g + 5u * gs, d4),
+        row8(base, c0, cnt, g + 6u * gs, d4),
+        row8(base, c0, cnt, g + 7u * gs, d4),
     );
 }
 
@@ -179,19 +183,22 @@ fn weigh1(acc: vec4<f32>, j: u32, cnt: u32, v: vec4<f32>) -> vec4<f32> {
 // j ≡ g (mod gs), j < cnt, in increasing j: the first eight rows from
 // `first`, then eight rows a round, then four, then one (each round's
 // loads issued before its products).
-fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: vec4<f32>, first: Rows8, last: u32) -> vec4<f32> {
+fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: vec4<f32>, first: Rows8) -> vec4<f32> {
     var acc = acc_in;
-    acc = weigh1(acc, g, cnt, first.v0);
-    acc = weigh1(acc, g + gs, cnt, first.v1);
-    acc = weigh1(acc, g + 2u * gs, cnt, first.v2);
-    acc = weigh1(acc, g + 3u * gs, cnt, first.v3);
-    acc = weigh1(acc, g + 4u * gs, cnt, first.v4);
-    acc = weigh1(acc, g + 5u * gs, cnt, first.v5);
-    acc = weigh1(acc, g + 6u * gs, cnt, first.v6);
-    acc = weigh1(acc, g + 7u * gs, cnt, first.v7);
-    var j = g + 8u * gs;
+    var j = g;
+    if (V_AHEAD) {
+        acc = weigh1(acc, g, cnt, first.v0);
+        acc = weigh1(acc, g + gs, cnt, first.v1);
+        acc = weigh1(acc, g + 2u * gs, cnt, first.v2);
+        acc = weigh1(acc, g + 3u * gs, cnt, first.v3);
+        acc = weigh1(acc, g + 4u * gs, cnt, first.v4);
+        acc = weigh1(acc, g + 5u * gs, cnt, first.v5);
+        acc = weigh1(acc, g + 6u * gs, cnt, first.v6);
+        acc = weigh1(acc, g + 7u * gs, cnt, first.v7);
+        j = g + 8u * gs;
+    }
     for (; j + 7u * gs < cnt; j += 8u * gs) {
-        let r = first_rows(base, c0, cnt, j, gs, d4, last);
+        let r = first_rows(base, c0, cnt, j, gs, d4);
         acc = fma(vec4<f32>(w_sh[j]), r.v0, acc);
         acc = fma(vec4<f32>(w_sh[j + gs]), r.v1, acc);
         acc = fma(vec4<f32>(w_sh[j + 2u * gs]), r.v2, acc);
@@ -202,17 +209,17 @@ fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: 
         acc = fma(vec4<f32>(w_sh[j + 7u * gs]), r.v7, acc);
     }
     for (; j + 3u * gs < cnt; j += 4u * gs) {
-        let v0 = val4(base, c0 + j, d4, last);
-        let v1 = val4(base, c0 + j + gs, d4, last);
-        let v2 = val4(base, c0 + j + 2u * gs, d4, last);
-        let v3 = val4(base, c0 + j + 3u * gs, d4, last);
+        let v0 = v4(base + (c0 + j) * head_dim(), d4);
+        let v1 = v4(base + (c0 + j + gs) * head_dim(), d4);
+        let v2 = v4(base + (c0 + j + 2u * gs) * head_dim(), d4);
+        let v3 = v4(base + (c0 + j + 3u * gs) * head_dim(), d4);
         acc = fma(vec4<f32>(w_sh[j]), v0, acc);
         acc = fma(vec4<f32>(w_sh[j + gs]), v1, acc);
         acc = fma(vec4<f32>(w_sh[j + 2u * gs]), v2, acc);
         acc = fma(vec4<f32>(w_sh[j + 3u * gs]), v3, acc);
     }
     for (; j < cnt; j += gs) {
-        acc = fma(vec4<f32>(w_sh[j]), val4(base, c0 + j, d4, last), acc);
+        acc = fma(vec4<f32>(w_sh[j]), v4(base + (c0 + j) * head_dim(), d4), acc);
     }
     return acc;
 }
@@ -234,13 +241,20 @@ fn attend(base: u32, last: u32, o: u32, tid: u32) {
     for (var c0 = 0u; c0 <= last; c0 += WG) {
         let s = c0 + tid;
         let cnt = min(WG, last + 1u - c0);
+        // The chunk's rows from the caches: all but the new position's
+        // (its row `cnt - 1` of the last chunk), whose key and value come
+        // from k_new and v_new; its product is its group's last.
+        let has_new = last < c0 + WG;
+        let cached = select(cnt, cnt - 1u, has_new);
         var first = Rows8();
-        if (g < gs) {
-            first = first_rows(base, c0, cnt, g, gs, d4, last);
+        if (V_AHEAD && g < gs) {
+            first = first_rows(base, c0, cached, g, gs, d4);
         }
         var x = NEG;
-        if (s <= last) {
-            x = score_t(base, s, s == last);
+        if (s < last) {
+            x = score_t(base, s);
+        } else if (s == last) {
+            x = score_new();
         }
         let m_new = max(m, reduce_max(tid, x));
         let e = select(0.0, exp(x - m_new), s <= last);
@@ -251,7 +265,10 @@ fn attend(base: u32, last: u32, o: u32, tid: u32) {
         acc *= corr;
         // reduce_sum's barriers made w_sh visible.
         if (g < gs) {
-            acc = weigh_values(base, c0, cnt, g, gs, d4, acc, first, last);
+            acc = weigh_values(base, c0, cached, g, gs, d4, acc, first);
+            if (has_new && g == (cnt - 1u) % gs) {
+                acc = fma(vec4<f32>(w_sh[cnt - 1u]), v4_new(d4), acc);
+            }
         }
         // The next chunk overwrites w_sh.
         workgroupBarrier();
