@@ -23,9 +23,10 @@
 // fold chunks together (online softmax). For the weighted sum of values,
 // thread (g, d4) with d4 = tid mod ⌈HS/4⌉ takes dims 4·d4 .. 4·d4 + 3 of
 // the positions j ≡ g (mod G), G = min(⌊256 / ⌈HS/4⌉⌋, 64) (16 at
-// HS = 64), a group's first eight rows of values loaded before the scores
-// (they wait on nothing else), then eight, four, one row a round; the G
-// groups are added in order
+// HS = 64), eight, then four, then one row of values a round; the new
+// position's key and value are read from workgroup memory, its score and
+// its product (its group's last) outside the loops; the G groups are added
+// in order
 // at the end. A decode step is bound by how long one thread's chain of
 // loads is, not by bandwidth: so every loop keeps several loads in flight
 // (BENCHMARKS.md, "The decoder's chains of loads"). All sums run in a

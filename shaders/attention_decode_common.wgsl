@@ -43,9 +43,6 @@ fn score_zero() -> vec4<f32> {
     return vec4<f32>(bitcast<f32>(ap._pad1));
 }
 
-// V_AHEAD: a group's first eight rows of values loaded before the scores.
-override V_AHEAD: bool = true;
-
 const WG: u32 = 256u;
 const NEG: f32 = -1e30;
 // Groups of positions in the weighted sum of values, at most.
@@ -143,9 +140,7 @@ fn score_new() -> f32 {
     return (x4.x + x4.y) + (x4.z + x4.w);
 }
 
-// A group's first eight rows of a chunk's values (rows g + r·gs, r < 8,
-// below cnt; zero past it), loaded before the chunk's scores, whose
-// products they wait for.
+// Eight rows of a chunk's values, rows j + r·gs for r < 8 (zero past cnt).
 struct Rows8 {
     v0: vec4<f32>, v1: vec4<f32>, v2: vec4<f32>, v3: vec4<f32>,
     v4: vec4<f32>, v5: vec4<f32>, v6: vec4<f32>, v7: vec4<f32>,
@@ -158,47 +153,27 @@ fn row8(base: u32, c0: u32, cnt: u32, j: u32, d4: u32) -> vec4<f32> {
     return vec4<f32>(0.0);
 }
 
-fn first_rows(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32) -> Rows8 {
+fn rows8(base: u32, c0: u32, cnt: u32, j: u32, gs: u32, d4: u32) -> Rows8 {
     return Rows8(
-        row8(base, c0, cnt, g, d4),
-        row8(base, c0, cnt, g + gs, d4),
-        row8(base, c0, cnt, g + 2u * gs, d4),
-        row8(base, c0, cnt, g + 3u * gs, d4),
-        row8(base, c0, cnt, g + 4u * gs, d4),
-        row8(base, c0, cnt, g + 5u * gs, d4),
-        row8(base, c0, cnt, g + 6u * gs, d4),
-        row8(base, c0, cnt, g + 7u * gs, d4),
+        row8(base, c0, cnt, j, d4),
+        row8(base, c0, cnt, j + gs, d4),
+        row8(base, c0, cnt, j + 2u * gs, d4),
+        row8(base, c0, cnt, j + 3u * gs, d4),
+        row8(base, c0, cnt, j + 4u * gs, d4),
+        row8(base, c0, cnt, j + 5u * gs, d4),
+        row8(base, c0, cnt, j + 6u * gs, d4),
+        row8(base, c0, cnt, j + 7u * gs, d4),
     );
 }
 
-// acc + the weight of row j times its values, where row j is below cnt.
-fn weigh1(acc: vec4<f32>, j: u32, cnt: u32, v: vec4<f32>) -> vec4<f32> {
-    if (j < cnt) {
-        return fma(vec4<f32>(w_sh[j]), v, acc);
-    }
-    return acc;
-}
-
 // Group g's weighted sum of the chunk's values at positions c0 + j,
-// j ≡ g (mod gs), j < cnt, in increasing j: the first eight rows from
-// `first`, then eight rows a round, then four, then one (each round's
-// loads issued before its products).
-fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: vec4<f32>, first: Rows8) -> vec4<f32> {
+// j ≡ g (mod gs), j < cnt, in increasing j; eight rows a round, then four,
+// then one (each round's loads issued before its products).
+fn weigh_values(base: u32, c0: u32, cnt: u32, g: u32, gs: u32, d4: u32, acc_in: vec4<f32>) -> vec4<f32> {
     var acc = acc_in;
     var j = g;
-    if (V_AHEAD) {
-        acc = weigh1(acc, g, cnt, first.v0);
-        acc = weigh1(acc, g + gs, cnt, first.v1);
-        acc = weigh1(acc, g + 2u * gs, cnt, first.v2);
-        acc = weigh1(acc, g + 3u * gs, cnt, first.v3);
-        acc = weigh1(acc, g + 4u * gs, cnt, first.v4);
-        acc = weigh1(acc, g + 5u * gs, cnt, first.v5);
-        acc = weigh1(acc, g + 6u * gs, cnt, first.v6);
-        acc = weigh1(acc, g + 7u * gs, cnt, first.v7);
-        j = g + 8u * gs;
-    }
     for (; j + 7u * gs < cnt; j += 8u * gs) {
-        let r = first_rows(base, c0, cnt, j, gs, d4);
+        let r = rows8(base, c0, cnt, j, gs, d4);
         acc = fma(vec4<f32>(w_sh[j]), r.v0, acc);
         acc = fma(vec4<f32>(w_sh[j + gs]), r.v1, acc);
         acc = fma(vec4<f32>(w_sh[j + 2u * gs]), r.v2, acc);
@@ -246,10 +221,6 @@ fn attend(base: u32, last: u32, o: u32, tid: u32) {
         // from k_new and v_new; its product is its group's last.
         let has_new = last < c0 + WG;
         let cached = select(cnt, cnt - 1u, has_new);
-        var first = Rows8();
-        if (V_AHEAD && g < gs) {
-            first = first_rows(base, c0, cached, g, gs, d4);
-        }
         var x = NEG;
         if (s < last) {
             x = score_t(base, s);
@@ -265,7 +236,7 @@ fn attend(base: u32, last: u32, o: u32, tid: u32) {
         acc *= corr;
         // reduce_sum's barriers made w_sh visible.
         if (g < gs) {
-            acc = weigh_values(base, c0, cached, g, gs, d4, acc, first);
+            acc = weigh_values(base, c0, cached, g, gs, d4, acc);
             if (has_new && g == (cnt - 1u) % gs) {
                 acc = fma(vec4<f32>(w_sh[cnt - 1u]), v4_new(d4), acc);
             }
