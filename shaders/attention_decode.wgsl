@@ -34,6 +34,11 @@
 // attention_decode_common.wgsl's `attend` (appended to this source, with
 // reduce_wg.wgsl or reduce_sg.wgsl).
 //
+// Workgroups past the NH heads (wg.x ≥ NH, in the first row) load the
+// weights of the kernels after this one into the L2 cache
+// (l2_ahead.wgsl, appended), while the heads' few workgroups leave the
+// rest of the GPU idle.
+//
 // `main_serial` is the layout for CPU implementations of WebGPU: one
 // invocation per head does it all — append, the scores' max, then each
 // weight exp(score − max) (its score recomputed) added into the output row
@@ -59,6 +64,17 @@ fn put_out(at: u32, d: u32, v: f32) {
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    // Workgroups past the heads load the next kernels' weights into L2
+    // (l2_ahead.wgsl), in the first row of workgroups only.
+    if (wg.x >= ap.nh) {
+        if (wg.y == 0u) {
+            let acc = load_ahead(wg.x - ap.nh, tid, WG);
+            if (ahead.sink != 0u) {
+                out[0] = bitcast<f32>(acc);
+            }
+        }
+        return;
+    }
     let h = wg.x;
     let hs = head_dim();
     let base = (wg.y * ap.nh + h) * ap.t_max * hs;

@@ -14,9 +14,11 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::attention::{
-    bind_attention_backward, bind_attention_decode, bind_attention_forward, decode_position_buffer,
+    bind_attention_backward, bind_attention_decode, bind_attention_decode_ahead,
+    bind_attention_forward, decode_position_buffer,
     set_decode_position, AttentionBackwardBuffers, AttentionDesc, DecodeDesc, KvCache,
 };
+use tinygpt_gpu::ops::ahead::Ahead;
 use tinygpt_gpu::ops::dropout::DropoutDesc;
 use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
@@ -212,14 +214,36 @@ fn check_backward_in(gpu: &TestGpu, d: AttentionDesc, qkv: &[f32], dout: &[f32],
 /// Feeds the tokens of `qkv (1,T,3C)` one at a time through the decode
 /// kernel (which appends each to the cache) and compares each position's
 /// output with the GPU and CPU full forwards.
-/// Both layouts of the decode kernel (256 invocations per head, and one).
+/// Every variant of the decode kernel: 256 invocations per head, the same
+/// with workgroups loading ahead (which must give the same bits), and one
+/// invocation per head.
 fn check_decode(gpu: &TestGpu, desc: DecodeDesc, qkv: &[f32], tol: f64) {
-    for serial in [false, true] {
-        check_decode_in(gpu, serial, desc, qkv, tol);
-    }
+    // Four ranges of a buffer of 90,000 words: five workgroups ahead.
+    let words = gpu.ctx.zeros("ahead_src", 90_000).unwrap();
+    let ahead = Ahead {
+        buffer: &words,
+        ranges: [(0, 40_000), (40_001, 7), (50_000, 0), (50_003, 39_997)],
+    };
+    assert_eq!(ahead.groups(), 5);
+    let plain = check_decode_in(gpu, (false, None), desc, qkv, tol);
+    let loading = check_decode_in(gpu, (false, Some(ahead)), desc, qkv, tol);
+    assert_eq!(to_bits(&loading), to_bits(&plain), "loads ahead changed the bits");
+    check_decode_in(gpu, (true, None), desc, qkv, tol);
 }
 
-fn check_decode_in(gpu: &TestGpu, serial: bool, desc: DecodeDesc, qkv: &[f32], tol: f64) {
+fn to_bits(x: &[f32]) -> Vec<u32> {
+    x.iter().map(|v| v.to_bits()).collect()
+}
+
+/// The outputs of `check_decode`'s decode steps in one variant: serial or
+/// not, loading ahead or not.
+fn check_decode_in(
+    gpu: &TestGpu,
+    (serial, ahead): (bool, Option<Ahead<'_>>),
+    desc: DecodeDesc,
+    qkv: &[f32],
+    tol: f64,
+) -> Vec<f32> {
     let c = desc.c as usize;
     let full = shape(1, (qkv.len() / (3 * c)) as u32, desc.c, desc.nh);
     let (forward, _) = gpu_forward(gpu, full, qkv);
@@ -231,17 +255,9 @@ fn check_decode_in(gpu: &TestGpu, serial: bool, desc: DecodeDesc, qkv: &[f32], t
     let row = ctx.zeros("qkv_row", 3 * c).unwrap();
     let out = ctx.zeros("out_row", c).unwrap();
     let cache = KvCache::new(ctx, desc).unwrap();
-    let decode = bind_attention_decode(
-        ctx,
-        &mut reg,
-        (serial, None),
-        desc,
-        &position,
-        &row,
-        &cache,
-        &out,
-    )
-    .unwrap();
+    let io = (&position, &row, &cache, &out);
+    let decode =
+        bind_attention_decode_ahead(ctx, &mut reg, (serial, None), desc, io, ahead).unwrap();
     let mut got = Vec::new();
     for (p, token) in qkv.chunks_exact(3 * c).enumerate() {
         ctx.queue.write_buffer(&row, 0, bytemuck::cast_slice(token));
@@ -249,9 +265,11 @@ fn check_decode_in(gpu: &TestGpu, serial: bool, desc: DecodeDesc, qkv: &[f32], t
         submit(ctx, "decode_step", &[&decode]);
         got.extend(pollster::block_on(ctx.read_f32(&out, c)).unwrap());
     }
-    let what = format!("decode {desc:?} T {} serial {serial}", full.t);
+    let ahead = ahead.is_some();
+    let what = format!("decode {desc:?} T {} serial {serial} ahead {ahead}", full.t);
     assert_close(&format!("{what} vs GPU forward"), &got, &forward, tol, tol);
     assert_close(&format!("{what} vs CPU"), &got, &to_f32(&cpu), tol, tol);
+    got
 }
 
 #[test]
@@ -474,6 +492,16 @@ fn bad_shapes_are_errors_not_panics() {
     assert!(bind(&cache, &out).is_ok());
     assert!(bind(&short, &out).is_err());
     assert!(bind(&cache, &small).is_err());
+    let io = (&position, &big, &cache, &out);
+    let words = (big.size() / 4) as u32;
+    for (last, ok) in [(words, true), (words + 1, false)] {
+        let ahead = Ahead {
+            buffer: &big,
+            ranges: [(0, 8), (1, last - 1), (0, 0), (0, 0)],
+        };
+        let k = bind_attention_decode_ahead(ctx, &mut reg, (false, None), desc, io, Some(ahead));
+        assert_eq!(k.is_ok(), ok, "loads ahead to word {last} of {words}");
+    }
     assert!(set_decode_position(ctx, &position, desc, 3).is_ok());
     assert!(
         set_decode_position(ctx, &position, desc, 4).is_err(),

@@ -1,4 +1,5 @@
 pub mod adamw;
+pub mod ahead;
 pub mod argmax;
 pub mod attention;
 pub mod bias_grad;

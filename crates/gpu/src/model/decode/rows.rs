@@ -7,8 +7,9 @@ use crate::kernel::{BoundKernel, Layout};
 use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;
 use crate::ops::argmax::{bind_head_pick, head_pick_offered, Head, NextInput, Records, Rule};
+use crate::ops::ahead::Ahead;
 use crate::ops::attention::{
-    bind_attention_decode, bind_attention_decode_proj, bind_attention_decode_qkv, DecodeDesc,
+    bind_attention_decode_ahead, bind_attention_decode_proj, bind_attention_decode_qkv, DecodeDesc,
     KvCache, ProjWeights, QkvWeight, QkvWeights, Stack,
 };
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
@@ -21,7 +22,9 @@ use crate::ops::persistent::{
 };
 use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};
-use tinygpt_core::ParamKind::{self, LnfB, LnfW, PosEmb, TokEmb};
+use tinygpt_core::ParamKind::{
+    self, AttnProjW, FcProjW, FcW, LnfB, LnfW, PosEmb, QkvW, TokEmb,
+};
 
 /// The activations of a token step (`C` channels, `V` vocab), a row per
 /// sample decoded together.
@@ -313,22 +316,45 @@ impl<'a> RowBuilder<'a> {
         Ok(())
     }
 
-    /// `atty (C)` from `qkv (3C)`, the token's keys and values appended to `cache`.
-    pub fn attention(&mut self, cache: &KvCache) -> R {
+    /// `atty (C)` from `qkv (3C)`, the token's keys and values appended to
+    /// `cache` (layer `l`'s), the weights of the GEMVs after it loaded into
+    /// L2 meanwhile ([`Self::ahead`]).
+    pub fn attention(&mut self, cache: &KvCache, l: usize) -> R {
         let (r, serial) = (self.rows, self.layout == DecoderKernels::Columns);
         let subgroups = self.subgroups.filter(|_| !serial);
-        let k = bind_attention_decode(
-            self.ctx,
-            self.reg,
-            (serial, subgroups),
-            self.desc,
-            self.positions().0,
-            &r.qkv,
-            cache,
-            &r.atty,
-        )?;
+        let io = (self.positions().0, &r.qkv, cache, &r.atty);
+        let ahead = Some(self.ahead(l));
+        let (ctx, desc) = (self.ctx, self.desc);
+        let k = bind_attention_decode_ahead(ctx, self.reg, (serial, subgroups), desc, io, ahead)?;
         self.kernels.push(k);
         Ok(())
+    }
+
+    /// What layer `l`'s attention loads into L2 for the GEMVs after it:
+    /// the weights of its projection, fc and fc projection, and the next
+    /// layer's QKV weights (in the f16 copy when the GEMVs read that).
+    fn ahead(&self, l: usize) -> Ahead<'a> {
+        let layout = self.params.layout;
+        let words = |kind: ParamKind, l: usize| -> (u32, u32) {
+            let spec = layout.get(kind);
+            if l >= spec.shape[0] {
+                return (0, 0);
+            }
+            let (at, n) = (self.params.at(kind, l).offset, (spec.len / spec.shape[0]) as u32);
+            match self.f16 {
+                Some(_) => (at / 2, (at + n).div_ceil(2) - at / 2),
+                None => (at, n),
+            }
+        };
+        Ahead {
+            buffer: self.f16.map_or(self.params.buffer, |f| f.at(0).buffer),
+            ranges: [
+                words(AttnProjW, l),
+                words(FcW, l),
+                words(FcProjW, l),
+                words(QkvW, l + 1),
+            ],
+        }
     }
 
     /// Layer `l`'s stack (`Stack` layout): slot 0 the residual row it
@@ -386,7 +412,7 @@ impl<'a> RowBuilder<'a> {
         if self.layout != DecoderKernels::Fused || !weights.fit(c) {
             let input = self.layernorm(ln)?;
             self.linear(input, qkv, (c, 3 * c), false, &r.qkv)?;
-            return self.attention(cache);
+            return self.attention(cache, qkv.2);
         }
         let k = bind_attention_decode_qkv(
             self.ctx,

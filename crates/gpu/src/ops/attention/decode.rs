@@ -3,15 +3,18 @@
 
 use super::shape::{head_size, need, scale};
 use crate::kernel::BoundKernel;
+use crate::ops::ahead::Ahead;
 use crate::ops::common::{bind_kernel_shaped, shape_error};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-/// attention_decode.wgsl with its reductions through workgroup memory.
+/// attention_decode.wgsl with its reductions through workgroup memory
+/// (and its loads ahead, `l2_ahead.wgsl`).
 const DECODE_WGSL: &str = concat!(
     include_str!("../../../../../shaders/attention_decode.wgsl"),
     include_str!("../../../../../shaders/attention_decode_common.wgsl"),
-    include_str!("../../../../../shaders/reduce_wg.wgsl")
+    include_str!("../../../../../shaders/reduce_wg.wgsl"),
+    include_str!("../../../../../shaders/l2_ahead.wgsl")
 );
 
 pub const ATTENTION_DECODE: KernelSource = KernelSource {
@@ -29,7 +32,8 @@ pub const ATTENTION_DECODE_SG: KernelSource = KernelSource {
     wgsl: concat!(
         include_str!("../../../../../shaders/attention_decode.wgsl"),
         include_str!("../../../../../shaders/attention_decode_common.wgsl"),
-        include_str!("../../../../../shaders/reduce_sg.wgsl")
+        include_str!("../../../../../shaders/reduce_sg.wgsl"),
+        include_str!("../../../../../shaders/l2_ahead.wgsl")
     ),
     entry: "main",
     constants: &[],
@@ -197,12 +201,27 @@ pub fn set_decode_position(
 pub fn bind_attention_decode(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
-    (serial, subgroups): (bool, Option<u32>),
+    kind: (bool, Option<u32>),
     desc: DecodeDesc,
     position: &wgpu::Buffer,
     qkv: &wgpu::Buffer,
     cache: &KvCache,
     out: &wgpu::Buffer,
+) -> Result<BoundKernel, GpuError> {
+    let io = (position, qkv, cache, out);
+    bind_attention_decode_ahead(ctx, registry, kind, desc, io, None)
+}
+
+/// [`bind_attention_decode`], and where `ahead` is given (and the kernel
+/// is not the serial one), workgroups past the heads that load its ranges
+/// into L2 for the kernels after it (`ops::ahead`): the same results.
+pub fn bind_attention_decode_ahead(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    (serial, subgroups): (bool, Option<u32>),
+    desc: DecodeDesc,
+    (position, qkv, cache, out): (&wgpu::Buffer, &wgpu::Buffer, &KvCache, &wgpu::Buffer),
+    ahead: Option<Ahead<'_>>,
 ) -> Result<BoundKernel, GpuError> {
     let hs = desc.check(ctx, position, cache)?;
     need(qkv, desc.rows(3), "qkv rows", &desc)?;
@@ -223,13 +242,30 @@ pub fn bind_attention_decode(
     };
     let sg = subgroups.unwrap_or(0);
     let uniform = ctx.uniform("attention_decode_params", &desc.uniform_bytes(hs, sg));
-    let buffers = [
+    let mut buffers = vec![
         (1, position),
         (2, qkv),
         (3, &cache.k),
         (4, &cache.v),
         (5, out),
     ];
+    let mut groups = 0;
+    let ahead_uniform;
+    if !serial {
+        // No loads ahead: no workgroups for them, `qkv` bound in their place.
+        let ahead = ahead.unwrap_or(Ahead {
+            buffer: qkv,
+            ranges: [(0, 0); 4],
+        });
+        ahead.check("attention")?;
+        groups = ahead.groups();
+        let max = ctx.limits.max_compute_workgroups_per_dimension;
+        if desc.nh as u64 + groups as u64 > max as u64 {
+            groups = max - desc.nh;
+        }
+        ahead_uniform = ctx.uniform("attention_decode_ahead", &ahead.uniform_bytes(groups));
+        buffers.extend([(6, &ahead_uniform), (7, ahead.buffer)]);
+    }
     // The 256-invocation kernels with the head size as a constant (a
     // pipeline per head size: `HS_C` in attention_decode_common.wgsl).
     let shape: &[(&str, u32)] = if serial { &[] } else { &[("HS_C", hs)] };
@@ -239,7 +275,7 @@ pub fn bind_attention_decode(
         (src, shape),
         &uniform,
         &buffers,
-        [desc.nh, desc.batch, 1],
+        [desc.nh + groups, desc.batch, 1],
     ))
 }
 
