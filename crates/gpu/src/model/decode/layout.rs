@@ -8,6 +8,21 @@ use crate::GpuContext;
 /// by itself ([`DecoderKernels::preferred_for`]).
 pub const PERSISTENT_PREFERRED_MAX_C: u32 = 128;
 
+/// The fewest bytes of weights a token's GEMVs stream (all layers) for
+/// which the decode attention loads the next GEMVs' weights into L2 as it
+/// runs ([`loads_ahead`]). Measured on the H100 (50 MB of L2;
+/// BENCHMARKS.md, run 106): `nanogpt`'s 42.5 MB of f32 weights decode
+/// 5–8 % faster with the loads ahead; its 21.2 MB of f16 weights as fast
+/// (−0.4 to +1 %), `small`'s 12.6 MB of f32 weights 0.5–1.5 % slower —
+/// those stay in L2 from one token to the next anyway.
+pub const AHEAD_MIN_BYTES: u64 = 32 << 20;
+
+/// Whether a decoder whose GEMVs stream `bytes` of weights a token loads
+/// them into L2 ahead (`ops::ahead`): at [`AHEAD_MIN_BYTES`] and more.
+pub fn loads_ahead(bytes: u64) -> bool {
+    bytes >= AHEAD_MIN_BYTES
+}
+
 /// How the decoder lays out a token's LayerNorms and GEMVs.
 ///
 /// `Prologue` (a GPU's): each LayerNorm in the prologue of the GEMV that
@@ -143,5 +158,24 @@ impl DecoderKernels {
     /// it (`Prologue`, `Fused` and `Stack`).
     pub fn layernorm_in_prologue(self) -> bool {
         matches!(self, Self::Prologue | Self::Fused | Self::Stack)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loads_ahead;
+
+    /// A token's GEMV weights: 12·C² a layer (QKV, projection, fc, fc
+    /// projection), `bytes` each.
+    fn streamed(layers: u64, c: u64, bytes: u64) -> u64 {
+        layers * 12 * c * c * bytes
+    }
+
+    #[test]
+    fn only_weights_that_overflow_l2_load_ahead() {
+        assert!(loads_ahead(streamed(6, 384, 4)), "nanogpt f32");
+        assert!(!loads_ahead(streamed(6, 384, 2)), "nanogpt f16");
+        assert!(!loads_ahead(streamed(4, 256, 4)), "small f32");
+        assert!(!loads_ahead(streamed(4, 128, 4)), "tiny f32");
     }
 }

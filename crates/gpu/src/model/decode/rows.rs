@@ -2,7 +2,7 @@
 //! binding its one-row kernel in the decoder's layout ([`DecoderKernels`]),
 //! so that `Decoder::new` reads as one line per op.
 
-use super::layout::DecoderKernels;
+use super::layout::{loads_ahead, DecoderKernels};
 use crate::kernel::{BoundKernel, Layout};
 use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;
@@ -323,7 +323,7 @@ impl<'a> RowBuilder<'a> {
         let (r, serial) = (self.rows, self.layout == DecoderKernels::Columns);
         let subgroups = self.subgroups.filter(|_| !serial);
         let io = (self.positions().0, &r.qkv, cache, &r.atty);
-        let ahead = Some(self.ahead(l));
+        let ahead = self.ahead(l);
         let (ctx, desc) = (self.ctx, self.desc);
         let k = bind_attention_decode_ahead(ctx, self.reg, (serial, subgroups), desc, io, ahead)?;
         self.kernels.push(k);
@@ -332,21 +332,28 @@ impl<'a> RowBuilder<'a> {
 
     /// What layer `l`'s attention loads into L2 for the GEMVs after it:
     /// the weights of its projection, fc and fc projection, and the next
-    /// layer's QKV weights (in the f16 copy when the GEMVs read that).
-    fn ahead(&self, l: usize) -> Ahead<'a> {
+    /// layer's QKV weights (in the f16 copy when the GEMVs read that) —
+    /// where a token's GEMVs stream enough weights ([`loads_ahead`]).
+    fn ahead(&self, l: usize) -> Option<Ahead<'a>> {
         let layout = self.params.layout;
+        let half = self.f16.is_some();
         let words = |kind: ParamKind, l: usize| -> (u32, u32) {
             let spec = layout.get(kind);
             if l >= spec.shape[0] {
                 return (0, 0);
             }
             let (at, n) = (self.params.at(kind, l).offset, (spec.len / spec.shape[0]) as u32);
-            match self.f16 {
-                Some(_) => (at / 2, (at + n).div_ceil(2) - at / 2),
-                None => (at, n),
+            match half {
+                true => (at / 2, (at + n).div_ceil(2) - at / 2),
+                false => (at, n),
             }
         };
-        Ahead {
+        let gemvs = [QkvW, AttnProjW, FcW, FcProjW];
+        let elements: usize = gemvs.iter().map(|&k| layout.get(k).len).sum();
+        if !loads_ahead(elements as u64 * if half { 2 } else { 4 }) {
+            return None;
+        }
+        Some(Ahead {
             buffer: self.f16.map_or(self.params.buffer, |f| f.at(0).buffer),
             ranges: [
                 words(AttnProjW, l),
@@ -354,7 +361,7 @@ impl<'a> RowBuilder<'a> {
                 words(FcProjW, l),
                 words(QkvW, l + 1),
             ],
-        }
+        })
     }
 
     /// Layer `l`'s stack (`Stack` layout): slot 0 the residual row it
