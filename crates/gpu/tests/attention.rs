@@ -13,12 +13,12 @@ use tinygpt_core::Rng;
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::submit;
 use tinygpt_gpu::kernel::Layout;
+use tinygpt_gpu::ops::ahead::Ahead;
 use tinygpt_gpu::ops::attention::{
     bind_attention_backward, bind_attention_decode, bind_attention_decode_ahead,
-    bind_attention_forward, decode_position_buffer,
-    set_decode_position, AttentionBackwardBuffers, AttentionDesc, DecodeDesc, KvCache,
+    bind_attention_forward, decode_position_buffer, set_decode_position, AttentionBackwardBuffers,
+    AttentionDesc, DecodeDesc, KvCache,
 };
-use tinygpt_gpu::ops::ahead::Ahead;
 use tinygpt_gpu::ops::dropout::DropoutDesc;
 use tinygpt_gpu::testing::random;
 use tinygpt_gpu::testing::TestGpu;
@@ -227,7 +227,11 @@ fn check_decode(gpu: &TestGpu, desc: DecodeDesc, qkv: &[f32], tol: f64) {
     assert_eq!(ahead.groups(), 5);
     let plain = check_decode_in(gpu, (false, None), desc, qkv, tol);
     let loading = check_decode_in(gpu, (false, Some(ahead)), desc, qkv, tol);
-    assert_eq!(to_bits(&loading), to_bits(&plain), "loads ahead changed the bits");
+    assert_eq!(
+        to_bits(&loading),
+        to_bits(&plain),
+        "loads ahead changed the bits"
+    );
     check_decode_in(gpu, (true, None), desc, qkv, tol);
 }
 

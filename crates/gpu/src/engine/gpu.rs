@@ -58,18 +58,22 @@ pub const GREEDY_CHUNK: usize = 8;
 /// Submissions queued at most while the host waits for the oldest one's
 /// picks. Recording a token's dispatches costs the host most of what the
 /// GPU spends on them at small shapes (H200, `tiny`: 68 of 89 µs, `bench
-/// --profile`'s decode chain, run 37), so the host must always be recording the
-/// chunk after next: with two chunks queued and each twice the last, the
-/// GPU waited while the host recorded the larger one (BENCHMARKS.md,
-/// "The decoder's host side").
+/// --profile`'s decode chain, run 37; H100, `small`: 57 of 94 µs, run
+/// 106), so the host must always be recording the chunk after next: with
+/// two chunks queued and each twice the last, the GPU waited while the
+/// host recorded the larger one (BENCHMARKS.md, "The decoder's host
+/// side"). For the same reason the chunks grow as the Fibonacci numbers
+/// (1, 1, 2, 3, 5, 8), not by doubling: the host records each chunk while
+/// the GPU runs the two before it, whose tokens add up to it.
 pub const CHUNKS_IN_FLIGHT: usize = 4;
 
 /// Greedy generation of up to `n` tokens after `prompt` with the picks made
 /// on the GPU: the same tokens as sampling greedily from each token's
 /// logits on the CPU, with one submission and one read-back per chunk of
 /// tokens instead of per token. The first chunk is one token (the first
-/// token comes as soon as before), each next one twice the last up to
-/// [`GREEDY_CHUNK`], and up to [`CHUNKS_IN_FLIGHT`] chunks are queued
+/// token comes as soon as before), each next one the sum of the two
+/// before (1, 1, 2, 3, 5) up to [`GREEDY_CHUNK`], and up to
+/// [`CHUNKS_IN_FLIGHT`] chunks are queued
 /// behind the one being read, so the GPU does not wait for the host
 /// while it records the next. Chunks end where the
 /// cache is full; the cache then restarts from the last half window.
@@ -131,7 +135,7 @@ pub async fn generate_rows(
     dec.reset();
     let mut out = vec![Vec::with_capacity(n); rows];
     let mut in_flight = VecDeque::new();
-    let (mut submitted, mut chunk) = (0, 1);
+    let (mut submitted, mut chunk, mut last) = (0, 1, 0);
     while out[0].len() < n {
         while in_flight.len() < CHUNKS_IN_FLIGHT && submitted < n {
             // Host tokens only start a cache, so this never underflows.
@@ -151,7 +155,7 @@ pub async fn generate_rows(
             in_flight.push_back(pending);
             host.clear();
             submitted += k;
-            chunk = (2 * chunk).min(GREEDY_CHUNK);
+            (last, chunk) = (chunk, (last + chunk).min(GREEDY_CHUNK));
         }
         let Some(read) = in_flight.pop_front() else {
             // The cache is full and every pick is out: the last half window,

@@ -45,12 +45,18 @@ impl Ahead<'_> {
             if first as u64 + n as u64 > words {
                 return Err(shape_error(
                     op,
-                    format!("loads ahead of words {first}..{} of a buffer of {words}", first + n),
+                    format!(
+                        "loads ahead of words {first}..{} of a buffer of {words}",
+                        first + n
+                    ),
                 ));
             }
         }
         if self.sectors() > u32::MAX as u64 {
-            return Err(shape_error(op, "more sectors ahead than a word counts".into()));
+            return Err(shape_error(
+                op,
+                "more sectors ahead than a word counts".into(),
+            ));
         }
         Ok(())
     }

@@ -15,7 +15,10 @@
 //! adding into the residual row, the fc GEMV with the second LayerNorm
 //! before and GELU after, the fc_proj GEMV adding into the residual row;
 //! then the head GEMV with the final LayerNorm in its prologue and the
-//! pick (`5·n_layer + 2` a chained token). `Fused` and `Stack` fold more
+//! pick (`5·n_layer + 2` a chained token); where a token's GEMVs stream
+//! enough weights (`layout::loads_ahead`) each attention dispatch also
+//! loads the next four GEMVs' weights into L2 (`ops::ahead`). `Fused` and
+//! `Stack` fold more
 //! into fewer kernels and measured slower on the H100 (`bench --decoder`
 //! times them); on a CPU implementation `Columns` runs the three
 //! LayerNorms as dispatches of their own, and the GEMVs and the attention
@@ -115,6 +118,12 @@ pub struct Decoder {
     /// the device offers it (one dispatch a token); else the pick is a
     /// dispatch of its own.
     pick_in_kernel: bool,
+    /// Where the last submission's last pick left the next step's input
+    /// row and position: the parity of the step that reads them, so that a
+    /// submission continuing from it starts without copies or an
+    /// embedding. `None` after a reset, a step without a pick, or a
+    /// profile.
+    next_parity: Option<usize>,
     /// Tokens in the cache.
     pub len: usize,
 }
@@ -223,6 +232,7 @@ impl Decoder {
                 .collect(),
             _caches: caches,
             pick_in_kernel: true,
+            next_parity: None,
             len: 0,
         })
     }
@@ -258,6 +268,7 @@ impl Decoder {
     /// Forgets the cached context.
     pub fn reset(&mut self) {
         self.len = 0;
+        self.next_parity = None;
     }
 
     /// Appends `token` at the next position (of every sample) and returns
@@ -344,9 +355,11 @@ impl Decoder {
     /// (`batch` a step), then (greedy) the tokens the picks leave. Every
     /// step records the blocks; those from the last host step on also
     /// record `out`. The steps after the first and the prompt's read the
-    /// position the previous step's pick wrote: one pass, no copies. With
-    /// `read` (an offset and a length in the picks), the copy of those
-    /// picks goes into the same submission, and their read starts.
+    /// position the previous step's pick wrote: one pass, no copies — and
+    /// so does the first, when there are no host tokens and the previous
+    /// submission ended with a pick. With `read` (an offset and a length
+    /// in the picks), the copy of those picks goes into the same
+    /// submission, and their read starts.
     fn submit(
         &mut self,
         ctx: &GpuContext,
@@ -361,42 +374,52 @@ impl Decoder {
             ctx.queue
                 .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(host));
         }
+        let picks = matches!(out, Out::Pick | Out::Sample);
+        let from = self.next_parity.filter(|_| host.is_empty() && picks);
         let mut enc = encoder(ctx);
-        self.record_steps(&mut enc, (host_steps, steps), out, None);
+        let next = self.record_steps(&mut enc, (host_steps, steps), out, (None, from));
         let staged = read.map(|(at, len)| ctx.stage_read(&mut enc, &[(&self.picks, at, len)]));
         let index = ctx.queue.submit([enc.finish()]);
         self.len += steps;
+        self.next_parity = picks.then_some(next);
         Ok(staged.map(|s| s.map(index)))
     }
 
     /// Records `steps` steps, the first `host_steps` from the host's
     /// tokens: each step that starts with copies in a pass of its own,
-    /// then the chained ones in one pass (timed by `timer` when given).
+    /// then the chained ones in one pass (timed by `timer` when given) —
+    /// all of them chained, the first reading parity `from`'s input row
+    /// and position, when `from` is given (a previous pick wrote them).
+    /// Returns the parity of the step after the last.
     fn record_steps(
         &self,
         enc: &mut wgpu::CommandEncoder,
         (host_steps, steps): (usize, usize),
         out: Out,
-        timer: Option<&TimedPass>,
-    ) {
-        // Steps that start with copies: each reads `position[0]`.
-        let copied = match out {
-            Out::Pick | Out::Sample => host_steps.max(1).min(steps),
-            Out::None | Out::Logits => steps,
+        (timer, from): (Option<&TimedPass>, Option<usize>),
+    ) -> usize {
+        // Steps that start with copies: each reads `position[0]`, and its
+        // pick (the last one's) writes the input of a step of parity 1.
+        let copied = match (out, from) {
+            (Out::Pick | Out::Sample, Some(_)) => 0,
+            (Out::Pick | Out::Sample, None) => host_steps.max(1).min(steps),
+            (Out::None | Out::Logits, _) => steps,
         };
+        let first = from.unwrap_or(1);
         for i in 0..copied {
             self.start_step(enc, i, host_steps);
             let kernels = self.kernels(0, if i + 1 < host_steps { Out::None } else { out }, true);
             record_pass(enc, "decode", &kernels);
         }
         let chained: Vec<&BoundKernel> = (copied..steps)
-            .flat_map(|i| self.kernels((i + 1 - copied) % 2, out, false))
+            .flat_map(|i| self.kernels((first + i - copied) % 2, out, false))
             .collect();
         match timer {
             Some(timer) => timer.record(enc, "decode", &chained),
             None if !chained.is_empty() => record_pass(enc, "decode", &chained),
             None => {}
         }
+        (first + steps - copied) % 2
     }
 
     /// Records the copies that start step `i` of a submission: its position

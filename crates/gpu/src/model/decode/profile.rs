@@ -25,6 +25,7 @@ impl Decoder {
         let timed = TimedDispatches::record(ctx, &mut enc, &self.kernels(0, Out::Pick, true))?;
         ctx.queue.submit([enc.finish()]);
         self.len += 1;
+        self.next_parity = None;
         timed.read(ctx).await
     }
 
@@ -45,9 +46,10 @@ impl Decoder {
         ctx.queue
             .write_buffer(&self.host_tokens, 0, bytemuck::cast_slice(&host));
         let mut enc = encoder(ctx);
-        self.record_steps(&mut enc, (1, steps), Out::Pick, Some(&timer));
+        self.record_steps(&mut enc, (1, steps), Out::Pick, (Some(&timer), None));
         ctx.queue.submit([enc.finish()]);
         self.len += steps;
+        self.next_parity = None;
         timer.read(ctx).await
     }
 
@@ -55,7 +57,7 @@ impl Decoder {
     /// host's side of `1 + chained` tokens, for timing.
     pub fn record_only(&self, ctx: &GpuContext, chained: usize) {
         let mut enc = encoder(ctx);
-        self.record_steps(&mut enc, (1, 1 + chained), Out::Pick, None);
+        self.record_steps(&mut enc, (1, 1 + chained), Out::Pick, (None, None));
         drop(enc.finish());
     }
 }

@@ -6,8 +6,8 @@ use super::layout::{loads_ahead, DecoderKernels};
 use crate::kernel::{BoundKernel, Layout};
 use crate::model::builder::{Flat, Linear};
 use crate::model::F16WeightCache;
-use crate::ops::argmax::{bind_head_pick, head_pick_offered, Head, NextInput, Records, Rule};
 use crate::ops::ahead::Ahead;
+use crate::ops::argmax::{bind_head_pick, head_pick_offered, Head, NextInput, Records, Rule};
 use crate::ops::attention::{
     bind_attention_decode_ahead, bind_attention_decode_proj, bind_attention_decode_qkv, DecodeDesc,
     KvCache, ProjWeights, QkvWeight, QkvWeights, Stack,
@@ -22,9 +22,7 @@ use crate::ops::persistent::{
 };
 use crate::ops::View;
 use crate::{GpuContext, GpuError, PipelineRegistry};
-use tinygpt_core::ParamKind::{
-    self, AttnProjW, FcProjW, FcW, LnfB, LnfW, PosEmb, QkvW, TokEmb,
-};
+use tinygpt_core::ParamKind::{self, AttnProjW, FcProjW, FcW, LnfB, LnfW, PosEmb, QkvW, TokEmb};
 
 /// The activations of a token step (`C` channels, `V` vocab), a row per
 /// sample decoded together.
@@ -342,7 +340,10 @@ impl<'a> RowBuilder<'a> {
             if l >= spec.shape[0] {
                 return (0, 0);
             }
-            let (at, n) = (self.params.at(kind, l).offset, (spec.len / spec.shape[0]) as u32);
+            let (at, n) = (
+                self.params.at(kind, l).offset,
+                (spec.len / spec.shape[0]) as u32,
+            );
             match half {
                 true => (at / 2, (at + n).div_ceil(2) - at / 2),
                 false => (at, n),
