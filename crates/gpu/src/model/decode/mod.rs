@@ -40,7 +40,10 @@
 //! step's pick writes the position after its own into the other — so the
 //! picked steps run back to back in one compute pass with no copy between
 //! them. Decoding therefore submits many tokens at once and reads back
-//! only their ids, greedy or sampled alike.
+//! only their ids, greedy or sampled alike. A submission that continues
+//! the one before (no host tokens, after a pick) starts the same way: its
+//! first step reads the row and position the previous submission's last
+//! pick wrote (`Decoder::next_parity`), so only a prompt's steps copy.
 //!
 //! A decoder decodes `batch` samples together (several continuations of
 //! one prompt): every row buffer holds a row per sample, every kernel runs
@@ -98,8 +101,9 @@ pub struct Decoder {
     /// Tokens the host gives one submission (`batch` a step), copied into
     /// `token` step by step.
     host_tokens: wgpu::Buffer,
-    /// Row `p` holds position `p`, copied into `position[0]` before a
-    /// submission's first step and each prompt step.
+    /// Row `p` holds position `p`, copied into `position[0]` before each
+    /// prompt step (and a submission's first step, unless it continues a
+    /// pick).
     positions: wgpu::Buffer,
     position: wgpu::Buffer,
     logits: wgpu::Buffer,
