@@ -13,8 +13,8 @@ pub const PERSISTENT_PREFERRED_MAX_C: u32 = 128;
 /// runs ([`loads_ahead`]). Measured on the H100 (50 MB of L2;
 /// BENCHMARKS.md, run 106): `nanogpt`'s 42.5 MB of f32 weights decode
 /// 5–8 % faster with the loads ahead; its 21.2 MB of f16 weights as fast
-/// (−0.4 to +1 %), `small`'s 12.6 MB of f32 weights 0.5–1.5 % slower —
-/// those stay in L2 from one token to the next anyway.
+/// (0 to −0.4 %), `small`'s 12.6 MB of f32 (and 6.3 MB of f16) weights
+/// 0.4–2.4 % slower — those stay in L2 from one token to the next anyway.
 pub const AHEAD_MIN_BYTES: u64 = 32 << 20;
 
 /// Whether a decoder whose GEMVs stream `bytes` of weights a token loads
