@@ -4,12 +4,16 @@
 // next step's input token and recorded at the current position.
 //
 // One workgroup of 256 threads: thread t scans logits t, t + 256, … in
-// order; sixteen threads then combine sixteen threads' bests each, and one
-// thread the sixteen results (two barriers: CPU implementations pay for
-// each). The larger value wins, the lower index on a tie, so the order of
-// combining does not matter. The first non-finite logit is recorded too
-// (index and bits), so the host can refuse it exactly as the CPU sampler
-// does.
+// order, keeping its first largest; then the workgroup's largest value
+// (an atomic max over the values as ordered keys) and the lowest index
+// holding it (an atomic min over the threads whose best equals it): three
+// barriers, and no thread combines others' bests one after another (the
+// kernel's two levels of sixteen did until 2026-12-06). The larger value wins, the lower index
+// on a tie (−0 and +0 tie), so the order in which threads arrive does not
+// matter: the CPU sampler's token wherever every logit is finite. The
+// first non-finite logit is recorded too (index and bits, an atomic min),
+// so the host can refuse it exactly as the CPU sampler does; the token
+// picked then is some index below V.
 //
 // Samples decoded together (B rows of logits, each V long) run as B
 // workgroups: workgroup b picks from row b into token[b], records at
@@ -27,26 +31,23 @@
 const PICK_WG: u32 = 256u;
 
 
-// Each thread's best, then (from 256 on) each group of sixteen's.
-var<workgroup> best_v: array<f32, 272>;
-var<workgroup> best_i: array<u32, 272>;
-var<workgroup> bad_i: array<u32, 272>;
+// The workgroup's largest key, the lowest index holding it, the first
+// non-finite logit's index.
+var<workgroup> top_key: atomic<u32>;
+var<workgroup> top_i: atomic<u32>;
+var<workgroup> first_bad: atomic<u32>;
 
-// Combines entries first … first + 15 into (value, index, first non-finite).
-fn combine(first: u32) -> vec3<u32> {
-    var bv = best_v[first];
-    var bi = best_i[first];
-    var bad = bad_i[first];
-    for (var e = first + 1u; e < first + 16u; e++) {
-        let ov = best_v[e];
-        let oi = best_i[e];
-        if (oi != NONE && (bi == NONE || ov > bv || (ov == bv && oi < bi))) {
-            bv = ov;
-            bi = oi;
-        }
-        bad = min(bad, bad_i[e]);
+// Finite and infinite f32 values in their order as u32 keys, −0 as +0 (on
+// the bits: a compiler may drop a zero's sign), every key above 0.
+fn order_key(x: f32) -> u32 {
+    var b = bitcast<u32>(x);
+    if (b == 0x80000000u) {
+        b = 0u;
     }
-    return vec3<u32>(bitcast<u32>(bv), bi, bad);
+    if ((b & 0x80000000u) != 0u) {
+        return ~b;
+    }
+    return b | 0x80000000u;
 }
 
 // The greedy pick from row b (of nb) of V logits; every invocation calls it.
@@ -65,32 +66,36 @@ fn pick(t: u32, b: u32, nb: u32, v: u32) {
             bi = i;
         }
     }
-    if (live) {
-        best_v[t] = bv;
-        best_i[t] = bi;
-        bad_i[t] = bad;
-    }
-    workgroupBarrier();
-    if (t < 16u) {
-        let g = combine(16u * t);
-        best_v[PICK_WG + t] = bitcast<f32>(g.x);
-        best_i[PICK_WG + t] = g.y;
-        bad_i[PICK_WG + t] = g.z;
-    }
-    workgroupBarrier();
-    var picked = 0u;
     if (t == 0u) {
-        let g = combine(PICK_WG);
-        picked = g.y;
-        token[b] = g.y;
+        atomicStore(&top_key, 0u);
+        atomicStore(&top_i, NONE);
+        atomicStore(&first_bad, NONE);
+    }
+    workgroupBarrier();
+    let key = order_key(bv);
+    if (bi != NONE) {
+        atomicMax(&top_key, key);
+    }
+    if (bad != NONE) {
+        atomicMin(&first_bad, bad);
+    }
+    workgroupBarrier();
+    if (bi != NONE && key == atomicLoad(&top_key)) {
+        atomicMin(&top_i, bi);
+    }
+    workgroupBarrier();
+    let picked = atomicLoad(&top_i);
+    if (t == 0u) {
+        token[b] = picked;
+        let first = atomicLoad(&first_bad);
         var bits = 0u;
-        if (g.z != NONE) {
-            bits = bitcast<u32>(logit(g.z));
+        if (first != NONE) {
+            bits = bitcast<u32>(logit(first));
         }
-        picks[pos.x * nb + b] = vec4<u32>(g.y, g.z, bits, 0u);
+        picks[pos.x * nb + b] = vec4<u32>(picked, first, bits, 0u);
         if (b == 0u) {
             next_pos[0] = pos.x + 1u;
         }
     }
-    write_next_input(t, b, picked, pos.x + 1u);
+    write_input_row(t, b, picked, pos.x + 1u);
 }

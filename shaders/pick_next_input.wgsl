@@ -8,7 +8,7 @@
 // Appended to the pick's source; the pick runs 256 invocations per
 // workgroup (PICK_WG; a caller's workgroup may have more) and calls
 // `write_next_input` from every invocation (a barrier) once its pick is
-// made.
+// made, or `write_input_row` where every invocation knows the pick.
 
 struct NextInput {
     c: u32,
@@ -32,11 +32,16 @@ fn write_next_input(t: u32, b: u32, tok: u32, next_p: u32) {
         next_token = tok;
     }
     workgroupBarrier();
-    let token = next_token;
+    write_input_row(t, b, next_token, next_p);
+}
+
+// `tok`, the same in every invocation, embedded at position `next_p` into
+// row `b` of next_x (no barrier).
+fn write_input_row(t: u32, b: u32, tok: u32, next_p: u32) {
     if (next_p < next_in.t_max && t < PICK_WG) {
         let c = next_in.c;
         for (var ch = t; ch < c; ch += PICK_WG) {
-            next_x[b * c + ch] = emb[next_in.tok_off + token * c + ch] + emb[next_in.pos_off + next_p * c + ch];
+            next_x[b * c + ch] = emb[next_in.tok_off + tok * c + ch] + emb[next_in.pos_off + next_p * c + ch];
         }
     }
 }
