@@ -4,7 +4,7 @@
 # .carry/bins110.tar.xz, the build run 110 timed): PyTorch's decoders and
 # its training steps (fp32, TF32, bf16, torch.compile; fp32 again at the
 # end) around two rounds of `bench --shape` at every shape, `tinygpt bench` of
-# the matmul rows and the launch floor once. Carry: .gl, .carry.
+# the matmul rows and the launch floor once, the profile of `tiny`. Carry: .gl, .carry.
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 tar -xJf .carry/bins110.tar.xz -C .carry || exit 1
@@ -23,6 +23,7 @@ new/tinygpt bench --shape tiny > /dev/null 2>&1 # a warm GPU for the first timed
 for s in tiny small nanogpt; do bench $s 1; done; save
 torch_decode
 for s in tiny small nanogpt; do bench $s 2; done; save
+timeout 30 new/tinygpt bench --profile --shape tiny > $R/profile-tiny.json 2> $R/profile-tiny.err; echo "profile tiny rc=$? $(( $(date +%s) - t0 ))s"
 timeout 60 new/tinygpt bench --shape matmuls > $R/matmuls-new.json 2> $R/matmuls-new.err; echo "matmuls rc=$? $(( $(date +%s) - t0 ))s"
 torch_decode; torch_train fp32; save
 python3 summary102.py $R | grep "greedy 1\|top-k 40, to 1\|to 8\|^train\|pytorch_\|4096"
