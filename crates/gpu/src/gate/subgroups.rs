@@ -5,18 +5,19 @@
 //! workgroup memory behind a barrier (`shaders/lanes_wg.wgsl`), and the
 //! decode attention takes its scores' max and sum the same way
 //! (`shaders/reduce_sg.wgsl` for `reduce_wg.wgsl`: 3 barriers a reduction
-//! instead of 10). The shuffles add the same pairs in the same order, so
-//! the path claims the same bits, and its gate holds it to that: every
-//! case runs the kernel both ways on the same seeded inputs and passes
-//! only if every output is bit-identical (stricter than the seed's
-//! thresholds, which its headline still reports). The cases cover what the
-//! decoder binds: one row and several (each row's bits its own), K with
-//! whole and partial rounds, LayerNorm + GELU, residual adds, a LayerNorm
-//! GEMV wide enough to run two column groups a workgroup, f16 weights
-//! aligned and not; attention at head sizes 64 and 32, over one chunk of
-//! 256 positions and two, one sample and two. A device whose subgroups are
-//! not laid out as the shuffles assume gives NaN (the kernels check each
-//! shuffle's source lane) and fails.
+//! against the workgroup tree's 2, which instead reads eight nodes from
+//! workgroup memory in every invocation). The shuffles add the same pairs
+//! in the same order, so the path claims the same bits, and its gate holds
+//! it to that: every case runs the kernel both ways on the same seeded
+//! inputs and passes only if every output is bit-identical (stricter than
+//! the seed's thresholds, which its headline still reports). The cases
+//! cover what the decoder binds: one row and several (each row's bits its
+//! own), K with whole and partial rounds, LayerNorm + GELU, residual adds,
+//! a LayerNorm GEMV wide enough to run two column groups a workgroup, f16
+//! weights aligned and not; attention at head sizes 64 and 32, over one
+//! chunk of 256 positions and two, one sample and two. A device whose
+//! subgroups are not laid out as the shuffles assume gives NaN (the kernels
+//! check each shuffle's source lane) and fails.
 //!
 //! The f16-storage cases run the test-only kernel fault on the subgroup
 //! side (the f16 accumulator, the dropped K tail), so those faults fail
