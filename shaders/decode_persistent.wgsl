@@ -81,6 +81,14 @@ struct Params {
 // The linears' weights as packed halves (the f16 weight cache).
 override HALF_W: bool = false;
 
+// FAULT: the test-only variants of the packed-halves kernel
+// (ops/matmul/fault.rs, registered under keys of their own), so that tests
+// can prove the f16-storage gate catches a wrong kernel here too: 1 keeps
+// each lane's sums as an f16 register would after every step (`to_f16`,
+// f16_round.wgsl, appended), 2 leaves out K past its last whole 16 (the
+// GEMVs' dropped tail). 0, the default, is the kernel.
+override FAULT: u32 = 0u;
+
 const CMAX: u32 = 256u;
 // Lanes a column, groups of lanes, and columns a round of `linear`.
 const LANES: u32 = 8u;
@@ -210,6 +218,28 @@ fn lane_f32(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
     return a;
 }
 
+// A step's sums `a` as FAULT 1 keeps them where the weights are packed
+// halves (`half`); else `a` itself.
+fn fault_sums(a: Acc, half: bool) -> Acc {
+    if (!half || FAULT != 1u) {
+        return a;
+    }
+    return Acc(f16v(a.a0), f16v(a.a1), f16v(a.a2), f16v(a.a3));
+}
+
+fn f16v(v: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(to_f16(v.x), to_f16(v.y), to_f16(v.z), to_f16(v.w));
+}
+
+// A linear's quads of K summed: all of them, or under FAULT 2 (packed
+// halves) those before K's last partial 16.
+fn k_quads(k: u32, half: bool) -> u32 {
+    if (half && FAULT == 2u) {
+        return (k / 16u) * 4u;
+    }
+    return k / 4u;
+}
+
 // `lane_f32` with the weights as packed halves.
 fn lane_half(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
     var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
@@ -234,13 +264,13 @@ fn lane_half(src: u32, rq: vec4<u32>, lane: u32, quads: u32) -> Acc {
         let w31 = wh[rq.y + q3];
         let w32 = wh[rq.z + q3];
         let w33 = wh[rq.w + q3];
-        a = step4(a, in_vec(src, 4u * q), hv(w00), hv(w01), hv(w02), hv(w03));
-        a = step4(a, in_vec(src, 4u * q1), hv(w10), hv(w11), hv(w12), hv(w13));
-        a = step4(a, in_vec(src, 4u * q2), hv(w20), hv(w21), hv(w22), hv(w23));
-        a = step4(a, in_vec(src, 4u * q3), hv(w30), hv(w31), hv(w32), hv(w33));
+        a = fault_sums(step4(a, in_vec(src, 4u * q), hv(w00), hv(w01), hv(w02), hv(w03)), true);
+        a = fault_sums(step4(a, in_vec(src, 4u * q1), hv(w10), hv(w11), hv(w12), hv(w13)), true);
+        a = fault_sums(step4(a, in_vec(src, 4u * q2), hv(w20), hv(w21), hv(w22), hv(w23)), true);
+        a = fault_sums(step4(a, in_vec(src, 4u * q3), hv(w30), hv(w31), hv(w32), hv(w33)), true);
     }
     for (; q < quads; q += LANES) {
-        a = step4(a, in_vec(src, 4u * q), hv(wh[rq.x + q]), hv(wh[rq.y + q]), hv(wh[rq.z + q]), hv(wh[rq.w + q]));
+        a = fault_sums(step4(a, in_vec(src, 4u * q), hv(wh[rq.x + q]), hv(wh[rq.y + q]), hv(wh[rq.z + q]), hv(wh[rq.w + q])), true);
     }
     return a;
 }
@@ -330,7 +360,7 @@ fn end_round(n: u32, r0: u32) {
 // lane takes exactly four quads of each column (K = 32·LANES: every
 // linear of a C-128 model but the fc projection), `linear_piped`.
 fn linear(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off: u32, gelu_on: bool, dst: u32) {
-    let quads = k / 4u;
+    let quads = k_quads(k, half);
     if (quads == 4u * LANES) {
         linear_piped(t, src, k, n, w_off, half, b_off, gelu_on, dst);
         return;
@@ -401,10 +431,10 @@ fn linear_piped(t: u32, src: u32, k: u32, n: u32, w_off: u32, half: bool, b_off:
     for (var r0 = 0u; r0 < n; r0 += ROUND) {
         let pb = round_buffer(r0);
         var a = Acc(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-        a = step4(a, x0, w00, w01, w02, w03);
-        a = step4(a, x1, w10, w11, w12, w13);
-        a = step4(a, x2, w20, w21, w22, w23);
-        a = step4(a, x3, w30, w31, w32, w33);
+        a = fault_sums(step4(a, x0, w00, w01, w02, w03), half);
+        a = fault_sums(step4(a, x1, w10, w11, w12, w13), half);
+        a = fault_sums(step4(a, x2, w20, w21, w22, w23), half);
+        a = fault_sums(step4(a, x3, w30, w31, w32, w33), half);
         put_partials(pb, g, lane, a);
         let this_bias = bias_v;
         let next = r0 + ROUND;

@@ -58,26 +58,6 @@ fn w_at(e: u32) -> f32 {
     return select(pair.x, pair.y, (e & 1u) == 1u);
 }
 
-// What an f16 register would hold: x rounded to f16 by round-to-nearest-
-// even, saturating to ±inf past the f16 range as f16 hardware does. In
-// integer arithmetic on purpose: NVIDIA's compiler folds
-// unpack2x16float(pack2x16float(x)) back into x, which made this fault a
-// no-op on the H200 (measured 2026-12-02); bits it cannot fold.
-fn to_f16(x: f32) -> f32 {
-    let ax = abs(x);
-    if (ax >= 65520.0) {
-        return bitcast<f32>((bitcast<u32>(x) & 0x80000000u) | 0x7f800000u);
-    }
-    if (ax < 6.103515625e-05) {
-        // f16 subnormals: multiples of 2^-24 (the scaling is exact and
-        // WGSL's round() breaks ties to even).
-        return round(x * 16777216.0) * 5.9604644775390625e-08;
-    }
-    // Normal: keep 10 of the 23 mantissa bits, ties to even.
-    let u = bitcast<u32>(x);
-    return bitcast<f32>((u + 0xfffu + ((u >> 13u) & 1u)) & 0xffffe000u);
-}
-
 // The K extent summed: the drop-tail fault skips the last partial K tile.
 fn k_end(fault: u32) -> u32 {
     if (fault == FAULT_DROP_TAIL) {

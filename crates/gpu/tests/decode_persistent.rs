@@ -7,17 +7,20 @@
 //! logits of every step within f32 rounding, the same greedy text; a model
 //! that does not fit the workgroup decodes in `Prologue`; the kernel
 //! refuses what it cannot run; the pick inside the kernel (one dispatch a
-//! token) gives the tokens of the pick on its own, greedy and seeded.
+//! token) gives the tokens of the pick on its own, greedy and seeded; the
+//! f16 kernels' test-only faults reach its packed-halves variant.
 
 use tinygpt_core::numerics::assert_close;
 use tinygpt_core::sample::{SampleParams, Sampler};
 use tinygpt_core::{Gpt, ModelConfig, TrainConfig};
 use tinygpt_gpu::engine::{generate_greedy, generate_rows};
+use tinygpt_gpu::gate::stats::gate_stats;
 use tinygpt_gpu::gate::{F16Storage, FastPaths};
 use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::model::{DecoderKernels, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::attention::DecodeDesc;
+use tinygpt_gpu::ops::matmul::Fault;
 use tinygpt_gpu::ops::persistent::{
     persistent_fits, persistent_pick_offered, persistent_wide_offered,
 };
@@ -25,10 +28,15 @@ use tinygpt_gpu::testing::TestGpu;
 use tinygpt_gpu::PipelineRegistry;
 
 fn f16() -> FastPaths {
+    f16_with(None)
+}
+
+/// f16 storage under a test-only fault.
+fn f16_with(fault: Option<Fault>) -> FastPaths {
     FastPaths {
         f16_storage: Some(F16Storage {
             pack_on_gpu: false,
-            fault: None,
+            fault,
             training: true,
         }),
         ..Default::default()
@@ -42,8 +50,19 @@ fn model(
     fast: FastPaths,
     kernels: DecoderKernels,
 ) -> GpuModel {
+    scaled_model(gpu, reg, (cfg, 4.0), fast, kernels)
+}
+
+/// [`model`] with its parameters `scale` times a seeded model's.
+fn scaled_model(
+    gpu: &TestGpu,
+    reg: &mut PipelineRegistry,
+    (cfg, scale): (ModelConfig, f32),
+    fast: FastPaths,
+    kernels: DecoderKernels,
+) -> GpuModel {
     let mut p = Gpt::new(cfg, 5).unwrap().params;
-    p.iter_mut().for_each(|x| *x *= 4.0);
+    p.iter_mut().for_each(|x| *x *= scale);
     let tc = TrainConfig::default();
     let mut m = GpuModel::new(&gpu.ctx, cfg, &p, None, tc, OptState::default()).unwrap();
     m.set_fast_paths(&gpu.ctx, reg, fast).unwrap();
@@ -106,6 +125,39 @@ fn the_persistent_kernel_gives_the_prologue_layouts_logits_and_text() {
                 assert_eq!(got_text, want_text, "{what}: greedy text");
             }
         }
+    }
+}
+
+/// Each test-only fault of the f16 kernels in the persistent kernel's
+/// packed-halves variant, so that the f16-storage gate meets in a
+/// persistent decoder the faults it must catch: against the f32 kernel's
+/// logits the gate's statistic passes the kernel's own and fails the
+/// faulty one's — `f16acc` where the sums pass f16's range (the weights
+/// 2,000 times a seeded model's), `droptail` where K is not a multiple of
+/// the 16 it drops past (C 36).
+#[test]
+fn the_persistent_f16_kernel_carries_the_gemvs_faults() {
+    let gpu = gpu_or_skip!();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    for (name, c, nh, scale) in [("f16acc", 128, 4, 2000.0), ("droptail", 36, 3, 4.0)] {
+        let fault = Fault::parse(name).expect("the tests build with fault injection");
+        let cfg = (cfg(c, nh, 16), scale);
+        let mut logits = |fast: FastPaths| {
+            let k = DecoderKernels::Persistent;
+            let mut m = scaled_model(gpu, &mut reg, cfg, fast, k);
+            let dec = m.decoder(&gpu.ctx, &mut reg).unwrap();
+            assert_eq!(dec.layout(), k, "{name}");
+            dec.reset();
+            (0..8u32)
+                .flat_map(|t| pollster::block_on(dec.push(&gpu.ctx, t * 11 % 65)).unwrap())
+                .collect::<Vec<f32>>()
+        };
+        let want = logits(FastPaths::default());
+        let (real, bad) = (logits(f16()), logits(f16_with(Some(fault))));
+        let (real_stats, bad_stats) = (gate_stats(&real, &want), gate_stats(&bad, &want));
+        eprintln!("{name}: kernel {real_stats:?}\n  fault {bad_stats:?}");
+        assert!(real_stats.passed, "{name}: the kernel fails the gate");
+        assert!(!bad_stats.passed, "{name}: the fault passes the gate");
     }
 }
 

@@ -88,8 +88,8 @@ fn every_pipeline_validates_with_its_constants() {
 
 /// Every key literal of a `KernelSource` in the crate's source: `key: "…"`
 /// fields, the key lists of `variants(…)` (ops/matmul/f16w.rs), and the
-/// keys of `variants!("…", …)` with their `_f16w` twins
-/// (ops/persistent/).
+/// keys of `variants!("…", …)` with their `_f16w` twins and those twins'
+/// faults (ops/persistent/; the tests build with fault injection).
 fn keys_in_source(dir: &Path, out: &mut BTreeSet<String>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -120,7 +120,9 @@ fn keys_in_source(dir: &Path, out: &mut BTreeSet<String>) {
         for part in text.split("variants!(").skip(1) {
             if let Some(rest) = part.trim_start().strip_prefix('"') {
                 let key = rest.split('"').next().unwrap();
-                out.extend([key.to_string(), format!("{key}_f16w")]);
+                let halves =
+                    ["_f16w", "_f16w_f16acc", "_f16w_droptail"].map(|v| format!("{key}{v}"));
+                out.extend(std::iter::once(key.to_string()).chain(halves));
             }
         }
     }
@@ -233,8 +235,11 @@ fn every_pipeline_fits_webgpus_default_workgroup_memory() {
         DECODE_PERSISTENT, DECODE_PERSISTENT_PICK, PERSISTENT_PICK_BYTES, PERSISTENT_WIDE_BYTES,
         PERSISTENT_WIDE_INVOCATIONS,
     };
-    let wide = DECODE_PERSISTENT[1].iter();
-    let picks = DECODE_PERSISTENT_PICK.iter().flatten().flatten();
+    let wide = DECODE_PERSISTENT[1].all();
+    let picks = DECODE_PERSISTENT_PICK
+        .iter()
+        .flatten()
+        .flat_map(|s| s.all());
     let checked: Vec<&str> = wide.chain(picks).map(|s| s.key).collect();
     let mut over = Vec::new();
     for src in all_kernels() {
@@ -257,7 +262,7 @@ fn every_pipeline_fits_webgpus_default_workgroup_memory() {
         head > 8_192,
         "the fused head's {head} bytes: the count reads nothing"
     );
-    for src in &DECODE_PERSISTENT[1] {
+    for src in DECODE_PERSISTENT[1].all() {
         assert_eq!(workgroup_bytes(src), PERSISTENT_WIDE_BYTES, "{}", src.key);
         assert_eq!(invocations(src), PERSISTENT_WIDE_INVOCATIONS, "{}", src.key);
     }
@@ -265,13 +270,13 @@ fn every_pipeline_fits_webgpus_default_workgroup_memory() {
     // one's fewer; the wide ones as wide.
     for (width, sources) in DECODE_PERSISTENT_PICK.iter().enumerate() {
         let want = PERSISTENT_PICK_BYTES[width];
-        for src in &sources[0] {
+        for src in sources[0].all() {
             assert!(workgroup_bytes(src) < want, "{}", src.key);
         }
-        for src in &sources[1] {
+        for src in sources[1].all() {
             assert_eq!(workgroup_bytes(src), want, "{}", src.key);
         }
-        for src in sources.iter().flatten() {
+        for src in sources.iter().flat_map(|s| s.all()) {
             let wg = [256, PERSISTENT_WIDE_INVOCATIONS][width];
             assert_eq!(invocations(src), wg, "{}", src.key);
         }
@@ -295,7 +300,7 @@ fn every_pipeline_binds_what_browsers_offer_but_the_fused_head() {
         DECODE_PERSISTENT_PICK
             .iter()
             .flatten()
-            .flatten()
+            .flat_map(|s| s.all())
             .map(|s| s.key),
     );
     let mut over = Vec::new();
@@ -311,10 +316,10 @@ fn every_pipeline_binds_what_browsers_offer_but_the_fused_head() {
     assert_eq!(storage_buffers(&HEAD_GREEDY_PICK), bound - 1);
     let bound = PERSISTENT_PICK_STORAGE_BUFFERS as usize;
     for [greedy, sample] in &DECODE_PERSISTENT_PICK {
-        for src in sample {
+        for src in sample.all() {
             assert_eq!(storage_buffers(src), bound, "{}", src.key);
         }
-        for src in greedy {
+        for src in greedy.all() {
             assert_eq!(storage_buffers(src), bound - 1, "{}", src.key);
         }
     }

@@ -106,12 +106,12 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     all.extend(attention::ATTENTION_COOP_BWD_DKV.iter());
     all.extend(attention::ATTENTION_DECODE_QKV_F16W.iter().flatten());
     all.extend(attention::ATTENTION_DECODE_PROJ.iter().flatten());
-    all.extend(persistent::DECODE_PERSISTENT.iter().flatten());
+    all.extend(persistent::DECODE_PERSISTENT.iter().flat_map(|s| s.all()));
     all.extend(
         persistent::DECODE_PERSISTENT_PICK
             .iter()
             .flatten()
-            .flatten(),
+            .flat_map(|s| s.all()),
     );
     all.extend(f16w::all_kernels());
     all.extend(f16c::all_kernels());

@@ -498,6 +498,7 @@ impl<'a> RowBuilder<'a> {
             flat: self.params.buffer,
             offset,
             halves: self.f16.map(|f| f.at(0).buffer),
+            fault: self.f16.and_then(|f| f.at(0).fault),
             n_layer: self.params.layout.get(ParamKind::Ln1W).shape[0] as u32,
             vocab: self.v,
         }

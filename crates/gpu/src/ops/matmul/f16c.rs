@@ -23,11 +23,12 @@ pub struct F16Compute {
 }
 
 /// `enable f16;` first, then the f16-storage kernels' common params and
-/// bindings, the tile's staging and stores, the kernel, and the flags and
+/// bindings (and their faults' rounding), the tile's staging and stores, the kernel, and the flags and
 /// row helpers every f16-weight source shares (gemv_row.wgsl, erf.wgsl).
 const F16C_WGSL: &str = concat!(
     "enable f16;\n",
     include_str!("../../../../../shaders/f16w_common.wgsl"),
+    include_str!("../../../../../shaders/f16_round.wgsl"),
     include_str!("../../../../../shaders/f16w_tile.wgsl"),
     include_str!("../../../../../shaders/matmul_f16c.wgsl"),
     include_str!("../../../../../shaders/matmul_f16c_128.wgsl"),

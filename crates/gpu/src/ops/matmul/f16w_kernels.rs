@@ -5,7 +5,8 @@
 use super::fault::{variants, VARIANTS};
 use crate::registry::KernelSource;
 
-/// The f16-storage kernels (f16w_common.wgsl, the tiled matmul_f16w.wgsl
+/// The f16-storage kernels (f16w_common.wgsl and its faults' rounding
+/// f16_round.wgsl, the tiled matmul_f16w.wgsl
 /// and gemv_f16w.wgsl) with what the GEMVs fold around the dot products
 /// (gemv_row.wgsl, erf.wgsl) and the GEMVs' lane sums (`$lanes`: the
 /// workgroup tree or its subgroup form), then any `$more` files (the fused
@@ -15,6 +16,7 @@ macro_rules! f16w_source {
     ($lanes:literal $(, $more:literal)*) => {
         concat!(
             include_str!("../../../../../shaders/f16w_common.wgsl"),
+            include_str!("../../../../../shaders/f16_round.wgsl"),
             include_str!("../../../../../shaders/f16w_tile.wgsl"),
             include_str!("../../../../../shaders/matmul_f16w.wgsl"),
             include_str!("../../../../../shaders/gemv_f16w.wgsl"),

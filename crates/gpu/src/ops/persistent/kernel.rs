@@ -4,6 +4,7 @@
 use crate::kernel::BoundKernel;
 use crate::ops::attention::{DecodeDesc, KvCache};
 use crate::ops::common::{bind_kernel, check_no_alias, shape_error};
+use crate::ops::matmul::{Fault, VARIANTS};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::ParamKind;
@@ -16,6 +17,7 @@ macro_rules! persistent_source {
             include_str!("../../../../../shaders/decode_persistent.wgsl"),
             include_str!("../../../../../shaders/decode_persistent_attend.wgsl"),
             include_str!("../../../../../shaders/erf.wgsl"),
+            include_str!("../../../../../shaders/f16_round.wgsl"),
             include_str!(concat!("../../../../../shaders/", $width))
             $(, include_str!($tail))*
         )
@@ -23,32 +25,89 @@ macro_rules! persistent_source {
 }
 pub(crate) use persistent_source;
 
-/// A source's two variants: f32 weights (`$key`), packed halves
-/// (`$key` + `_f16w`).
+/// A source's variants: f32 weights (`$key`), then packed halves (`$key`
+/// + `_f16w`) — the kernel, then (with fault injection) its test-only
+/// faults (`_f16acc`, `_droptail`; the shader's `FAULT`).
 macro_rules! variants {
     ($key:literal, $wgsl:expr) => {
-        [
-            KernelSource {
+        PersistentSources {
+            f32: KernelSource {
                 key: $key,
                 wgsl: $wgsl,
                 entry: "main",
                 constants: &[],
             },
-            KernelSource {
-                key: concat!($key, "_f16w"),
-                wgsl: $wgsl,
-                entry: "main",
-                constants: &[("HALF_W", 1.0)],
-            },
-        ]
+            halves: packed_halves(
+                [
+                    concat!($key, "_f16w"),
+                    concat!($key, "_f16w_f16acc"),
+                    concat!($key, "_f16w_droptail"),
+                ],
+                $wgsl,
+            ),
+        }
     };
 }
 pub(crate) use variants;
 
-/// The kernel's sources: by width ([`PersistentWidth`] as an index), then
-/// by f16 weights (the linears' weights f32, or packed halves: the f16
-/// weight cache).
-pub const DECODE_PERSISTENT: [[KernelSource; 2]; 2] = [
+/// One source of the kernel in its weights' variants.
+pub struct PersistentSources {
+    /// The linears' weights f32.
+    pub f32: KernelSource,
+    /// Packed halves (the f16 weight cache), by [`Fault::kernel_index`].
+    pub halves: [KernelSource; VARIANTS],
+}
+
+impl PersistentSources {
+    /// The variant for f32 weights (`None`), or for packed halves read
+    /// under the cache's test-only `fault`.
+    pub fn get(&self, halves: Option<Option<Fault>>) -> &KernelSource {
+        match halves {
+            None => &self.f32,
+            Some(fault) => &self.halves[Fault::kernel_index(fault)],
+        }
+    }
+
+    /// Every variant.
+    pub fn all(&self) -> impl Iterator<Item = &KernelSource> {
+        std::iter::once(&self.f32).chain(&self.halves)
+    }
+}
+
+/// The packed-halves kernel's constants by [`Fault::kernel_index`].
+const HALF_W: [&[(&str, f64)]; 3] = [
+    &[("HALF_W", 1.0)],
+    &[("HALF_W", 1.0), ("FAULT", 1.0)],
+    &[("HALF_W", 1.0), ("FAULT", 2.0)],
+];
+
+/// The packed-halves variants of `wgsl` under `keys`, for the
+/// [`VARIANTS`] this build has.
+pub(crate) const fn packed_halves(
+    keys: [&'static str; 3],
+    wgsl: &'static str,
+) -> [KernelSource; VARIANTS] {
+    let mut out = [packed_half(keys, wgsl, 0); VARIANTS];
+    let mut i = 1;
+    while i < VARIANTS {
+        out[i] = packed_half(keys, wgsl, i);
+        i += 1;
+    }
+    out
+}
+
+const fn packed_half(keys: [&'static str; 3], wgsl: &'static str, i: usize) -> KernelSource {
+    KernelSource {
+        key: keys[i],
+        wgsl,
+        entry: "main",
+        constants: HALF_W[i],
+    }
+}
+
+/// The kernel's sources by width ([`PersistentWidth`] as an index), each
+/// in its weights' variants.
+pub const DECODE_PERSISTENT: [PersistentSources; 2] = [
     variants!(
         "decode_persistent",
         persistent_source!(
@@ -131,11 +190,19 @@ pub struct PersistentWeights<'a> {
     pub flat: &'a wgpu::Buffer,
     pub offset: &'a dyn Fn(ParamKind) -> u32,
     pub halves: Option<&'a wgpu::Buffer>,
+    /// The halves' test-only kernel fault (the f16 weight cache's).
+    pub fault: Option<Fault>,
     pub n_layer: u32,
     pub vocab: u32,
 }
 
 impl PersistentWeights<'_> {
+    /// Which of a source's variants reads these weights
+    /// ([`PersistentSources::get`]).
+    pub(crate) fn variant(&self) -> Option<Option<Fault>> {
+        self.halves.map(|_| self.fault)
+    }
+
     /// The params' words: the shape, then each parameter's offset.
     fn words(&self, desc: &DecodeDesc) -> Result<[u32; 24], GpuError> {
         use ParamKind::*;
@@ -187,7 +254,7 @@ pub fn bind_decode_persistent(
     let io = (x, logits);
     let (uniform, mut buffers) = checked(ctx, (desc, width), weights, cache, io, &[])?;
     buffers.extend([(1, position), (8, logits)]);
-    let src = &DECODE_PERSISTENT[width as usize][weights.halves.is_some() as usize];
+    let src = DECODE_PERSISTENT[width as usize].get(weights.variant());
     Ok(bind_kernel(
         ctx,
         registry,

@@ -3,7 +3,10 @@
 //! decodes its token and picks its successor from the logits it wrote, as
 //! `bind_greedy_pick` or `bind_sample_pick` would — one dispatch a token.
 
-use super::kernel::{checked, persistent_source, variants, PersistentWeights, PersistentWidth};
+use super::kernel::{
+    checked, packed_halves, persistent_source, variants, PersistentSources, PersistentWeights,
+    PersistentWidth,
+};
 use crate::kernel::BoundKernel;
 use crate::ops::argmax::{check_rule, NextInput, Records, Rule};
 use crate::ops::attention::{DecodeDesc, KvCache};
@@ -25,8 +28,8 @@ macro_rules! pick_source {
 }
 
 /// By width ([`PersistentWidth`] as an index), then by pick (greedy,
-/// seeded), then by f16 weights.
-pub const DECODE_PERSISTENT_PICK: [[[KernelSource; 2]; 2]; 2] = [
+/// seeded), each in its weights' variants.
+pub const DECODE_PERSISTENT_PICK: [[PersistentSources; 2]; 2] = [
     [
         variants!(
             "decode_persistent_greedy",
@@ -120,7 +123,7 @@ pub fn bind_decode_persistent_pick(
         }
     };
     buffers.extend(bound.entries());
-    let src = &src[weights.halves.is_some() as usize];
+    let src = src.get(weights.variant());
     Ok(bind_kernel(
         ctx,
         registry,
