@@ -1,16 +1,15 @@
 #!/bin/bash
 # Device command 113 (2026-12-06; results in run113/). The build carried in
-# .carry/bins113.tar.xz (`new/`): the persistent decoder's packed-halves
+# .carry/bins113.tar.xz (`new/`; `r110/` is run 110's `new/`): the persistent decoder's packed-halves
 # kernel with the f16 kernels' test-only faults as its own FAULT values —
 # its tests on the card (the gate statistic passes the kernel and fails
 # each fault; the f16-storage gate's own fault tests, `to_f16` now in a
 # file of its own) and `tiny` (the persistent kernel's shape) against run
-# 110's build (`new/` of .carry/bins110.tar.xz, here `r110/`), alternating,
+# 110's build (`r110/`), alternating,
 # three rounds, PyTorch's decoder before and after. Carry: .gl, .carry.
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 tar -xJf .carry/bins113.tar.xz -C .carry || exit 1
-mkdir -p /tmp/b110 && tar -xJf .carry/bins110.tar.xz -C /tmp/b110 ./new/tinygpt && mkdir -p .carry/r110 && cp /tmp/b110/new/tinygpt .carry/r110/ || exit 1
 R=/tmp/r113; mkdir -p $R $OUT
 save() { tar czf $OUT/results.tar.gz -C $R .; }
 t0=$(date +%s)
