@@ -25,9 +25,9 @@ macro_rules! persistent_source {
 }
 pub(crate) use persistent_source;
 
-/// A source's variants: f32 weights (`$key`), then packed halves (`$key`
-/// + `_f16w`) — the kernel, then (with fault injection) its test-only
-/// faults (`_f16acc`, `_droptail`; the shader's `FAULT`).
+/// A source's variants: f32 weights (`$key`), then packed halves
+/// (`$key` with `_f16w`) — the kernel, then (with fault injection) its
+/// test-only faults (`_f16acc`, `_droptail`; the shader's `FAULT`).
 macro_rules! variants {
     ($key:literal, $wgsl:expr) => {
         PersistentSources {
