@@ -111,18 +111,29 @@ pub(crate) const fn variants(
     entry: &'static str,
     wgsl: &'static str,
 ) -> [KernelSource; VARIANTS] {
+    variants_with(keys, entry, wgsl, FAULTS)
+}
+
+/// [`variants`] with other constants a variant: `constants[i]` for
+/// variant `i` (each of them the kernel's own and the fault's `FAULT`).
+pub(crate) const fn variants_with(
+    keys: [&'static str; 3],
+    entry: &'static str,
+    wgsl: &'static str,
+    constants: [&'static [(&'static str, f64)]; 3],
+) -> [KernelSource; VARIANTS] {
     let real = KernelSource {
         key: keys[0],
         wgsl,
         entry,
-        constants: FAULTS[0],
+        constants: constants[0],
     };
     let mut out = [real; VARIANTS];
     let mut i = 1;
     while i < VARIANTS {
         out[i] = KernelSource {
             key: keys[i],
-            constants: FAULTS[i],
+            constants: constants[i],
             ..real
         };
         i += 1;

@@ -23,7 +23,7 @@ pub(crate) use desc::check_operands;
 pub use desc::{MatmulDesc, TileKernel};
 pub(crate) use f16w_kernels::f16w_source;
 pub use fault::Fault;
-pub(crate) use fault::{variants, VARIANTS};
+pub(crate) use fault::{variants, variants_with, VARIANTS};
 pub(crate) use gemv::gemv_source;
 pub use gemv::{
     bind_gemv, RowFusion, GEMV_COLUMNS, GEMV_COLUMNS_CPU, GEMV_F32, GEMV_F32_COLS, GEMV_F32_LN,

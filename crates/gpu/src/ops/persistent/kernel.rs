@@ -4,7 +4,7 @@
 use crate::kernel::BoundKernel;
 use crate::ops::attention::{DecodeDesc, KvCache};
 use crate::ops::common::{bind_kernel, check_no_alias, shape_error};
-use crate::ops::matmul::{Fault, VARIANTS};
+use crate::ops::matmul::{variants_with, Fault, VARIANTS};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::ParamKind;
@@ -37,13 +37,15 @@ macro_rules! variants {
                 entry: "main",
                 constants: &[],
             },
-            halves: packed_halves(
+            halves: variants_with(
                 [
                     concat!($key, "_f16w"),
                     concat!($key, "_f16w_f16acc"),
                     concat!($key, "_f16w_droptail"),
                 ],
+                "main",
                 $wgsl,
+                HALF_W,
             ),
         }
     };
@@ -75,35 +77,11 @@ impl PersistentSources {
 }
 
 /// The packed-halves kernel's constants by [`Fault::kernel_index`].
-const HALF_W: [&[(&str, f64)]; 3] = [
+pub(crate) const HALF_W: [&[(&str, f64)]; 3] = [
     &[("HALF_W", 1.0)],
     &[("HALF_W", 1.0), ("FAULT", 1.0)],
     &[("HALF_W", 1.0), ("FAULT", 2.0)],
 ];
-
-/// The packed-halves variants of `wgsl` under `keys`, for the
-/// [`VARIANTS`] this build has.
-pub(crate) const fn packed_halves(
-    keys: [&'static str; 3],
-    wgsl: &'static str,
-) -> [KernelSource; VARIANTS] {
-    let mut out = [packed_half(keys, wgsl, 0); VARIANTS];
-    let mut i = 1;
-    while i < VARIANTS {
-        out[i] = packed_half(keys, wgsl, i);
-        i += 1;
-    }
-    out
-}
-
-const fn packed_half(keys: [&'static str; 3], wgsl: &'static str, i: usize) -> KernelSource {
-    KernelSource {
-        key: keys[i],
-        wgsl,
-        entry: "main",
-        constants: HALF_W[i],
-    }
-}
 
 /// The kernel's sources by width ([`PersistentWidth`] as an index), each
 /// in its weights' variants.

@@ -4,13 +4,14 @@
 //! `bind_greedy_pick` or `bind_sample_pick` would — one dispatch a token.
 
 use super::kernel::{
-    checked, packed_halves, persistent_source, variants, PersistentSources, PersistentWeights,
-    PersistentWidth,
+    checked, persistent_source, variants, PersistentSources, PersistentWeights, PersistentWidth,
+    HALF_W,
 };
 use crate::kernel::BoundKernel;
 use crate::ops::argmax::{check_rule, NextInput, Records, Rule};
 use crate::ops::attention::{DecodeDesc, KvCache};
 use crate::ops::common::{bind_kernel, shape_error};
+use crate::ops::matmul::variants_with;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
