@@ -2,7 +2,9 @@
 // Chromium driven by playwright-core (never a downloaded browser), and a log
 // of every console line — the worker's included — printed into test output.
 import { createServer } from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { extname, join, normalize, resolve } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -24,6 +26,17 @@ const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
  */
 const PATIENCE = Number(process.env.TINYGPT_E2E_PATIENCE || 3);
 export const patience = (ms) => Math.round(ms * PATIENCE);
+
+/**
+ * A fresh directory under the system's temporary folder for a test's files
+ * (a download, a corrupt upload), removed when the test process exits so
+ * repeated runs leave nothing behind.
+ */
+export function scratchDir(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 const MIME = {
   ".html": "text/html; charset=utf-8",

@@ -4,8 +4,7 @@
 // (SwiftShader runs ~250 tokens/s), so each test stays under about a minute.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { writeFile, mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   serve,
@@ -19,6 +18,7 @@ import {
   trainQuick,
   unexpectedErrors,
   patience,
+  scratchDir,
 } from "../lib.mjs";
 
 let server;
@@ -294,7 +294,7 @@ test("a checkpoint downloads and loads back into the playground", async () => {
     await trainQuick(page, { steps: 10, evalInterval: 5 });
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("save-checkpoint").click()]);
     assert.match(download.suggestedFilename(), /^tinygpt-step10\.safetensors$/);
-    const dir = await mkdtemp(join(tmpdir(), "tinygpt-e2e-"));
+    const dir = scratchDir("tinygpt-e2e-");
     const path = join(dir, download.suggestedFilename());
     await download.saveAs(path);
     await page.getByTestId("load-checkpoint").setInputFiles(path);
@@ -315,7 +315,7 @@ test("a corrupt checkpoint is refused and the current model stays", async () => 
   await withApp(async (page, logs) => {
     await trainQuick(page, { steps: 10, evalInterval: 5 });
     const kept = await modelAndChart(page);
-    const dir = await mkdtemp(join(tmpdir(), "tinygpt-e2e-"));
+    const dir = scratchDir("tinygpt-e2e-");
     const path = join(dir, "broken.safetensors");
     await writeFile(path, Buffer.from("this is not a safetensors file"));
     await page.getByTestId("load-checkpoint").setInputFiles(path);

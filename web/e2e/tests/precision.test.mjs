@@ -5,10 +5,9 @@
 // storage, exported as one JSON file, cleared on request.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { readFile, mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { serve, launch, openReady, unexpectedErrors, patience, localise, loadBundledAndGate } from "../lib.mjs";
+import { serve, launch, openReady, unexpectedErrors, patience, localise, loadBundledAndGate, scratchDir } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -112,7 +111,7 @@ test("the precision log keeps every gate across reloads, exports one JSON file a
 
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByTestId("precision-log-export").click()]);
     assert.equal(download.suggestedFilename(), "tinygpt-precision-log.json");
-    const path = join(await mkdtemp(join(tmpdir(), "tinygpt-e2e-")), "log.json");
+    const path = join(scratchDir("tinygpt-e2e-"), "log.json");
     await download.saveAs(path);
     const file = JSON.parse(await readFile(path, "utf8"));
     assert.equal(file.records.length, kept);

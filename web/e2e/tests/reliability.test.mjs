@@ -5,10 +5,9 @@
 // Runs train the nano preset on one 64-character sequence per step.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { writeFile, mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { serve, launch, openReady, testid, numAttr, waitForAttr, waitForRunState, fillFields, unexpectedErrors, patience } from "../lib.mjs";
+import { serve, launch, openReady, testid, numAttr, waitForAttr, waitForRunState, fillFields, unexpectedErrors, patience, scratchDir } from "../lib.mjs";
 
 let server;
 before(async () => {
@@ -277,7 +276,7 @@ test("bad inputs each get a clear error and nothing the user had is lost", async
     await page.getByTestId("train").click();
     await waitForRunState(page, "finished", patience(60_000));
     const kept = await testid(page, "model-info");
-    const dir = await mkdtemp(join(tmpdir(), "tinygpt-bad-"));
+    const dir = scratchDir("tinygpt-bad-");
     const expectError = async (re) => {
       await page.waitForFunction((src) => new RegExp(src).test(document.querySelector('[data-testid="error"]')?.innerText ?? ""), re.source, {
         timeout: patience(60_000),
