@@ -20,7 +20,7 @@ fn fetch8(staged_a: bool, at: u32) -> Staged8 {
 
 const E: u32 = 1u;
 // One block's tiles (TILES), two under DBUF.
-override TILE_ELEMS: u32 = select(9472u, 18944u, DBUF);
+override TILE_ELEMS: u32 = select(1u, 2u, DBUF) * TILES;
 var<workgroup> tiles: array<f16, TILE_ELEMS>;
 
 // Eight halves into the tiles at `at`, `at + step`, … `at + 7 · step`

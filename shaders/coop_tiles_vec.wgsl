@@ -20,7 +20,7 @@ fn fetch8(staged_a: bool, at: u32) -> Staged8 {
 
 const E: u32 = 4u;
 // One block's tiles (TILES / 4 elements), two under DBUF.
-override TILE_ELEMS: u32 = select(2368u, 4736u, DBUF);
+override TILE_ELEMS: u32 = select(1u, 2u, DBUF) * TILES / 4u;
 var<workgroup> tiles: array<vec4<f16>, TILE_ELEMS>;
 
 // Eight halves into the tiles from half `at` (a multiple of 8).

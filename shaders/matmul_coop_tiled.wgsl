@@ -3,9 +3,10 @@
 // invocations copy a 128 × 32 tile of op(A) and a 32 × 128 tile of op(B)
 // into workgroup memory (16-byte loads, the next block's loaded while this
 // one is multiplied), then each 32-wide subgroup loads its fragments per
-// 16-wide step from there and sums its block of the 128×128 tile of C in
+// 16-wide step from there and sums its block of the TM×128 tile of C in
 // f32 accumulators: eight subgroups of 32×64 (WG 256) or four of 64×64
-// (WG 128), the tiles of one block or, under DBUF, two. The tiles' file
+// (WG 128), or at TM 256 eight of 64×64; the tiles of one block or, under
+// DBUF, two. The tiles' file
 // (coop_tiles_vec.wgsl or coop_tiles_half.wgsl), coop_pad.wgsl and
 // matmul_coop_common.wgsl (the epilogue) are appended, then
 // matmul_common.wgsl. Strides inside the K loop are constants (naga 30's
@@ -30,7 +31,16 @@ override A_KM: bool = false;
 // same fragments and products.
 override B_NK: bool = false;
 
-// The block's tiles, in halves: op(A)'s (128 rows × 32 K, row stride SA)
+// TM: rows of C a workgroup sums, 128 or (WG 256, the plain pipelines, one
+// block's tiles) 256: each subgroup then sums 64×64 as at WG 128, with
+// eight subgroups sharing each op(B) tile — a quarter less copied and
+// loaded a product.
+override TM: u32 = 128u;
+
+// Rows of the tile a subgroup sums: 32 or 64 (four fragments of A a step).
+override SUB_M: u32 = TM * 64u / WG;
+
+// The block's tiles, in halves: op(A)'s (TM rows × 32 K, row stride SA)
 // then op(B)'s from TB (32 K × 128 columns, row stride SB); each row
 // padded by 8 halves, which keeps every row 16-byte aligned and shifts
 // consecutive rows across the banks. The staged operands (`a16`, `b16`),
@@ -43,8 +53,8 @@ override B_NK: bool = false;
 // and B_NK pipelines, which runs 60 and 61 measured slower on the other).
 const SA: u32 = 40u;
 const SB: u32 = 136u;
-const TB: u32 = 5120u; // 128 × SA
-const TILES: u32 = 9472u; // TB + 32 × SB: a block's tiles
+override TB: u32 = TM * SA;
+override TILES: u32 = TB + 32u * SB; // a block's tiles
 
 // DBUF: two blocks' tiles, one barrier a block (the next block's copy goes
 // into the other tiles while this one is multiplied); else one, with a
@@ -73,13 +83,16 @@ struct Copy {
 }
 
 // One block's copy in registers: two passes of each operand (four at
-// WG 128).
+// WG 128; at TM 256 four of op(A)'s).
 struct Block {
     a0: Staged8, a1: Staged8, a2: Staged8, a3: Staged8,
     b0: Staged8, b1: Staged8, b2: Staged8, b3: Staged8,
 }
 
-fn fetch_block(c: Copy, k: u32) -> Block {
+// `low`: the tile's last 128 rows lie past op(A)'s staged rows (TM 256,
+// the last row of workgroups when M′ is an odd multiple of 128), so they
+// are not read: C has no such rows.
+fn fetch_block(c: Copy, k: u32, low: bool) -> Block {
     var w: Block;
     let ka = c.ga + k * c.a_step;
     let kb = c.gb + k * c.b_step;
@@ -87,9 +100,11 @@ fn fetch_block(c: Copy, k: u32) -> Block {
     w.a1 = fetch8(true, ka + c.ga_far);
     w.b0 = fetch8(false, kb);
     w.b1 = fetch8(false, kb + c.gb_far);
-    if (WG == 128u) {
+    if (TM * 4u / WG == 4u && !low) {
         w.a2 = fetch8(true, ka + 2u * c.ga_far);
         w.a3 = fetch8(true, ka + 3u * c.ga_far);
+    }
+    if (WG == 128u) {
         w.b2 = fetch8(false, kb + 2u * c.gb_far);
         w.b3 = fetch8(false, kb + 3u * c.gb_far);
     }
@@ -102,9 +117,11 @@ fn put_block(c: Copy, off: u32, w: Block) {
     put(off + c.at + c.at_far, 1u, w.a1);
     put(off + c.bt, c.b_put, w.b0);
     put(off + c.bt + c.bt_far, c.b_put, w.b1);
-    if (WG == 128u) {
+    if (TM * 4u / WG == 4u) {
         put(off + c.at + 2u * c.at_far, 1u, w.a2);
         put(off + c.at + 3u * c.at_far, 1u, w.a3);
+    }
+    if (WG == 128u) {
         put(off + c.bt + 2u * c.bt_far, c.b_put, w.b2);
         put(off + c.bt + 3u * c.bt_far, c.b_put, w.b3);
     }
@@ -122,12 +139,12 @@ fn copy_plan(t: u32, wg: vec3<u32>, lda: u32, ldb: u32) -> Copy {
     let rows = WG / 4u;
     let krows = WG / 16u;
     var c = Copy(
-        (wg.y * 128u + ar) * lda + ak, rows * lda, 1u, ar * SA + ak, rows * SA,
+        (wg.y * TM + ar) * lda + ak, rows * lda, 1u, ar * SA + ak, rows * SA,
         bk * ldb + wg.x * 128u + bc, krows * ldb, ldb, TB + bk * SB + bc, krows * SB, 1u,
     );
     if (A_KM) {
         let ldm = padded(p.m, PAD_M);
-        c.ga = bk * ldm + wg.y * 128u + bc;
+        c.ga = bk * ldm + wg.y * TM + bc;
         c.ga_far = krows * ldm;
         c.a_step = ldm;
         c.at = bk * SB + bc;
@@ -156,8 +173,9 @@ fn main(
     let lda = padded(p.k, PAD_K);
     let range = k_range(lda, wg.z, nwg.z);
     let cp = copy_plan(t, wg, lda, padded(p.n, PAD_N));
-    // This subgroup's block of the tile: 32 (WG 128: 64) rows × 64.
-    let sr = (sg / 2u) * select(32u, 64u, WG == 128u);
+    let low = TM == 256u && wg.y * TM + 128u >= padded(p.m, PAD_M);
+    // This subgroup's block of the tile: SUB_M rows × 64.
+    let sr = (sg / 2u) * SUB_M;
     let sc = (sg % 2u) * 64u;
     var c00 = coop_mat16x16<f32, C>();
     var c01 = coop_mat16x16<f32, C>();
@@ -180,13 +198,13 @@ fn main(
     var w1 = Block();
     var w2 = Block();
     if (range.x < range.y) {
-        w = fetch_block(cp, range.x);
+        w = fetch_block(cp, range.x, low);
     }
     if (AHEAD >= 2u && range.x + PAD_K < range.y) {
-        w1 = fetch_block(cp, range.x + PAD_K);
+        w1 = fetch_block(cp, range.x + PAD_K, low);
     }
     if (AHEAD >= 3u && range.x + 2u * PAD_K < range.y) {
-        w2 = fetch_block(cp, range.x + 2u * PAD_K);
+        w2 = fetch_block(cp, range.x + 2u * PAD_K, low);
     }
     // The tiles being read (an offset in halves); under DBUF the next
     // block goes into the other ones while these are read.
@@ -205,18 +223,18 @@ fn main(
         let kf = k0 + AHEAD * PAD_K;
         if (AHEAD == 1u) {
             if (kf < range.y) {
-                w = fetch_block(cp, kf);
+                w = fetch_block(cp, kf, low);
             }
         } else if (AHEAD == 2u) {
             w = w1;
             if (kf < range.y) {
-                w1 = fetch_block(cp, kf);
+                w1 = fetch_block(cp, kf, low);
             }
         } else {
             w = w1;
             w1 = w2;
             if (kf < range.y) {
-                w2 = fetch_block(cp, kf);
+                w2 = fetch_block(cp, kf, low);
             }
         }
         for (var kk = 0u; kk < PAD_K; kk += 16u) {
@@ -229,7 +247,7 @@ fn main(
                 let o = cur + kk * SB + sr;
                 a0 = coopLoad<coop_mat16x16<f16, A>>(&tiles[o / E], SB / E);
                 a1 = coopLoad<coop_mat16x16<f16, A>>(&tiles[(o + 16u) / E], SB / E);
-                if (WG == 128u) {
+                if (SUB_M == 64u) {
                     a2 = coopLoad<coop_mat16x16<f16, A>>(&tiles[(o + 32u) / E], SB / E);
                     a3 = coopLoad<coop_mat16x16<f16, A>>(&tiles[(o + 48u) / E], SB / E);
                 }
@@ -237,7 +255,7 @@ fn main(
                 let o = cur + sr * SA + kk;
                 a0 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[o / E], SA / E);
                 a1 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(o + 16u * SA) / E], SA / E);
-                if (WG == 128u) {
+                if (SUB_M == 64u) {
                     a2 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(o + 32u * SA) / E], SA / E);
                     a3 = coopLoadT<coop_mat16x16<f16, A>>(&tiles[(o + 48u * SA) / E], SA / E);
                 }
@@ -255,7 +273,7 @@ fn main(
             c11 = coopMultiplyAdd(a1, b1, c11);
             c12 = coopMultiplyAdd(a1, b2, c12);
             c13 = coopMultiplyAdd(a1, b3, c13);
-            if (WG == 128u) {
+            if (SUB_M == 64u) {
                 c20 = coopMultiplyAdd(a2, b0, c20);
                 c21 = coopMultiplyAdd(a2, b1, c21);
                 c22 = coopMultiplyAdd(a2, b2, c22);
@@ -273,7 +291,7 @@ fn main(
             workgroupBarrier();
         }
     }
-    let r0 = wg.y * 128u + sr;
+    let r0 = wg.y * TM + sr;
     let c0 = wg.x * 128u + sc;
     store_tile(c00, sg, lane, r0, c0, range.z);
     store_tile(c01, sg, lane, r0, c0 + 16u, range.z);
@@ -283,7 +301,7 @@ fn main(
     store_tile(c11, sg, lane, r0 + 16u, c0 + 16u, range.z);
     store_tile(c12, sg, lane, r0 + 16u, c0 + 32u, range.z);
     store_tile(c13, sg, lane, r0 + 16u, c0 + 48u, range.z);
-    if (WG == 128u) {
+    if (SUB_M == 64u) {
         store_tile(c20, sg, lane, r0 + 32u, c0, range.z);
         store_tile(c21, sg, lane, r0 + 32u, c0 + 16u, range.z);
         store_tile(c22, sg, lane, r0 + 32u, c0 + 32u, range.z);

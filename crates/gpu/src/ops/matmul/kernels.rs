@@ -175,10 +175,10 @@ pub const MATMUL_COOP: [KernelSource; 2] = [
 ];
 
 /// The tiled kernel per [`TiledForm`](super::coop::TiledForm) (its index:
-/// the pipeline constants `DBUF`, `WG` and `AHEAD` of
+/// the pipeline constants `DBUF`, `WG`, `AHEAD` and `TM` of
 /// matmul_coop_tiled.wgsl) and per epilogue (`EPILOGUE`: plain, or with
 /// the GELU written beside C).
-pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 6] = [
+pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         COOP_TILED,
         KernelSource {
@@ -249,6 +249,30 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 6] = [
                 ("WG", 128.0),
                 ("AHEAD", 2.0),
             ],
+            ..COOP_TILED
+        },
+    ],
+    [
+        KernelSource {
+            key: "matmul_coop_256x128_k32",
+            constants: &[("TM", 256.0)],
+            ..COOP_TILED
+        },
+        KernelSource {
+            key: "matmul_coop_256x128_k32_gelu",
+            constants: &[("EPILOGUE", 1.0), ("TM", 256.0)],
+            ..COOP_TILED
+        },
+    ],
+    [
+        KernelSource {
+            key: "matmul_coop_256x128_k32_ahead2",
+            constants: &[("TM", 256.0), ("AHEAD", 2.0)],
+            ..COOP_TILED
+        },
+        KernelSource {
+            key: "matmul_coop_256x128_k32_gelu_ahead2",
+            constants: &[("EPILOGUE", 1.0), ("TM", 256.0), ("AHEAD", 2.0)],
             ..COOP_TILED
         },
     ],

@@ -5,6 +5,7 @@
 //! the same product on cooperative matrices (tensor cores, `coop.rs`).
 
 pub mod coop;
+mod coop_kernel;
 pub mod coop_stage;
 mod desc;
 pub mod f16c;
