@@ -75,10 +75,11 @@ override AHEAD: u32 = 1u;
 
 // Where one invocation's copies of a block come from and go (halves of the
 // staged operands, less the block's K; halves of the tiles): pass i of
-// op(A)'s copy reads ga + i · ga_far and writes at + i · at_far, op(B)'s
-// likewise; `a_step`/`b_step` halves from one K to the next.
+// op(A)'s copy reads ga + i · ga_far (passes 2 and 3 from ga_hi on) and
+// writes at + i · at_far, op(B)'s likewise; `a_step`/`b_step` halves from
+// one K to the next.
 struct Copy {
-    ga: u32, ga_far: u32, a_step: u32, at: u32, at_far: u32,
+    ga: u32, ga_far: u32, ga_hi: u32, a_step: u32, at: u32, at_far: u32,
     gb: u32, gb_far: u32, b_step: u32, bt: u32, bt_far: u32, b_put: u32,
 }
 
@@ -89,10 +90,7 @@ struct Block {
     b0: Staged8, b1: Staged8, b2: Staged8, b3: Staged8,
 }
 
-// `low`: the tile's last 128 rows lie past op(A)'s staged rows (TM 256,
-// the last row of workgroups when M′ is an odd multiple of 128), so they
-// are not read: C has no such rows.
-fn fetch_block(c: Copy, k: u32, low: bool) -> Block {
+fn fetch_block(c: Copy, k: u32) -> Block {
     var w: Block;
     let ka = c.ga + k * c.a_step;
     let kb = c.gb + k * c.b_step;
@@ -100,9 +98,10 @@ fn fetch_block(c: Copy, k: u32, low: bool) -> Block {
     w.a1 = fetch8(true, ka + c.ga_far);
     w.b0 = fetch8(false, kb);
     w.b1 = fetch8(false, kb + c.gb_far);
-    if (TM * 4u / WG == 4u && !low) {
-        w.a2 = fetch8(true, ka + 2u * c.ga_far);
-        w.a3 = fetch8(true, ka + 3u * c.ga_far);
+    if (TM * 4u / WG == 4u) {
+        let kh = c.ga_hi + k * c.a_step;
+        w.a2 = fetch8(true, kh);
+        w.a3 = fetch8(true, kh + c.ga_far);
     }
     if (WG == 128u) {
         w.b2 = fetch8(false, kb + 2u * c.gb_far);
@@ -139,9 +138,16 @@ fn copy_plan(t: u32, wg: vec3<u32>, lda: u32, ldb: u32) -> Copy {
     let rows = WG / 4u;
     let krows = WG / 16u;
     var c = Copy(
-        (wg.y * TM + ar) * lda + ak, rows * lda, 1u, ar * SA + ak, rows * SA,
+        (wg.y * TM + ar) * lda + ak, rows * lda, 0u, 1u, ar * SA + ak, rows * SA,
         bk * ldb + wg.x * 128u + bc, krows * ldb, ldb, TB + bk * SB + bc, krows * SB, 1u,
     );
+    c.ga_hi = c.ga + 2u * c.ga_far;
+    // TM 256, the last row of workgroups when M′ is an odd multiple of 128:
+    // the tile's last 128 rows lie past op(A)'s staged rows, and C has no
+    // such rows, so their passes read the first rows' again.
+    if (TM == 256u && wg.y * TM + 128u >= padded(p.m, PAD_M)) {
+        c.ga_hi = c.ga;
+    }
     if (A_KM) {
         let ldm = padded(p.m, PAD_M);
         c.ga = bk * ldm + wg.y * TM + bc;
@@ -173,7 +179,6 @@ fn main(
     let lda = padded(p.k, PAD_K);
     let range = k_range(lda, wg.z, nwg.z);
     let cp = copy_plan(t, wg, lda, padded(p.n, PAD_N));
-    let low = TM == 256u && wg.y * TM + 128u >= padded(p.m, PAD_M);
     // This subgroup's block of the tile: SUB_M rows × 64.
     let sr = (sg / 2u) * SUB_M;
     let sc = (sg % 2u) * 64u;
@@ -198,13 +203,13 @@ fn main(
     var w1 = Block();
     var w2 = Block();
     if (range.x < range.y) {
-        w = fetch_block(cp, range.x, low);
+        w = fetch_block(cp, range.x);
     }
     if (AHEAD >= 2u && range.x + PAD_K < range.y) {
-        w1 = fetch_block(cp, range.x + PAD_K, low);
+        w1 = fetch_block(cp, range.x + PAD_K);
     }
     if (AHEAD >= 3u && range.x + 2u * PAD_K < range.y) {
-        w2 = fetch_block(cp, range.x + 2u * PAD_K, low);
+        w2 = fetch_block(cp, range.x + 2u * PAD_K);
     }
     // The tiles being read (an offset in halves); under DBUF the next
     // block goes into the other ones while these are read.
@@ -223,18 +228,18 @@ fn main(
         let kf = k0 + AHEAD * PAD_K;
         if (AHEAD == 1u) {
             if (kf < range.y) {
-                w = fetch_block(cp, kf, low);
+                w = fetch_block(cp, kf);
             }
         } else if (AHEAD == 2u) {
             w = w1;
             if (kf < range.y) {
-                w1 = fetch_block(cp, kf, low);
+                w1 = fetch_block(cp, kf);
             }
         } else {
             w = w1;
             w1 = w2;
             if (kf < range.y) {
-                w2 = fetch_block(cp, kf, low);
+                w2 = fetch_block(cp, kf);
             }
         }
         for (var kk = 0u; kk < PAD_K; kk += 16u) {
