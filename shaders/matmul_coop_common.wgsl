@@ -20,11 +20,14 @@ var<workgroup> scratch: array<f32, 2048>; // up to 8 subgroups × 16 × 16
 
 // Stores the accumulator `t` of subgroup `sg` at (r0, c0) of C; `slice`:
 // the offset of this workgroup's K slice's (M, N) partial product (0
-// unsplit).
+// unsplit). Each subgroup passes its tiles through its own slice of the
+// scratch, so only its own lanes wait for each other (subgroupBarrier: a
+// 16×16 tile a workgroup barrier pair cost the nanoGPT linears, whose 12
+// K blocks take 24, 16 more).
 fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, slice: u32) {
     let base = sg * 256u;
     coopStoreT(t, &scratch[base], 16u);
-    workgroupBarrier();
+    subgroupBarrier();
     for (var i = lane; i < 256u; i += 32u) {
         let row = r0 + i / 16u;
         let col = c0 + i % 16u;
@@ -47,7 +50,7 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
             }
         }
     }
-    workgroupBarrier();
+    subgroupBarrier();
 }
 
 // This workgroup's K range [begin, end) — its slice of whole PAD_K-wide

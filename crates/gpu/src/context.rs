@@ -8,7 +8,9 @@ use tinygpt_protocol::{AdapterDesc, DetectedFeatures, GpuLimits};
 fn wanted_features() -> wgpu::Features {
     let mut f = wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY;
     if cfg!(not(target_arch = "wasm32")) {
-        f |= wgpu::Features::SUBGROUP | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        f |= wgpu::Features::SUBGROUP
+            | wgpu::Features::SUBGROUP_BARRIER
+            | wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
     }
     f
 }
@@ -25,8 +27,8 @@ const COOP_ATTENTION_BYTES: u32 = 11776 * 2 + 2176 * 4;
 /// Whether the cooperative-matrix matmuls (`shaders/matmul_coop*.wgsl`) can
 /// run: the adapter multiplies 16×16×16 f16 matrices into f32, its
 /// subgroups are exactly 32 wide (each lane writes every 32nd element of a
-/// tile) and its workgroups hold the tiled kernel's 256 invocations and
-/// workgroup memory.
+/// tile; a subgroup barrier orders its epilogue) and its workgroups hold
+/// the tiled kernel's 256 invocations and workgroup memory.
 fn coop_matrix_usable(
     adapter: &wgpu::Adapter,
     info: &wgpu::AdapterInfo,
@@ -34,6 +36,7 @@ fn coop_matrix_usable(
 ) -> bool {
     let needs = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX
         | wgpu::Features::SUBGROUP
+        | wgpu::Features::SUBGROUP_BARRIER
         | wgpu::Features::SHADER_F16;
     if !features.contains(needs) || info.subgroup_min_size != 32 || info.subgroup_max_size != 32 {
         return false;

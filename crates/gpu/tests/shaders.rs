@@ -33,7 +33,8 @@ fn validate(src: &KernelSource) -> Result<(), String> {
     if src.wgsl.contains("enable wgpu_cooperative_matrix;") {
         caps |= Capabilities::COOPERATIVE_MATRIX
             | Capabilities::SHADER_FLOAT16
-            | Capabilities::SUBGROUP;
+            | Capabilities::SUBGROUP
+            | Capabilities::SUBGROUP_BARRIER;
     }
     let info = Validator::new(ValidationFlags::all(), caps)
         .validate(&module)
