@@ -62,8 +62,8 @@ pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
         return Some("cooperative matrices are native only: wgpu 30 has no WebGPU form of them");
     }
     (!ctx.coop_matrix).then_some(
-        "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups \
-         and 45 KiB of workgroup memory",
+        "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups, \
+         subgroup barriers and 45 KiB of workgroup memory",
     )
 }
 
