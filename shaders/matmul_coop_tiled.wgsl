@@ -1,13 +1,13 @@
 // The cooperative-matrix matmul through workgroup memory ("tiled"): op(A)
 // and op(B) staged as f16 by coop_stage.wgsl; per 32-wide K block the WG
-// invocations copy a 128 × 32 tile of op(A) and a 32 × 128 tile of op(B)
+// invocations copy a TM × 32 tile of op(A) and a 32 × 128 tile of op(B)
 // into workgroup memory (16-byte loads, the next block's loaded while this
 // one is multiplied), then each 32-wide subgroup loads its fragments per
 // 16-wide step from there and sums its block of the TM×128 tile of C in
 // f32 accumulators: eight subgroups of 32×64 (WG 256) or four of 64×64
 // (WG 128), or at TM 256 eight of 64×64; the tiles of one block or, under
-// DBUF, two. The tiles' file
-// (coop_tiles_vec.wgsl or coop_tiles_half.wgsl), coop_pad.wgsl and
+// DBUF, two. The tiles' file (coop_tiles_vec.wgsl or
+// coop_tiles_half.wgsl), coop_pad.wgsl and
 // matmul_coop_common.wgsl (the epilogue) are appended, then
 // matmul_common.wgsl. Strides inside the K loop are constants (naga 30's
 // SPIR-V writer fails on a uniform read there).

@@ -191,8 +191,9 @@ pub const COOP_KERNEL: CoopKernel = CoopKernel::Tiled(TiledForm::BaseAhead3);
 /// (its index in [`CoopKernel::ALL`]).
 static ENGINE_KERNEL: AtomicUsize = AtomicUsize::new(usize::MAX);
 
-/// Makes the engine's products (every binding with [`CoopOptions`]'
-/// default kernel from now on) run `kernel`.
+/// Makes the engine's products (every binding with
+/// [`CoopOptions`](super::coop::CoopOptions)' default kernel from now on)
+/// run `kernel`.
 pub fn set_engine_kernel(kernel: CoopKernel) {
     let i = CoopKernel::ALL
         .iter()
