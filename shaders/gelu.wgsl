@@ -1,7 +1,9 @@
 // Exact GELU, element-wise:
 //   forward   y  = x·Φ(x) = ½x(1 + erf(x/√2))
 //   backward  dx (+)= dy·(Φ(x) + x·φ(x)),  φ(x) = e^{−x²/2}/√(2π)
-// `gelu_f32` and `gelu_grad_f32` are in erf.wgsl, appended to this source.
+// `gelu_f32` and `gelu_grad_f32` are in erf.wgsl, appended to this source;
+// the backward's dx has an f16 copy with copy16.wgsl prepended (the
+// tensor-core path's), none with copy16_none.wgsl appended.
 //
 // A workgroup of 256 invocations takes 256 · PER_INVOCATION consecutive
 // elements, each invocation PER_INVOCATION of them 256 apart (neighbouring
@@ -20,8 +22,8 @@ struct Params {
     y_off: u32,        // forward output
     dy_off: u32,       // backward: upstream gradient
     dx_off: u32,       // backward output
-    _pad0: u32,
-    _pad1: u32,
+    copy_width: u32,   // backward: dx's f16 copy (copy16.wgsl), its width
+    copy_scale: u32,   // backward: f32 bits of the copy's scale
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -88,6 +90,7 @@ fn backward(
                 d = dx[o] + d;
             }
             dx[o] = d;
+            copy16_write_flat(i, p.copy_width, d, bitcast<f32>(p.copy_scale));
         }
     }
 }

@@ -19,7 +19,7 @@ struct Params {
     w_off: u32,          // w (C)
     dx_off: u32,         // dx (N, C)
     partials_off: u32,   // partials (2, chunks, C)
-    _pad1: u32,
+    copy_scale: u32,     // dx's f16 copy (copy16.wgsl): f32 bits of its scale
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -94,6 +94,7 @@ fn dx_rows(
             d += dx[o0 + i];
         }
         dx[o0 + i] = d;
+        copy16_write(row, i, p.c, d, bitcast<f32>(p.copy_scale));
     }
 }
 
@@ -130,6 +131,7 @@ fn dx_serial(
             d += dx[o0 + i];
         }
         dx[o0 + i] = d;
+        copy16_write(row, i, p.c, d, bitcast<f32>(p.copy_scale));
     }
 }
 

@@ -5,7 +5,8 @@
 // x), y = (x − μ)·σ̂ · w + b and the row's μ and σ̂. The including kernel
 // also provides `p` (n, c and the offsets of layernorm.wgsl's Params),
 // `x`, `y`, `mean`, `rstd`, EPS and `ln_weight(i)`, `ln_bias(i)` (channel
-// i of w and b); each invocation reads back
+// i of w and b), and copy16.wgsl's `copy16_write` (y's f16 copy) or
+// copy16_none.wgsl's; each invocation reads back
 // only the elements of x its own first pass read (or wrote).
 
 // A workgroup of LN_THREADS invocations per row; each sums a strided
@@ -63,7 +64,9 @@ fn ln_finish(row: u32, lid: u32, s: f32) {
     let rs = 1.0 / sqrt(variance + EPS);
     let y0 = p.y_off + row * p.c;
     for (var i = lid; i < p.c; i += LN_THREADS) {
-        y[y0 + i] = (x[x0 + i] - mu) * rs * ln_weight(i) + ln_bias(i);
+        let v = (x[x0 + i] - mu) * rs * ln_weight(i) + ln_bias(i);
+        y[y0 + i] = v;
+        copy16_write(row, i, p.c, v, 1.0);
     }
     if (lid == 0u) {
         mean[p.mean_off + row] = mu;
@@ -83,7 +86,9 @@ fn ln_finish_serial(row: u32, s: f32) {
     let rs = 1.0 / sqrt(q / f32(p.c) + EPS);
     let y0 = p.y_off + row * p.c;
     for (var i = 0u; i < p.c; i++) {
-        y[y0 + i] = (x[x0 + i] - mu) * rs * ln_weight(i) + ln_bias(i);
+        let v = (x[x0 + i] - mu) * rs * ln_weight(i) + ln_bias(i);
+        y[y0 + i] = v;
+        copy16_write(row, i, p.c, v, 1.0);
     }
     mean[p.mean_off + row] = mu;
     rstd[p.rstd_off + row] = rs;

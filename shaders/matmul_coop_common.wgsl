@@ -4,13 +4,18 @@
 // fault override and the epilogue, which takes each 16×16 f32 accumulator
 // through the subgroup's slice of a workgroup scratch for the scale, the
 // bias, the accumulation, the bounds and (EPILOGUE 1) a GELU: C is a
-// linear's output and GELU(C) goes to `aux` (C's shape, from p.aux_off).
-// EPILOGUE is a pipeline constant, so a plain product's kernel carries no
-// GELU code.
+// linear's output and GELU(C) goes to `aux` (C's shape, from p.aux_off),
+// and with the COPY16 flag its f16 copy to `aux16` as the next product
+// stages its op(A) (copy16.wgsl's layout: row · K′ + col, K′ = N padded to
+// PAD_K; the rows and columns past C are the buffer's zeros). EPILOGUE is
+// a pipeline constant, so a plain product's kernel carries no GELU code.
 
 override EPILOGUE: u32 = 0u;
 
+const COPY16: u32 = 256u;
+
 @group(0) @binding(8) var<storage, read_write> aux: array<f32>;
+@group(0) @binding(9) var<storage, read_write> aux16: array<f16>;
 
 // Test-only (ops/matmul/fault.rs): 2 skips the last PAD_K-wide block of K
 // (which always holds some of the real K).
@@ -46,7 +51,11 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
             }
             c[o] = v;
             if (EPILOGUE == 1u) {
-                aux[p.aux_off + e] = gelu_f32(v);
+                let g = gelu_f32(v);
+                aux[p.aux_off + e] = g;
+                if ((p.flags & COPY16) != 0u) {
+                    aux16[row * padded(p.n, PAD_K) + col] = f16(g);
+                }
             }
         }
     }

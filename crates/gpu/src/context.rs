@@ -20,6 +20,11 @@ fn wanted_features() -> wgpu::Features {
 /// two-buffer forms, and the epilogue's scratch), in bytes: 45 KiB.
 const COOP_WORKGROUP_BYTES: u32 = 2 * 9472 * 2 + 2048 * 4;
 
+/// Storage buffers a stage the tensor-core path's pipelines may bind, past
+/// WebGPU's default 8: the fused residual LayerNorm writing its output's
+/// f16 copy binds 9 (`ops::layernorm::LAYERNORM_RESIDUAL_COPY16`).
+pub const COOP_PATH_STORAGE_BUFFERS: u32 = 9;
+
 /// The tensor-core attention kernels' workgroup memory
 /// (`shaders/attention_coop_common.wgsl`: 11,776 halves and 2,176 floats).
 const COOP_ATTENTION_BYTES: u32 = 11776 * 2 + 2176 * 4;
@@ -44,6 +49,7 @@ fn coop_matrix_usable(
     let limits = adapter.limits();
     if limits.max_compute_workgroup_storage_size < COOP_WORKGROUP_BYTES
         || limits.max_compute_invocations_per_workgroup < 256
+        || limits.max_storage_buffers_per_shader_stage < COOP_PATH_STORAGE_BUFFERS
     {
         return false;
     }

@@ -221,3 +221,56 @@ pub fn trained_pair(
     let c = Session::from_checkpoint(ckpt, "cpu".into(), None).expect("a CPU session");
     Some((g, c))
 }
+
+/// Whether the test device compiles f16 arithmetic (`SHADER_F16`); if not,
+/// says that `test` did not run and why.
+pub fn has_shader_f16(gpu: &TestGpu, test: &str) -> bool {
+    let has = gpu.ctx.features.contains(wgpu::Features::SHADER_F16);
+    if !has {
+        did_not_run(
+            test,
+            "the adapter has no SHADER_F16 (f16 copies are f16 arrays)",
+        );
+    }
+    has
+}
+
+/// Checks the f16 copy a producer wrote beside `source` (`rows × cols`;
+/// `StagedRows::for_producer`) against `source` as the tensor-core path
+/// stages it as op(A) (`bind_stage_rows`, times the copy's scale): every
+/// half the same — the padding's zeros too — and some of them not zero.
+///
+/// # Panics
+/// Where a half differs, or the copy is all zeros.
+pub fn assert_copy_is_staged(
+    gpu: &TestGpu,
+    copy: &crate::ops::matmul::coop_stage::StagedRows,
+    source: crate::ops::View<'_>,
+    shape: (u32, u32),
+    what: &str,
+) {
+    use crate::ops::matmul::coop_stage::bind_stage_rows;
+    let ctx = &gpu.ctx;
+    let (want, k) = {
+        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+        bind_stage_rows(ctx, &mut reg, source, shape, copy.scale()).expect("staging binds")
+    };
+    crate::kernel::submit(ctx, "stage_rows", &[&k]);
+    let size = copy.buffer().size();
+    assert_eq!(size, want.buffer().size(), "{what}: the copy's size");
+    let read = |b| pollster::block_on(ctx.read_bytes(b, size)).expect("read");
+    let (got, want) = (read(copy.buffer()), read(want.buffer()));
+    let halves = |v: &[u8]| v.chunks_exact(2).map(|h| [h[0], h[1]]).collect::<Vec<_>>();
+    let (got, want) = (halves(&got), halves(&want));
+    let differ = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+    assert_eq!(
+        differ,
+        0,
+        "{what}: {differ} of {} halves differ from the staged copy",
+        got.len()
+    );
+    assert!(
+        got.iter().any(|h| *h != [0, 0]),
+        "{what}: the copy is all zeros"
+    );
+}

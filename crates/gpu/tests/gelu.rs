@@ -98,3 +98,67 @@ fn backward_matches_reference_accumulating_and_overwriting() {
         assert_eq!(&got[x.len()..], &[7.0; 4]);
     }
 }
+
+/// On tensor cores the backward writes dx's f16 copy too, scaled as the
+/// gradients are staged (a `(rows, cols)` matrix: rows past 128's
+/// multiples, columns past 32's): the copy is the staging's, and dx keeps
+/// its bits. Both variants, both accumulate modes.
+#[test]
+fn backward_writes_the_staged_f16_copy_of_dx_and_changes_no_bit() {
+    use tinygpt_gpu::ops::gelu::bind_gelu_backward_copy;
+    use tinygpt_gpu::ops::matmul::coop_stage::StagedRows;
+    let gpu = gpu_or_skip!();
+    if !tinygpt_gpu::testing::has_shader_f16(gpu, "GELU backward f16 copy") {
+        return;
+    }
+    let ctx = &gpu.ctx;
+    let (rows, cols) = (131u32, 40u32);
+    let len = (rows * cols) as usize;
+    let mut rng = Rng::new(503);
+    let mut v = || {
+        (0..len)
+            .map(|_| rng.uniform(-3.0, 3.0))
+            .collect::<Vec<f32>>()
+    };
+    let (x, dy, dx0) = (v(), v(), v());
+    let (x_buf, dy_buf) = (ctx.upload("x", &x).unwrap(), ctx.upload("dy", &dy).unwrap());
+    for (accumulate, per) in [true, false].into_iter().flat_map(|a| PER.map(|p| (a, p))) {
+        let what = format!("gelu backward, accumulate {accumulate}, {per} an invocation");
+        let dx = ctx.upload("dx", &dx0).unwrap();
+        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let k = bind_gelu_backward_per(
+            ctx,
+            &mut reg,
+            (len as u32, per),
+            accumulate,
+            (&x_buf, &dy_buf),
+            &dx,
+        );
+        drop(reg);
+        tinygpt_gpu::kernel::submit(ctx, "gelu_backward", &[&k.unwrap()]);
+        let want = read(ctx, &dx, len);
+        let dx = ctx.upload("dx", &dx0).unwrap();
+        let copy = StagedRows::for_producer(ctx, (&dx).into(), (rows, cols), 1024.0).unwrap();
+        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let ops = ((&x_buf).into(), (&dy_buf).into());
+        let shape = (rows, cols, Some(per));
+        let k = bind_gelu_backward_copy(ctx, &mut reg, shape, accumulate, ops, (&dx).into(), &copy);
+        drop(reg);
+        tinygpt_gpu::kernel::submit(ctx, "gelu_backward_copy16", &[&k.unwrap()]);
+        let got = read(ctx, &dx, len);
+        let differ = got
+            .iter()
+            .zip(&want)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(differ, 0, "{what}: {differ} of dx differ with the copy");
+        let copied = format!("{what}: dx's f16 copy");
+        tinygpt_gpu::testing::assert_copy_is_staged(
+            gpu,
+            &copy,
+            (&dx).into(),
+            (rows, cols),
+            &copied,
+        );
+    }
+}

@@ -11,8 +11,9 @@ use tinygpt_gpu::kernel::Layout;
 use tinygpt_gpu::ops::layernorm::{
     bind_layernorm_backward, bind_layernorm_forward, LayerNormDesc, LayerNormGrads,
 };
+use tinygpt_gpu::ops::matmul::coop_stage::StagedRows;
 use tinygpt_gpu::ops::View;
-use tinygpt_gpu::testing::random_in;
+use tinygpt_gpu::testing::{assert_copy_is_staged, random_in};
 use tinygpt_gpu::GpuContext;
 
 fn read(ctx: &GpuContext, buf: &wgpu::Buffer, len: usize) -> Vec<f32> {
@@ -73,6 +74,7 @@ fn forward_matches_reference() {
                 &y_buf,
                 View::at(&stats, 0),
                 View::at(&stats, n),
+                None,
             )
             .unwrap();
             tinygpt_gpu::kernel::submit(ctx, "layernorm", &[&k]);
@@ -153,6 +155,7 @@ fn backward_matches_reference_accumulating_and_overwriting() {
                     dx: (&dx_buf).into(),
                     dw: View::at(&grads, 0),
                     db: View::at(&grads, c),
+                    dx_copy: None,
                 },
             )
             .unwrap();
@@ -197,6 +200,83 @@ fn forward_output_may_not_alias_its_input() {
         View::at(&buf, 8),
         View::at(&buf, 16),
         View::at(&buf, 18),
+        None,
     );
     assert!(err.is_err());
+}
+
+/// On tensor cores the backward writes `dx`'s f16 copy too, scaled as the
+/// gradients are staged: the copy is the staging's (padding included:
+/// rows past 128's multiples, channels past 32's), and `dx`, `dw` and `db`
+/// keep their bits. Both layouts, both accumulate modes.
+#[test]
+fn backward_writes_the_staged_f16_copy_of_dx_and_changes_no_bit() {
+    let gpu = gpu_or_skip!();
+    if !tinygpt_gpu::testing::has_shader_f16(gpu, "LayerNorm backward f16 copy") {
+        return;
+    }
+    let ctx = &gpu.ctx;
+    for (i, (n, c)) in [(130u32, 48u32), (5, 300)].into_iter().enumerate() {
+        for (accumulate, layout) in [(true, Layout::Gpu), (false, Layout::Cpu)] {
+            let mut rng = Rng::new(480 + i as u64);
+            let len = (n * c) as usize;
+            let mut v = |len: usize, lo, hi| ctx.upload("v", &random_in(&mut rng, len, lo, hi));
+            let ops = [
+                v(len, -1.0, 1.0).unwrap(),
+                v(len, -2.0, 2.0).unwrap(),
+                v(c as usize, 0.5, 1.5).unwrap(),
+                v(n as usize, -0.5, 0.5).unwrap(),
+                v(n as usize, 0.5, 2.0).unwrap(),
+            ];
+            let dx0 = v(len, -1.0, 1.0).unwrap();
+            let desc = LayerNormDesc {
+                n,
+                c,
+                accumulate,
+                layout,
+            };
+            let run = |copy: bool| {
+                let dx = ctx.zeros("dx", len).unwrap();
+                let grads = ctx.zeros("grads", 2 * c as usize).unwrap();
+                let mut enc = ctx.device.create_command_encoder(&Default::default());
+                enc.copy_buffer_to_buffer(&dx0, 0, &dx, 0, None);
+                ctx.queue.submit([enc.finish()]);
+                let scale = 4096.0;
+                let copy = copy.then(|| StagedRows::for_producer(ctx, (&dx).into(), (n, c), scale));
+                let copy = copy.map(Result::unwrap);
+                let grads_of = LayerNormGrads {
+                    dout: (&ops[0]).into(),
+                    x: (&ops[1]).into(),
+                    w: (&ops[2]).into(),
+                    mean: (&ops[3]).into(),
+                    rstd: (&ops[4]).into(),
+                    dx: (&dx).into(),
+                    dw: View::at(&grads, 0),
+                    db: View::at(&grads, c),
+                    dx_copy: copy.as_ref(),
+                };
+                let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+                let op = bind_layernorm_backward(ctx, &mut reg, desc, grads_of).unwrap();
+                drop(reg);
+                op.submit(ctx, "layernorm_backward");
+                if let Some(copy) = &copy {
+                    let what = format!("{desc:?}: dx's f16 copy");
+                    assert_copy_is_staged(gpu, copy, (&dx).into(), (n, c), &what);
+                }
+                [read(ctx, &dx, len), read(ctx, &grads, 2 * c as usize)]
+            };
+            let (want, got) = (run(false), run(true));
+            for (name, (g, w)) in ["dx", "dw and db"].iter().zip(got.iter().zip(&want)) {
+                let differ = g
+                    .iter()
+                    .zip(w)
+                    .filter(|(a, b)| a.to_bits() != b.to_bits())
+                    .count();
+                assert_eq!(
+                    differ, 0,
+                    "{desc:?}: {differ} of {name} differ with the copy"
+                );
+            }
+        }
+    }
 }

@@ -15,9 +15,10 @@ use tinygpt_gpu::ops::dropout::{bind_dropout, DropoutDesc};
 use tinygpt_gpu::ops::layernorm::{
     bind_layernorm_forward, bind_layernorm_residual, LayerNormDesc, ResidualAdd,
 };
+use tinygpt_gpu::ops::matmul::coop_stage::StagedRows;
 use tinygpt_gpu::ops::residual::bind_residual_forward;
 use tinygpt_gpu::ops::View;
-use tinygpt_gpu::testing::{random_in, TestGpu};
+use tinygpt_gpu::testing::{assert_copy_is_staged, has_shader_f16, random_in, TestGpu};
 
 /// (N, C): one channel, fewer channels than a row's 128 threads, more.
 const SHAPES: [(u32, u32); 4] = [(3, 1), (7, 13), (33, 128), (5, 300)];
@@ -55,13 +56,15 @@ fn upload(gpu: &TestGpu, (n, c): (u32, u32), off: u32, seed: u64) -> Bufs {
     }
 }
 
-/// Runs `fused` (or the two kernels) and reads the outputs back.
+/// Runs `fused` (or the two kernels) and reads the outputs back; with
+/// `copy`, the LayerNorm writes its output's f16 copy too, which must be
+/// the tensor-core path's staging of it.
 fn run(
     gpu: &TestGpu,
     (desc, off): (LayerNormDesc, u32),
     io: &Bufs,
     drop: Option<f32>,
-    fused: bool,
+    (fused, copy): (bool, bool),
 ) -> Outputs {
     let ctx = &gpu.ctx;
     let (n, c) = (desc.n, desc.c);
@@ -76,6 +79,7 @@ fn run(
         state: &io.state,
     });
     let site = Site::Mlp(1);
+    let copy = copy.then(|| StagedRows::for_producer(ctx, at(&y), (n, c), 1.0).unwrap());
     let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
     let ks: Vec<BoundKernel> = if fused {
         let add = ResidualAdd {
@@ -85,7 +89,8 @@ fn run(
             x: at(&x),
         };
         let outs = [at(&y), at(&mean), at(&rstd)];
-        vec![bind_layernorm_residual(ctx, &mut reg, desc, add, [w, b], outs).unwrap()]
+        let k = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, b], outs, copy.as_ref());
+        vec![k.unwrap()]
     } else {
         let add = match d {
             Some(d) => bind_dropout(ctx, &mut reg, d, site, nc, Some(&io.base), &io.branch, &x),
@@ -101,14 +106,20 @@ fn run(
             at(&y),
             at(&mean),
             at(&rstd),
+            copy.as_ref(),
         );
         vec![add.unwrap(), ln.unwrap()]
     };
+    std::mem::drop(reg);
     submit(ctx, "layernorm_residual", &ks.iter().collect::<Vec<_>>());
     let read = |buf, len: u32| {
         let v = pollster::block_on(ctx.read_f32(buf, (off + len) as usize)).unwrap();
         v[off as usize..].to_vec()
     };
+    if let Some(copy) = &copy {
+        let what = format!("({n}, {c}) {:?} fused {fused}: y's f16 copy", desc.layout);
+        assert_copy_is_staged(gpu, copy, at(&y), (n, c), &what);
+    }
     [read(&x, nc), read(&y, nc), read(&mean, n), read(&rstd, n)]
 }
 
@@ -126,19 +137,13 @@ fn the_fused_add_and_layernorm_give_the_two_kernels_bits() {
                     accumulate: false,
                     layout,
                 };
-                let want = run(gpu, (desc, off), &io, drop, false);
-                let got = run(gpu, (desc, off), &io, drop, true);
-                for (name, (g, w)) in ["x", "y", "mean", "rstd"].iter().zip(got.iter().zip(&want)) {
-                    let differ = g
-                        .iter()
-                        .zip(w)
-                        .filter(|(a, b)| a.to_bits() != b.to_bits())
-                        .count();
-                    assert_eq!(
-                        differ, 0,
-                        "({n}, {c}) {layout:?} dropout {drop:?}: {differ} of {name} differ"
-                    );
-                }
+                let want = run(gpu, (desc, off), &io, drop, (false, false));
+                let got = run(gpu, (desc, off), &io, drop, (true, false));
+                same_bits(
+                    &got,
+                    &want,
+                    &format!("({n}, {c}) {layout:?} dropout {drop:?}"),
+                );
                 if drop.is_some() {
                     // The mask dropped some of the branch and kept some.
                     let base =
@@ -149,6 +154,49 @@ fn the_fused_add_and_layernorm_give_the_two_kernels_bits() {
                         all < 8 || (kept > 0 && kept < all),
                         "({n}, {c}): {kept} of {all} kept"
                     );
+                }
+            }
+        }
+    }
+}
+
+fn same_bits(got: &Outputs, want: &Outputs, what: &str) {
+    for (name, (g, w)) in ["x", "y", "mean", "rstd"].iter().zip(got.iter().zip(want)) {
+        let differ = g
+            .iter()
+            .zip(w)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(differ, 0, "{what}: {differ} of {name} differ");
+    }
+}
+
+/// On tensor cores both kernels write the LayerNorm output's f16 copy too
+/// (`run` checks it against the staging): the outputs keep their bits.
+/// Shapes with rows and channels past the staging's padding (128 rows,
+/// 32 channels), one row of more than 128 channels.
+#[test]
+fn the_f16_copy_is_the_staged_output_and_changes_no_bit() {
+    let gpu = gpu_or_skip!();
+    if !has_shader_f16(gpu, "LayerNorm f16 copy") {
+        return;
+    }
+    for (i, (n, c)) in [(7, 13), (130, 48), (5, 300)].into_iter().enumerate() {
+        for layout in [Layout::Gpu, Layout::Cpu] {
+            for drop in [None, Some(0.2)] {
+                let off = if drop.is_some() { 0 } else { OFF };
+                let io = upload(gpu, (n, c), off, 900 + i as u64);
+                let desc = LayerNormDesc {
+                    n,
+                    c,
+                    accumulate: false,
+                    layout,
+                };
+                let want = run(gpu, (desc, off), &io, drop, (true, false));
+                for fused in [false, true] {
+                    let got = run(gpu, (desc, off), &io, drop, (fused, true));
+                    let what = format!("({n}, {c}) {layout:?} dropout {drop:?} fused {fused}");
+                    same_bits(&got, &want, &what);
                 }
             }
         }
@@ -179,7 +227,7 @@ fn aliased_outputs_are_refused() {
     };
     let (w, b) = (View::at(&io.params, 0), View::at(&io.params, c));
     let outs = [View::at(&out, 0), View::at(&stats, 0), View::at(&stats, n)];
-    let e = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, b], outs);
+    let e = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, b], outs, None);
     let e = e.err().expect("refused").to_string();
     assert!(e.contains("x (written) and base (read)"), "{e}");
     // w and b in two buffers: the kernel reads them through one binding.
@@ -189,9 +237,17 @@ fn aliased_outputs_are_refused() {
         ..add
     };
     let apart = ctx.upload("b", &vec![0.0; c as usize]).unwrap();
-    let ok = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, b], outs);
+    let ok = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, b], outs, None);
     assert!(ok.is_ok(), "{:?}", ok.err());
-    let e = bind_layernorm_residual(ctx, &mut reg, desc, add, [w, View::at(&apart, 0)], outs);
+    let e = bind_layernorm_residual(
+        ctx,
+        &mut reg,
+        desc,
+        add,
+        [w, View::at(&apart, 0)],
+        outs,
+        None,
+    );
     let e = e.err().expect("refused").to_string();
     assert!(e.contains("one buffer"), "{e}");
 }

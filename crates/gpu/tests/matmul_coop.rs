@@ -21,9 +21,10 @@ use tinygpt_gpu::ops::matmul::coop::{
     bind_matmul_coop, bind_matmul_coop_split_k, bind_matmul_coop_variant, coop_unavailable,
     CoopKernel, CoopOptions, Epilogue, TiledForm,
 };
+use tinygpt_gpu::ops::matmul::coop_stage::StagedRows;
 use tinygpt_gpu::ops::matmul::{coop_split_k, matmul_reference, MatmulDesc};
 use tinygpt_gpu::ops::View;
-use tinygpt_gpu::testing::{every_layout, random, TestGpu};
+use tinygpt_gpu::testing::{assert_copy_is_staged, every_layout, random, TestGpu};
 
 /// The device lacks cooperative matrices: says so (the test did not run).
 fn unavailable(gpu: &TestGpu, test: &str) -> bool {
@@ -260,8 +261,9 @@ fn coop_matmul_passes_the_seed_gate_against_f32_at_the_primary_shape() {
 }
 
 /// The epilogue's GELU, as the MLP's first linear runs it (C = A·Wᵀ + b
-/// and GELU(C) beside it), on each kernel: C within the golden's bound,
-/// the GELU of the kernel's own C within f32 rounding of the CPU's.
+/// and GELU(C) beside it, and GELU(C)'s f16 copy for the next product),
+/// on each kernel: C within the golden's bound, the GELU of the kernel's
+/// own C within f32 rounding of the CPU's, the copy the staging's halves.
 #[test]
 fn coop_epilogue_writes_the_gelu_of_its_output() {
     let gpu = gpu_or_skip!();
@@ -286,9 +288,11 @@ fn coop_epilogue_writes_the_gelu_of_its_output() {
             ctx.zeros("c", len).unwrap(),
             ctx.zeros("gelu", len).unwrap(),
         );
+        // GELU(C)'s f16 copy, as the next product would stage it.
+        let copy = StagedRows::for_producer(ctx, (&gelu).into(), (m, n), 1.0).unwrap();
         let opts = CoopOptions {
             kernel,
-            epilogue: Epilogue::Gelu((&gelu).into()),
+            epilogue: Epilogue::Gelu((&gelu).into(), Some(&copy)),
             ..Default::default()
         };
         let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
@@ -317,8 +321,10 @@ fn coop_epilogue_writes_the_gelu_of_its_output() {
                 y[0]
             );
         }
+        let what = format!("{kernel:?}: GELU(C)'s f16 copy");
+        assert_copy_is_staged(gpu, &copy, (&gelu).into(), (m, n), &what);
         eprintln!(
-            "coop GELU epilogue ({}): every output and its GELU within bounds",
+            "coop GELU epilogue ({}): every output and its GELU within bounds, its f16 copy the staging's",
             kernel.name()
         );
     }

@@ -2,12 +2,22 @@
 //! `gelu_backward` of `tinygpt_core::model::layers`.
 
 use super::common::{bind_kernel, check_no_alias, grid, shape_error, uniform, View};
+use super::matmul::coop_stage::StagedRows;
 use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
-/// gelu.wgsl with erf.wgsl (the erf and GELU it shares with the GEMV epilogue).
+/// gelu.wgsl with erf.wgsl (the erf and GELU it shares with the GEMV
+/// epilogue), and without an f16 copy (copy16_none.wgsl).
 const GELU_WGSL: &str = concat!(
+    include_str!("../../../../shaders/gelu.wgsl"),
+    include_str!("../../../../shaders/erf.wgsl"),
+    include_str!("../../../../shaders/copy16_none.wgsl")
+);
+
+/// The same writing the backward's dx's f16 copy too (copy16.wgsl).
+const GELU_COPY16_WGSL: &str = concat!(
+    include_str!("../../../../shaders/copy16.wgsl"),
     include_str!("../../../../shaders/gelu.wgsl"),
     include_str!("../../../../shaders/erf.wgsl")
 );
@@ -37,6 +47,21 @@ pub const GELU_BACKWARD_X8: KernelSource = KernelSource {
     constants: &[("PER_INVOCATION", 8.0)],
     ..GELU_BACKWARD
 };
+
+/// The backward writing dx's f16 copy too, at one and eight elements an
+/// invocation (`StagedRows::for_producer`).
+pub const GELU_BACKWARD_COPY16: [KernelSource; 2] = [
+    KernelSource {
+        key: "gelu_backward_copy16",
+        wgsl: GELU_COPY16_WGSL,
+        ..GELU_BACKWARD
+    },
+    KernelSource {
+        key: "gelu_backward_x8_copy16",
+        wgsl: GELU_COPY16_WGSL,
+        ..GELU_BACKWARD_X8
+    },
+];
 
 /// Elements an invocation takes over `n` (gelu.wgsl's `PER_INVOCATION`, a
 /// pipeline each): 8 where that still leaves at least 8,192 workgroups,
@@ -129,8 +154,47 @@ pub fn bind_gelu_backward_per<'a>(
     (x, dy): (impl Into<View<'a>>, impl Into<View<'a>>),
     dx: impl Into<View<'a>>,
 ) -> Result<BoundKernel, GpuError> {
-    let kernel = variant("gelu_backward", per, [&GELU_BACKWARD, &GELU_BACKWARD_X8])?;
-    let (x, dy, dx) = (x.into(), dy.into(), dx.into());
+    let ops = (x.into(), dy.into(), dx.into());
+    bind_backward(ctx, registry, (n, per), accumulate, ops, None)
+}
+
+/// [`bind_gelu_backward`] of a `(rows, cols)` matrix writing `dx`'s f16
+/// copy too, `per` elements an invocation (None: as
+/// [`bind_gelu_backward`] picks).
+#[allow(clippy::too_many_arguments)]
+pub fn bind_gelu_backward_copy<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    (rows, cols, per): (u32, u32, Option<u32>),
+    accumulate: bool,
+    (x, dy): (View<'a>, View<'a>),
+    dx: View<'a>,
+    copy: &StagedRows,
+) -> Result<BoundKernel, GpuError> {
+    let n = rows * cols;
+    let per = per.unwrap_or_else(|| per_invocation(n));
+    let copy = (copy, (rows, cols));
+    bind_backward(ctx, registry, (n, per), accumulate, (x, dy, dx), Some(copy))
+}
+
+fn bind_backward(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    (n, per): (u32, u32),
+    accumulate: bool,
+    (x, dy, dx): (View<'_>, View<'_>, View<'_>),
+    copy: Option<(&StagedRows, (u32, u32))>,
+) -> Result<BoundKernel, GpuError> {
+    let kernels = match copy {
+        Some(_) => [&GELU_BACKWARD_COPY16[0], &GELU_BACKWARD_COPY16[1]],
+        None => [&GELU_BACKWARD, &GELU_BACKWARD_X8],
+    };
+    let kernel = variant("gelu_backward", per, kernels)?;
+    let copy = match copy {
+        Some((c, shape)) => Some(c.producer_binding("gelu_backward", dx, shape)?),
+        None => None,
+    };
+    let [width, scale] = copy.map_or([0, 0], |(_, words)| words);
     x.need("gelu_backward", "x", n as u64)?;
     dy.need("gelu_backward", "dy", n as u64)?;
     dx.need("gelu_backward", "dx", n as u64)?;
@@ -142,14 +206,21 @@ pub fn bind_gelu_backward_per<'a>(
     let params = uniform(
         ctx,
         "gelu_backward_params",
-        &[n, accumulate as u32, x.offset, 0, dy.offset, dx.offset],
+        &[
+            n,
+            accumulate as u32,
+            x.offset,
+            0,
+            dy.offset,
+            dx.offset,
+            width,
+            scale,
+        ],
     );
+    let mut bindings = vec![(1, x.buffer), (3, dy.buffer), (4, dx.buffer)];
+    bindings.extend(copy.map(|(buffer, _)| (15, buffer)));
+    let groups = grid(ctx, n.div_ceil(256 * per));
     Ok(bind_kernel(
-        ctx,
-        registry,
-        kernel,
-        &params,
-        &[(1, x.buffer), (3, dy.buffer), (4, dx.buffer)],
-        grid(ctx, n.div_ceil(256 * per)),
+        ctx, registry, kernel, &params, &bindings, groups,
     ))
 }

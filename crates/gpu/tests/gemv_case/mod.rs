@@ -233,6 +233,7 @@ impl Case {
                     &ln,
                     &mean,
                     &rstd,
+                    None,
                 )
                 .unwrap(),
             );

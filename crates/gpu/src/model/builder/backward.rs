@@ -6,7 +6,7 @@ use crate::ops::attention::{
     bind_attention_backward, bind_attention_backward_coop, AttentionBackwardBuffers,
 };
 use crate::ops::embedding::bind_embedding_backward;
-use crate::ops::gelu::bind_gelu_backward;
+use crate::ops::gelu::{bind_gelu_backward, bind_gelu_backward_copy};
 use crate::ops::layernorm::LayerNormGrads;
 use crate::ops::matmul::coop::{bind_matmul_coop_split_k, CoopOptions};
 use crate::ops::matmul::coop_stage::{Reuse, StagedRows};
@@ -174,6 +174,8 @@ impl<'a, 'r> Builder<'a, 'r> {
         (mean, rstd): (&Buf, &Buf),
         dx: &Buf,
     ) -> R {
+        let shape = (self.b * self.t, self.cfg.d_model);
+        let copy = self.copy_for(dx, shape, self.grad_scale())?;
         let grads = LayerNormGrads {
             dout: dout.into(),
             x: x.into(),
@@ -183,8 +185,11 @@ impl<'a, 'r> Builder<'a, 'r> {
             dx: dx.into(),
             dw: self.grad(w, l),
             db: self.grad(b, l),
+            dx_copy: copy.as_ref(),
         };
-        self.layernorm_backward_deferred(accumulate, grads)
+        self.layernorm_backward_deferred(accumulate, grads)?;
+        self.wrote(dx, copy.is_some());
+        Ok(())
     }
 
     /// A residual branch's output gradient: `dres` itself, or (with
@@ -206,18 +211,31 @@ impl<'a, 'r> Builder<'a, 'r> {
 
     /// `dfch (N, width) = GELU'(fch) ⊙ dout`.
     pub fn gelu_backward(&mut self, fch: &Buf, dout: &Buf, dfch: &Buf, width: usize) -> R {
-        let n = u(self.b * self.t * width);
-        let k = bind_gelu_backward(self.ctx, self.reg, n, false, fch, dout, dfch)?;
+        let rows = self.b * self.t;
+        let copy = self.copy_for(dfch, (rows, width), self.grad_scale())?;
+        let k = match &copy {
+            Some(c) => {
+                let shape = (u(rows), u(width), None);
+                let ops = (fch.into(), dout.into());
+                bind_gelu_backward_copy(self.ctx, self.reg, shape, false, ops, dfch.into(), c)?
+            }
+            None => {
+                bind_gelu_backward(self.ctx, self.reg, u(rows * width), false, fch, dout, dfch)?
+            }
+        };
+        self.wrote(dfch, copy.is_some());
         self.push(k)
     }
 
     /// Attention backward of layer `l` into `dqkv (N, 3C)`.
     pub fn attention_backward(&mut self, bufs: AttentionBackwardBuffers<'_>, l: usize) -> R {
         let drop = self.dropout.map(|d| (d, Site::Attention(l)));
+        let dqkv = bufs.dqkv;
         let kernels = match self.attention_on_tensor_cores() {
             true => bind_attention_backward_coop(self.ctx, self.reg, self.att(), bufs, drop)?,
             false => bind_attention_backward(self.ctx, self.reg, self.att(), bufs, drop)?,
         };
+        self.wrote(dqkv, false);
         self.push(BoundOp {
             kernels,
             scratch: Vec::new(),

@@ -4,6 +4,7 @@
 //! channels, `V` vocab; `(w, b, l)` names a parameter pair of layer `l`.
 
 mod backward;
+mod copies;
 mod deferred;
 mod regions;
 
@@ -91,6 +92,8 @@ pub struct Builder<'a, 'r> {
     forward_staged: HashMap<(ParamKind, usize), Staged>,
     /// The reductions the backward leaves to its end (`deferred.rs`).
     deferred: regions::Deferred,
+    /// The f16 copies producers write on tensor cores (`copies.rs`).
+    copies: copies::Copies,
     pub ops: Vec<BoundOp>,
 }
 
@@ -126,6 +129,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             scratch: None,
             forward_staged: HashMap::new(),
             deferred: Default::default(),
+            copies: Default::default(),
             ops: Vec::new(),
         }
     }
@@ -189,6 +193,7 @@ impl<'a, 'r> Builder<'a, 'r> {
     ) -> Result<Staged, GpuError> {
         if !self.coop {
             let k = self.layout.bind(self.ctx, self.reg, desc, a, b, bias, c)?;
+            self.wrote(c.buffer, false);
             self.push(k)?;
             return Ok([None, None]);
         }
@@ -196,8 +201,8 @@ impl<'a, 'r> Builder<'a, 'r> {
     }
 
     /// `C = op(A)·op(B) [+ bias] [+ C]` on cooperative matrices, as `opts`
-    /// say, op(B) read from `b_rows` where it fits; the operands' copies as
-    /// staged.
+    /// say, op(A) read from its producer's f16 copy and op(B) from
+    /// `b_rows` where they fit; the operands' copies as staged.
     fn coop_matmul<'v>(
         &mut self,
         desc: MatmulDesc,
@@ -206,7 +211,14 @@ impl<'a, 'r> Builder<'a, 'r> {
         bias: Option<View<'v>>,
         c: View<'v>,
     ) -> Result<Staged, GpuError> {
-        let reuse = Reuse { a: None, b: b_rows };
+        let a_rows = self
+            .fresh_copy(a, (desc.m, desc.k))
+            .filter(|_| !desc.trans_a);
+        self.wrote(c.buffer, false);
+        let reuse = Reuse {
+            a: a_rows.as_ref(),
+            b: b_rows,
+        };
         let (ctx, b, scratch) = (self.ctx, (b, reuse), self.scratch.as_ref());
         let op = bind_matmul_coop_staging(ctx, self.reg, desc, (a, opts), b, bias, c, scratch)?;
         op.kernels.into_iter().try_for_each(|k| self.push(k))?;
@@ -271,6 +283,7 @@ impl<'a, 'r> Builder<'a, 'r> {
             out,
             None,
         )?;
+        self.wrote(out, false);
         self.push(k)
     }
 
@@ -279,6 +292,7 @@ impl<'a, 'r> Builder<'a, 'r> {
         let Some(d) = self.dropout else { return Ok(()) };
         let nc = u(self.b * self.t * self.cfg.d_model);
         let k = bind_dropout(self.ctx, self.reg, d, site, nc, None, x, out)?;
+        self.wrote(out, false);
         self.push(k)
     }
 
@@ -289,8 +303,10 @@ impl<'a, 'r> Builder<'a, 'r> {
         ((w, b, l), (out, mean, rstd)): (Linear, (&Buf, &Buf, &Buf)),
     ) -> R {
         let (w, b) = (self.params.at(w, l), self.params.at(b, l));
-        let k =
-            bind_layernorm_forward(self.ctx, self.reg, self.ln(false), x, w, b, out, mean, rstd)?;
+        let copy = self.copy_for(out, (self.b * self.t, self.cfg.d_model), 1.0)?;
+        let (ln, c) = (self.ln(false), copy.as_ref());
+        let k = bind_layernorm_forward(self.ctx, self.reg, ln, x, w, b, out, mean, rstd, c)?;
+        self.wrote(out, copy.is_some());
         self.push(k)
     }
 
@@ -308,6 +324,7 @@ impl<'a, 'r> Builder<'a, 'r> {
         match self.f16.filter(|_| !self.coop) {
             Some(f) => {
                 let k = bind_matmul_f16w(self.ctx, self.reg, desc, x, f.at(wv.offset), bias, out)?;
+                self.wrote(out, false);
                 self.push(k)
             }
             None => {
@@ -321,6 +338,7 @@ impl<'a, 'r> Builder<'a, 'r> {
     pub fn attention(&mut self, qkv: &Buf, out: &Buf, lse: &Buf, l: usize) -> R {
         let drop = self.dropout.map(|d| (d, Site::Attention(l)));
         let k = bind_attention_forward(self.ctx, self.reg, self.att(), qkv, out, lse, drop)?;
+        self.wrote(out, false);
         self.push(k)
     }
 
@@ -349,7 +367,11 @@ impl<'a, 'r> Builder<'a, 'r> {
         };
         let wb = [self.params.at(w, l), self.params.at(b, l)];
         let outs = [y.into(), mean.into(), rstd.into()];
-        let k = bind_layernorm_residual(self.ctx, self.reg, self.ln(false), add, wb, outs)?;
+        let copy = self.copy_for(y, (self.b * self.t, self.cfg.d_model), 1.0)?;
+        let (ln, c) = (self.ln(false), copy.as_ref());
+        let k = bind_layernorm_residual(self.ctx, self.reg, ln, add, wb, outs, c)?;
+        self.wrote(out, false);
+        self.wrote(y, copy.is_some());
         self.push(k)
     }
 
@@ -367,12 +389,14 @@ impl<'a, 'r> Builder<'a, 'r> {
         if !self.coop {
             return self.linear_gelu_f32(x, (w, b, l), (fch, fch_gelu), desc);
         }
+        let copy = self.copy_for(fch_gelu, (self.b * self.t, d_out), 1.0)?;
         let opts = CoopOptions {
-            epilogue: Epilogue::Gelu(fch_gelu.into()),
+            epilogue: Epilogue::Gelu(fch_gelu.into(), copy.as_ref()),
             ..Default::default()
         };
         let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));
         let staged = self.coop_matmul(desc, (x.into(), opts), (wv, None), bias, fch.into())?;
+        self.wrote(fch_gelu, copy.is_some());
         self.keep_staged((w, l), staged)
     }
 
@@ -399,6 +423,8 @@ impl<'a, 'r> Builder<'a, 'r> {
             self.linear(x, (w, b, l), fch, (desc.k as usize, desc.n as usize))?;
             return self.gelu(fch, fch_gelu, desc.n as usize);
         };
+        self.wrote(fch, false);
+        self.wrote(fch_gelu, false);
         self.push(k)?;
         self.keep_staged((w, l), [None, None])
     }
@@ -406,6 +432,7 @@ impl<'a, 'r> Builder<'a, 'r> {
     /// `out (N, width) = GELU(x)`.
     pub fn gelu(&mut self, x: &Buf, out: &Buf, width: usize) -> R {
         let k = bind_gelu_forward(self.ctx, self.reg, u(self.b * self.t * width), x, out)?;
+        self.wrote(out, false);
         self.push(k)
     }
 
@@ -437,6 +464,9 @@ impl<'a, 'r> Builder<'a, 'r> {
         let op = bind_crossentropy(
             self.ctx, self.reg, desc, &a.logits, &a.targets, &a.losses, d, &a.loss,
         )?;
+        if let Some(d) = dlogits {
+            self.wrote(d, false);
+        }
         self.push(op)
     }
 }

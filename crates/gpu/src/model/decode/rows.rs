@@ -273,7 +273,7 @@ impl<'a> RowBuilder<'a> {
             },
         };
         let k = bind_layernorm_forward(
-            self.ctx, self.reg, desc, src.buffer, w, b, &r.xn, &r.mean, &r.rstd,
+            self.ctx, self.reg, desc, src.buffer, w, b, &r.xn, &r.mean, &r.rstd, None,
         )?;
         self.kernels.push(k);
         Ok(self.row(&r.xn))

@@ -13,7 +13,7 @@
 pub use super::coop_kernel::{
     carries, engine_kernel, set_engine_kernel, CoopKernel, Epilogue, TiledForm, COOP_KERNEL,
 };
-use super::coop_stage::{bind_operands, pads, Reuse, StagedRows, PAD_K};
+use super::coop_stage::{bind_operands, pads, Reuse, StagedRows, PAD_K, SCALED};
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
 use super::split_k::{bind_reduce, check_scratch};
@@ -77,8 +77,9 @@ fn refuse(ctx: &GpuContext) -> Result<(), GpuError> {
     }
 }
 
-/// The stage and matmul kernels' flag (`coop_pad.wgsl`): op(A) scaled.
-const SCALED: u32 = 32;
+/// The GELU epilogue's flag (`matmul_coop_common.wgsl`): GELU(C)'s f16
+/// copy written too.
+const COPY16: u32 = 256;
 
 /// [`bind_matmul_coop_variant`] with the default [`CoopOptions`].
 pub fn bind_matmul_coop<'a>(
@@ -160,6 +161,9 @@ fn check(
             desc.m as u64 * desc.n as u64,
         )?;
     }
+    if let Epilogue::Gelu(aux, Some(copy)) = opts.epilogue {
+        copy.producer_binding("matmul_coop", aux, (desc.m, desc.n))?;
+    }
     // A positive normal float with no mantissa bits: a power of two.
     if !(scale.is_normal() && scale > 0.0 && scale.to_bits() & 0x7f_ffff == 0) {
         return Err(shape_error(
@@ -184,20 +188,26 @@ fn bind_staged(
     let (mp, kp, np) = pads(&desc);
     let bias = bias.unwrap_or(a);
     let offsets = [a.offset, b.offset, bias.offset, c.offset];
-    let (extra, flags) = match opts.scale == 1.0 {
+    let (extra, mut flags) = match opts.scale == 1.0 {
         true => ([0, 0], 0),
         false => ([opts.scale.to_bits(), (1.0 / opts.scale).to_bits()], SCALED),
     };
+    let copy = opts.epilogue.copy();
+    if copy.is_some() {
+        flags |= COPY16;
+    }
     let aux = opts.epilogue.view();
     let mut params = desc.params(offsets, extra, flags);
     params.aux[0] = aux.map_or(0, |v| v.offset);
     let uniform = params.upload(ctx, "matmul_coop_params");
-    // The epilogue's binding is always there; a plain one gets a word.
-    let unused = match aux {
-        Some(_) => None,
-        None => Some(ctx.zeros("coop_no_aux", 1)?),
+    // The epilogue's bindings are always there; unused ones get a word.
+    let unused = match (aux, copy) {
+        (Some(_), Some(_)) => None,
+        _ => Some(ctx.zeros("coop_no_aux", 1)?),
     };
-    let aux = aux.map_or_else(|| unused.as_ref().expect("made above"), |v| v.buffer);
+    let word = || unused.as_ref().expect("made above");
+    let aux16 = copy.map_or_else(word, StagedRows::buffer);
+    let aux = aux.map_or_else(word, |v| v.buffer);
     let shape = (&desc, (mp, kp, np), &uniform);
     // Only the tiled kernel's plain, fault-free form has the `A_KM` and
     // `B_NK` pipelines.
@@ -210,6 +220,7 @@ fn bind_staged(
         (5, &ops.a16),
         (6, &ops.b16),
         (8, aux),
+        (9, aux16),
     ];
     let (kernel, rows) = opts.kernel.source(opts.fault, opts.epilogue, ops.layout);
     let groups = [np / 128, mp.div_ceil(rows), slices];

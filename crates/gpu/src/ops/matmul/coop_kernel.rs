@@ -2,7 +2,7 @@
 //! and the tiled one's forms, the form the engine binds, and the epilogue
 //! each pipeline carries.
 
-use super::coop_stage::StagedLayout;
+use super::coop_stage::{StagedLayout, StagedRows};
 use super::fault::Fault;
 use super::kernels::{
     MATMUL_COOP, MATMUL_COOP_TILED, MATMUL_COOP_TILED_AKM, MATMUL_COOP_TILED_BNK,
@@ -215,11 +215,13 @@ pub fn engine_kernel() -> CoopKernel {
 pub enum Epilogue<'a> {
     #[default]
     Plain,
-    /// C is a linear's output before its GELU; GELU(C) is written here too.
-    /// (The backward's product times GELU′ of the GELU's input measured
-    /// 0.40 ms a call more than the product alone on the H200 against the
-    /// GELU backward's 0.15: run 25; it stays a kernel of its own.)
-    Gelu(View<'a>),
+    /// C is a linear's output before its GELU; GELU(C) is written here
+    /// too, and its f16 copy where one is given (the next product's op(A):
+    /// [`StagedRows::for_producer`]). (The backward's product times GELU′
+    /// of the GELU's input measured 0.40 ms a call more than the product
+    /// alone on the H200 against the GELU backward's 0.15: run 25; it stays
+    /// a kernel of its own.)
+    Gelu(View<'a>, Option<&'a StagedRows>),
 }
 
 impl<'a> Epilogue<'a> {
@@ -227,14 +229,22 @@ impl<'a> Epilogue<'a> {
     fn index(self) -> usize {
         match self {
             Epilogue::Plain => 0,
-            Epilogue::Gelu(_) => 1,
+            Epilogue::Gelu(..) => 1,
         }
     }
 
     pub(super) fn view(self) -> Option<View<'a>> {
         match self {
             Epilogue::Plain => None,
-            Epilogue::Gelu(v) => Some(v),
+            Epilogue::Gelu(v, _) => Some(v),
+        }
+    }
+
+    /// The f16 copy of the GELU's output the epilogue writes, if any.
+    pub(super) fn copy(self) -> Option<&'a StagedRows> {
+        match self {
+            Epilogue::Plain | Epilogue::Gelu(_, None) => None,
+            Epilogue::Gelu(_, Some(c)) => Some(c),
         }
     }
 }

@@ -24,6 +24,9 @@ pub(super) const PAD_M: u32 = 128;
 pub(super) const PAD_K: u32 = 32;
 pub(super) const PAD_N: u32 = 128;
 
+/// The stage and matmul kernels' flag (`coop_pad.wgsl`): op(A) scaled.
+pub(super) const SCALED: u32 = 32;
+
 /// Elements one workgroup of the element-wise stage kernels stages
 /// (`coop_stage.wgsl`'s `PER_GROUP`).
 const PER_GROUP: u32 = 2048;
@@ -87,6 +90,69 @@ struct Need {
 }
 
 impl StagedRows {
+    /// An f16 copy of `source` (`rows × cols`, row-major) that the kernel
+    /// writing `source` writes beside it (`copy16.wgsl`), times `scale` (a
+    /// power of two), in the layout a product's op(A) is staged in — so a
+    /// product reading `source` as op(A) reads this instead of staging it,
+    /// the same halves. Zero until written, and past the matrix always.
+    pub fn for_producer(
+        ctx: &GpuContext,
+        source: View<'_>,
+        (rows, cols): (u32, u32),
+        scale: f32,
+    ) -> Result<StagedRows, GpuError> {
+        if !(scale.is_normal() && scale > 0.0 && scale.to_bits() & 0x7f_ffff == 0) {
+            return Err(shape_error(
+                "f16 copy",
+                format!("the scale must be a power of two, got {scale}"),
+            ));
+        }
+        let (mp, kp) = (rows.next_multiple_of(PAD_M), cols.next_multiple_of(PAD_K));
+        let halves = mp as u64 * kp as u64;
+        let buffer = ctx.zeros("coop_copy16", halves.div_ceil(2) as usize)?;
+        Ok(rows_of(
+            &buffer,
+            source,
+            (rows, cols, false),
+            (kp, mp, scale),
+        ))
+    }
+
+    /// What a producer of `out` (`rows × cols`) binds to write this copy:
+    /// its buffer, and the words `copy16.wgsl` takes (the width and the
+    /// scale's bits). A copy of another buffer or shape is refused.
+    pub fn producer_binding(
+        &self,
+        op: &'static str,
+        out: View<'_>,
+        (rows, cols): (u32, u32),
+    ) -> Result<(&wgpu::Buffer, [u32; 2]), GpuError> {
+        if self.source != (out.buffer.clone(), out.offset)
+            || (self.rows, self.cols) != (rows, cols)
+            || self.transposed
+            || self.stride != cols.next_multiple_of(PAD_K)
+        {
+            return Err(shape_error(
+                op,
+                format!(
+                    "an f16 copy of a {}×{} matrix offered for a {rows}×{cols} output, or another buffer",
+                    self.rows, self.cols
+                ),
+            ));
+        }
+        Ok((&self.buffer, [cols, self.scale.to_bits()]))
+    }
+
+    /// The f16 buffer.
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+
+    /// What the matrix was multiplied by as it was copied.
+    pub fn scale(&self) -> f32 {
+        self.scale
+    }
+
     /// Whether this copy is what `need` asks of `view`. A copy of another
     /// operand (buffer, offset or shape) is a caller's mistake, and an
     /// error; one laid out otherwise is staged again.
@@ -109,13 +175,15 @@ impl StagedRows {
     }
 }
 
-/// Operands staged by earlier products of the same graph, read instead of
+/// Operands staged by earlier products of the same graph (or by the
+/// kernels that wrote them: [`StagedRows::for_producer`]), read instead of
 /// staging them again. The caller vouches that nothing wrote the source
-/// between the two products.
+/// since.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Reuse<'s> {
-    /// For a transposed A (op(A) = Yᵀ): Y's rows as another product staged
-    /// them as its op(A), read through the `A_KM` pipeline.
+    /// For A not transposed: its rows, as its producer or another product
+    /// staged them. For a transposed A (op(A) = Yᵀ): Y's rows as another
+    /// product staged them as its op(A), read through the `A_KM` pipeline.
     pub a: Option<&'s StagedRows>,
     /// For a B that is not transposed: its rows, staged as another
     /// product's op(A) or op(B); or its transpose's rows, staged as a
@@ -163,6 +231,18 @@ fn pick<'s>(
 ) -> Result<(Pick<'s>, Pick<'s>), GpuError> {
     let (m, k, n) = (desc.m, desc.k, desc.n);
     let a_pick = match reuse.a {
+        // op(A) = A as its producer (or another product) staged it.
+        Some(s) if !desc.trans_a => {
+            let need = Need {
+                rows: m,
+                cols: k,
+                transposed: false,
+                stride: kp,
+                padded: mp,
+                scale,
+            };
+            s.fits(a, need)?.then_some((s, false))
+        }
         Some(s) if desc.trans_a && transposes => {
             let need = Need {
                 rows: k,
@@ -176,6 +256,8 @@ fn pick<'s>(
         }
         _ => None,
     };
+    // No pipeline reads both operands as their transposes' rows.
+    let a_km = matches!(a_pick, Some((_, true)));
     let b_pick = match reuse.b {
         Some(s) if !desc.trans_b && !s.transposed => {
             let need = Need {
@@ -188,7 +270,7 @@ fn pick<'s>(
             };
             s.fits(b, need)?.then_some((s, false))
         }
-        Some(s) if !desc.trans_b && transposes && a_pick.is_none() => {
+        Some(s) if !desc.trans_b && transposes && !a_km => {
             let stride = k.next_multiple_of(PAD_N);
             let need = Need {
                 rows: k,
@@ -222,7 +304,12 @@ pub(super) fn bind_operands(
     let mut kernels = Vec::new();
     let mut staged = [None, None];
     let a16 = match a_pick {
-        Some((s, _)) => s.buffer.clone(),
+        Some((s, transposed)) => {
+            if !transposed {
+                staged[0] = Some(s.clone());
+            }
+            s.buffer.clone()
+        }
         None => {
             let kinds = (&COOP_STAGE_A, &COOP_STAGE_A_T);
             let at = (1, a, desc.trans_a);
@@ -309,4 +396,29 @@ pub(super) fn pads(desc: &MatmulDesc) -> (u32, u32, u32) {
         desc.k.next_multiple_of(PAD_K),
         desc.n.next_multiple_of(PAD_N),
     )
+}
+
+/// Stages `a` (`rows × cols`, row-major) times `scale` as a product's op(A)
+/// on its own: the copy and the dispatch writing it — what a producer's
+/// f16 copy ([`StagedRows::for_producer`]) must equal, bit for bit (its
+/// tests). Needs `SHADER_F16`, not cooperative matrices.
+pub fn bind_stage_rows(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    a: View<'_>,
+    (rows, cols): (u32, u32),
+    scale: f32,
+) -> Result<(StagedRows, BoundKernel), GpuError> {
+    let desc = MatmulDesc {
+        m: rows,
+        k: cols,
+        n: 1,
+        ..Default::default()
+    };
+    let (mp, kp, _) = pads(&desc);
+    let params = desc.params([a.offset, 0, 0, 0], [scale.to_bits(), 0], SCALED);
+    let uniform = params.upload(ctx, "coop_stage_params");
+    let kinds = (&COOP_STAGE_A, &COOP_STAGE_A_T);
+    let (a16, k) = stage_operand(ctx, registry, &uniform, (1, a, false), (mp, kp), kinds)?;
+    Ok((rows_of(&a16, a, (rows, cols, false), (kp, mp, scale)), k))
 }

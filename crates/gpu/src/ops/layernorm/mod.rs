@@ -8,87 +8,14 @@ use super::common::{
     bind_kernel, check_dim, check_no_alias, grid, shape_error, uniform, BoundOp, View,
 };
 use super::dropout::{mask_words, DropoutDesc};
+use super::matmul::coop_stage::StagedRows;
 use crate::kernel::{BoundKernel, Layout};
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::Site;
 
-/// layernorm.wgsl with its entry points and passes (ln_rows.wgsl) and the
-/// row sums it shares with the GEMVs' LayerNorm prologue (ln_sum.wgsl).
-const LAYERNORM_WGSL: &str = concat!(
-    include_str!("../../../../shaders/layernorm.wgsl"),
-    include_str!("../../../../shaders/ln_rows.wgsl"),
-    include_str!("../../../../shaders/ln_sum.wgsl")
-);
-
-/// The residual add and the LayerNorm after it (layernorm_residual.wgsl),
-/// with the LayerNorm's passes and sums and the dropout masks' hash.
-const LAYERNORM_RESIDUAL_WGSL: &str = concat!(
-    include_str!("../../../../shaders/layernorm_residual.wgsl"),
-    include_str!("../../../../shaders/ln_rows.wgsl"),
-    include_str!("../../../../shaders/ln_sum.wgsl"),
-    include_str!("../../../../shaders/dropout_mask.wgsl")
-);
-
-pub const LAYERNORM_RESIDUAL: KernelSource = KernelSource {
-    key: "layernorm_residual",
-    wgsl: LAYERNORM_RESIDUAL_WGSL,
-    entry: "forward",
-    constants: &[],
-};
-
-/// [`LAYERNORM_RESIDUAL`] in the [`Layout::Cpu`] layout: a row per invocation.
-pub const LAYERNORM_RESIDUAL_SERIAL: KernelSource = KernelSource {
-    key: "layernorm_residual_serial",
-    wgsl: LAYERNORM_RESIDUAL_WGSL,
-    entry: "forward_serial",
-    constants: &[],
-};
-
-pub const LAYERNORM_FORWARD: KernelSource = KernelSource {
-    key: "layernorm_forward",
-    wgsl: LAYERNORM_WGSL,
-    entry: "forward",
-    constants: &[],
-};
-
-/// [`LAYERNORM_FORWARD`] in the [`Layout::Cpu`] layout: a row per invocation.
-pub const LAYERNORM_FORWARD_SERIAL: KernelSource = KernelSource {
-    key: "layernorm_forward_serial",
-    wgsl: LAYERNORM_WGSL,
-    entry: "forward_serial",
-    constants: &[],
-};
-
-/// [`LAYERNORM_BACKWARD_DX`] in the [`Layout::Cpu`] layout.
-pub const LAYERNORM_BACKWARD_DX_SERIAL: KernelSource = KernelSource {
-    key: "layernorm_backward_dx_serial",
-    wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
-    entry: "dx_serial",
-    constants: &[],
-};
-
-/// [`LAYERNORM_BACKWARD_DWDB`] in the [`Layout::Cpu`] layout.
-pub const LAYERNORM_BACKWARD_DWDB_SERIAL: KernelSource = KernelSource {
-    key: "layernorm_backward_dwdb_partials_serial",
-    wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
-    entry: "dwdb_partials_serial",
-    constants: &[],
-};
-
-pub const LAYERNORM_BACKWARD_DX: KernelSource = KernelSource {
-    key: "layernorm_backward_dx",
-    wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
-    entry: "dx_rows",
-    constants: &[],
-};
-
-pub const LAYERNORM_BACKWARD_DWDB: KernelSource = KernelSource {
-    key: "layernorm_backward_dwdb_partials",
-    wgsl: include_str!("../../../../shaders/layernorm_backward.wgsl"),
-    entry: "dwdb_partials",
-    constants: &[],
-};
+mod kernels;
+pub use kernels::*;
 
 /// `N` rows of `C` channels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,6 +44,20 @@ impl LayerNormDesc {
         }
     }
 
+    /// [`Self::rows`] of `plain` (`[Gpu, Cpu]` forms), or of `copied`
+    /// where an f16 copy is written too.
+    fn rows_of(
+        &self,
+        ctx: &GpuContext,
+        [gpu, serial]: [&'static KernelSource; 2],
+        copied: Option<&'static [KernelSource; 2]>,
+    ) -> (&'static KernelSource, [u32; 3]) {
+        match copied {
+            Some([g, s]) => self.rows(ctx, g, s),
+            None => self.rows(ctx, gpu, serial),
+        }
+    }
+
     fn check(&self, op: &'static str) -> Result<(u64, u64), GpuError> {
         if self.c == 0 {
             return Err(shape_error(op, format!("{self:?} has no channels")));
@@ -138,6 +79,7 @@ pub fn bind_layernorm_forward<'a>(
     y: impl Into<View<'a>>,
     mean: impl Into<View<'a>>,
     rstd: impl Into<View<'a>>,
+    copy: Option<&StagedRows>,
 ) -> Result<BoundKernel, GpuError> {
     let (n, c) = desc.check("layernorm")?;
     let (x, w, b, y) = (x.into(), w.into(), b.into(), y.into());
@@ -171,22 +113,24 @@ pub fn bind_layernorm_forward<'a>(
             rstd.offset,
         ],
     );
-    let (src, groups) = desc.rows(ctx, &LAYERNORM_FORWARD, &LAYERNORM_FORWARD_SERIAL);
-    Ok(bind_kernel(
-        ctx,
-        registry,
-        src,
-        &params,
-        &[
-            (1, x.buffer),
-            (2, w.buffer),
-            (3, b.buffer),
-            (4, y.buffer),
-            (5, mean.buffer),
-            (6, rstd.buffer),
-        ],
-        groups,
-    ))
+    let copied = copy.map(|_| &LAYERNORM_FORWARD_COPY16);
+    let plain = [&LAYERNORM_FORWARD, &LAYERNORM_FORWARD_SERIAL];
+    let (src, groups) = desc.rows_of(ctx, plain, copied);
+    let mut bindings = vec![
+        (1, x.buffer),
+        (2, w.buffer),
+        (3, b.buffer),
+        (4, y.buffer),
+        (5, mean.buffer),
+        (6, rstd.buffer),
+    ];
+    if let Some(copy) = copy {
+        bindings.push((
+            15,
+            copy.producer_binding("layernorm", y, (desc.n, desc.c))?.0,
+        ));
+    }
+    Ok(bind_kernel(ctx, registry, src, &params, &bindings, groups))
 }
 
 /// The residual add before a LayerNorm: `x = base + branch`, or with
@@ -211,6 +155,7 @@ pub fn bind_layernorm_residual<'a>(
     add: ResidualAdd<'a>,
     [w, b]: [View<'a>; 2],
     [y, mean, rstd]: [View<'a>; 3],
+    copy: Option<&StagedRows>,
 ) -> Result<BoundKernel, GpuError> {
     let op = "layernorm_residual";
     let (n, c) = desc.check(op)?;
@@ -262,11 +207,16 @@ pub fn bind_layernorm_residual<'a>(
         .chain(mask)
         .collect();
     let params = uniform(ctx, "layernorm_residual_params", &words);
-    let (src, groups) = desc.rows(ctx, &LAYERNORM_RESIDUAL, &LAYERNORM_RESIDUAL_SERIAL);
+    let copied = copy.map(|_| &LAYERNORM_RESIDUAL_COPY16);
+    let plain = [&LAYERNORM_RESIDUAL, &LAYERNORM_RESIDUAL_SERIAL];
+    let (src, groups) = desc.rows_of(ctx, plain, copied);
     let mut bindings: Vec<(u32, &wgpu::Buffer)> = (1..).zip(views.map(|v| v.buffer)).collect();
     // w and b are one binding (2).
     bindings.remove(2);
     bindings.push((9, state));
+    if let Some(copy) = copy {
+        bindings.push((15, copy.producer_binding(op, y, (desc.n, desc.c))?.0));
+    }
     Ok(bind_kernel(ctx, registry, src, &params, &bindings, groups))
 }
 
@@ -283,6 +233,9 @@ pub struct LayerNormGrads<'a> {
     pub dw: View<'a>,
     /// `(C)`, written.
     pub db: View<'a>,
+    /// `dx`'s f16 copy, written too where given (the tensor-core path's dY
+    /// of the product before: [`StagedRows::for_producer`]).
+    pub dx_copy: Option<&'a StagedRows>,
 }
 
 /// Binds the backward: `dx (N, C)`, `dw (C)`, `db (C)`, each accumulated or
@@ -337,10 +290,15 @@ pub fn bind_layernorm_backward_deferred<'a>(
         rows_per_chunk(desc.n),
     ];
     let offsets = [g.dout, g.x, g.mean, g.rstd, g.w, g.dx].map(|v| v.offset);
+    let copy = match g.dx_copy {
+        Some(c) => Some(c.producer_binding(op, g.dx, (desc.n, desc.c))?),
+        None => None,
+    };
+    let copy_scale = copy.map_or(0, |(_, [_, scale])| scale);
     let params = uniform(
         ctx,
         "layernorm_backward_params",
-        &[words.as_slice(), &offsets, &[partials.offset]].concat(),
+        &[words.as_slice(), &offsets, &[partials.offset, copy_scale]].concat(),
     );
     let [b1, b2, b3, b4] = [
         (1, g.dout.buffer),
@@ -348,8 +306,11 @@ pub fn bind_layernorm_backward_deferred<'a>(
         (3, g.mean.buffer),
         (4, g.rstd.buffer),
     ];
-    let (src, groups) = desc.rows(ctx, &LAYERNORM_BACKWARD_DX, &LAYERNORM_BACKWARD_DX_SERIAL);
-    let dx_buffers = [b1, b2, b3, b4, (5, g.w.buffer), (6, g.dx.buffer)];
+    let copied = copy.map(|_| &LAYERNORM_BACKWARD_DX_COPY16);
+    let plain = [&LAYERNORM_BACKWARD_DX, &LAYERNORM_BACKWARD_DX_SERIAL];
+    let (src, groups) = desc.rows_of(ctx, plain, copied);
+    let mut dx_buffers = vec![b1, b2, b3, b4, (5, g.w.buffer), (6, g.dx.buffer)];
+    dx_buffers.extend(copy.map(|(buffer, _)| (15, buffer)));
     let dx = bind_kernel(ctx, registry, src, &params, &dx_buffers, groups);
     // dw's partials (chunks, C), then db's.
     let (src, columns) = match desc.layout {
