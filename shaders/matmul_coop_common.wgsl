@@ -7,7 +7,7 @@
 // linear's output and GELU(C) goes to `aux` (C's shape, from p.aux_off),
 // and with the COPY16 flag its f16 copy to `aux16` as the next product
 // stages its op(A) (copy16.wgsl's layout: row · K′ + col, K′ = N padded to
-// PAD_K; the rows and columns past C are the buffer's zeros). EPILOGUE is
+// PAD_K, four halves a write; the rows past C are the buffer's zeros). EPILOGUE is
 // a pipeline constant, so a plain product's kernel carries no GELU code.
 
 override EPILOGUE: u32 = 0u;
@@ -15,7 +15,7 @@ override EPILOGUE: u32 = 0u;
 const COPY16: u32 = 256u;
 
 @group(0) @binding(8) var<storage, read_write> aux: array<f32>;
-@group(0) @binding(9) var<storage, read_write> aux16: array<f16>;
+@group(0) @binding(9) var<storage, read_write> aux16: array<vec4<f16>>;
 
 // Test-only (ops/matmul/fault.rs): 2 skips the last PAD_K-wide block of K
 // (which always holds some of the real K).
@@ -53,10 +53,29 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
             if (EPILOGUE == 1u) {
                 let g = gelu_f32(v);
                 aux[p.aux_off + e] = g;
-                if ((p.flags & COPY16) != 0u) {
-                    aux16[row * padded(p.n, PAD_K) + col] = f16(g);
-                }
+                scratch[base + i] = g;
             }
+        }
+    }
+    subgroupBarrier();
+    if (EPILOGUE == 1u && (p.flags & COPY16) != 0u) {
+        copy_gelu_tile(base, lane, r0, c0);
+    }
+}
+
+// GELU(C)'s f16 copy of one 16×16 tile from the subgroup's scratch slice
+// (where store_tile left the GELU of each element of C): four halves a
+// write, zero past C's columns; then the slice is free again.
+fn copy_gelu_tile(base: u32, lane: u32, r0: u32, c0: u32) {
+    let kp = padded(p.n, PAD_K);
+    for (var q = lane; q < 64u; q += 32u) {
+        let row = r0 + q / 4u;
+        let col = c0 + (q % 4u) * 4u;
+        if (row < p.m && col < p.n) {
+            let s = base + q * 4u;
+            let g = vec4(scratch[s], scratch[s + 1u], scratch[s + 2u], scratch[s + 3u]);
+            let inside = vec4(col, col + 1u, col + 2u, col + 3u) < vec4(p.n);
+            aux16[(row * kp + col) / 4u] = vec4<f16>(select(vec4(0.0), g, inside));
         }
     }
     subgroupBarrier();

@@ -141,13 +141,6 @@ fn copy_plan(t: u32, wg: vec3<u32>, lda: u32, ldb: u32) -> Copy {
         (wg.y * TM + ar) * lda + ak, rows * lda, 0u, 1u, ar * SA + ak, rows * SA,
         bk * ldb + wg.x * 128u + bc, krows * ldb, ldb, TB + bk * SB + bc, krows * SB, 1u,
     );
-    c.ga_hi = c.ga + 2u * c.ga_far;
-    // TM 256, the last row of workgroups when M′ is an odd multiple of 128:
-    // the tile's last 128 rows lie past op(A)'s staged rows, and C has no
-    // such rows, so their passes read the first rows' again.
-    if (TM == 256u && wg.y * TM + 128u >= padded(p.m, PAD_M)) {
-        c.ga_hi = c.ga;
-    }
     if (A_KM) {
         let ldm = padded(p.m, PAD_M);
         c.ga = bk * ldm + wg.y * TM + bc;
@@ -155,6 +148,14 @@ fn copy_plan(t: u32, wg: vec3<u32>, lda: u32, ldb: u32) -> Copy {
         c.a_step = ldm;
         c.at = bk * SB + bc;
         c.at_far = krows * SB;
+    }
+    // Passes 2 and 3 (WG 128, or TM 256) after op(A)'s layout is set.
+    c.ga_hi = c.ga + 2u * c.ga_far;
+    // TM 256, the last row of workgroups when M′ is an odd multiple of 128:
+    // the tile's last 128 rows lie past op(A)'s staged rows, and C has no
+    // such rows, so their passes read the first rows' again.
+    if (TM == 256u && wg.y * TM + 128u >= padded(p.m, PAD_M)) {
+        c.ga_hi = c.ga;
     }
     if (B_NK) {
         let ldk = padded(p.k, PAD_N);
