@@ -200,10 +200,11 @@ fn bind_staged(
     let mut params = desc.params(offsets, extra, flags);
     params.aux[0] = aux.map_or(0, |v| v.offset);
     let uniform = params.upload(ctx, "matmul_coop_params");
-    // The epilogue's bindings are always there; unused ones get a word.
+    // The epilogue's bindings are always there; unused ones get two words
+    // (the f16 copy's four halves).
     let unused = match (aux, copy) {
         (Some(_), Some(_)) => None,
-        _ => Some(ctx.zeros("coop_no_aux", 1)?),
+        _ => Some(ctx.zeros("coop_no_aux", 2)?),
     };
     let word = || unused.as_ref().expect("made above");
     let aux16 = copy.map_or_else(word, StagedRows::buffer);
