@@ -11,18 +11,6 @@ use super::{Buf, Builder};
 use crate::ops::matmul::coop_stage::StagedRows;
 use crate::ops::View;
 use crate::GpuError;
-use std::collections::{HashMap, HashSet};
-
-/// A buffer and the offset of a matrix in it.
-type At = (Buf, u32);
-
-#[derive(Default)]
-pub(super) struct Copies {
-    /// Each output's copy, made by its first producer.
-    made: HashMap<At, StagedRows>,
-    /// The outputs whose last writer wrote their copy too.
-    fresh: HashSet<At>,
-}
 
 impl<'a, 'r> Builder<'a, 'r> {
     /// On tensor cores, the f16 copy of `out` (`rows × cols`, times
@@ -39,7 +27,7 @@ impl<'a, 'r> Builder<'a, 'r> {
         }
         let (rows, cols) = (rows as u32, cols as u32);
         let at = (out.clone(), 0);
-        if let Some(c) = self.copies.made.get(&at) {
+        if let Some(c) = self.copies.made(&at) {
             if c.producer_binding("f16 copy", out.into(), (rows, cols))
                 .is_ok()
                 && c.scale() == scale
@@ -48,26 +36,20 @@ impl<'a, 'r> Builder<'a, 'r> {
             }
         }
         let c = StagedRows::for_producer(self.ctx, out.into(), (rows, cols), scale)?;
-        self.copies.made.insert(at, c.clone());
+        self.copies.make(at, c.clone());
         Ok(Some(c))
     }
 
     /// Records that the op just bound wrote `out`, with its copy (which is
     /// then fresh) or without (stale from now on).
     pub(super) fn wrote(&mut self, out: &Buf, copy: bool) {
-        let at = (out.clone(), 0);
-        match copy {
-            true => self.copies.fresh.insert(at),
-            false => self.copies.fresh.remove(&at),
-        };
+        self.copies.mark((out.clone(), 0), copy);
     }
 
     /// The fresh copy of `a` (`rows × cols`), for a product reading it as
     /// op(A).
     pub(super) fn fresh_copy(&self, a: View<'_>, shape: (u32, u32)) -> Option<StagedRows> {
-        let at = (a.buffer.clone(), a.offset);
-        self.copies.fresh.get(&at)?;
-        let c = self.copies.made.get(&at)?;
+        let c = self.copies.fresh(&(a.buffer.clone(), a.offset))?;
         c.producer_binding("f16 copy", a, shape).ok()?;
         Some(c.clone())
     }

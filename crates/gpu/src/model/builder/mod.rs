@@ -5,6 +5,7 @@
 
 mod backward;
 mod copies;
+mod copy_set;
 mod deferred;
 mod regions;
 
@@ -93,7 +94,7 @@ pub struct Builder<'a, 'r> {
     /// The reductions the backward leaves to its end (`deferred.rs`).
     deferred: regions::Deferred,
     /// The f16 copies producers write on tensor cores (`copies.rs`).
-    copies: copies::Copies,
+    copies: copy_set::Copies,
     pub ops: Vec<BoundOp>,
 }
 
