@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device command 120 (2026-12-06; results in run120/). `f9058ef` (new/: run 119's build with its bind groups fixed,
+# Device command 120 (2026-12-06; results in run120/). `57f2504` (new/: run 119's build with its bind groups fixed,
 # the GELU epilogue's f16 copy four halves a write, the wide A_KM
 # pipeline's passes 2-3 fixed) against run 118's `db2a25d` (mid/) and the
 # submitted `b4ecafa` (prev/), carried in .carry/bins120.tar.xz, in one
