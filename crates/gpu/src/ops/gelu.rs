@@ -161,7 +161,6 @@ pub fn bind_gelu_backward_per<'a>(
 /// [`bind_gelu_backward`] of a `(rows, cols)` matrix writing `dx`'s f16
 /// copy too, `per` elements an invocation (None: as
 /// [`bind_gelu_backward`] picks).
-#[allow(clippy::too_many_arguments)]
 pub fn bind_gelu_backward_copy<'a>(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,

@@ -13,7 +13,7 @@
 pub use super::coop_kernel::{
     carries, engine_kernel, set_engine_kernel, CoopKernel, Epilogue, TiledForm, COOP_KERNEL,
 };
-use super::coop_stage::{bind_operands, pads, Reuse, StagedRows, PAD_K, SCALED};
+use super::coop_stage::{bind_operands, check_scale, pads, Reuse, StagedRows, PAD_K, SCALED};
 use super::desc::{check_operands, MatmulDesc};
 use super::fault::Fault;
 use super::split_k::{bind_reduce, check_scratch};
@@ -164,13 +164,7 @@ fn check(
     if let Epilogue::Gelu(aux, Some(copy)) = opts.epilogue {
         copy.producer_binding("matmul_coop", aux, (desc.m, desc.n))?;
     }
-    // A positive normal float with no mantissa bits: a power of two.
-    if !(scale.is_normal() && scale > 0.0 && scale.to_bits() & 0x7f_ffff == 0) {
-        return Err(shape_error(
-            "matmul_coop",
-            format!("the scale must be a power of two, got {scale}"),
-        ));
-    }
+    check_scale("matmul_coop", scale)?;
     check_operands("matmul_coop", desc, a, (Some(b), b.buffer), bias, c)
 }
 

@@ -27,6 +27,19 @@ pub(super) const PAD_N: u32 = 128;
 /// The stage and matmul kernels' flag (`coop_pad.wgsl`): op(A) scaled.
 pub(super) const SCALED: u32 = 32;
 
+/// Refuses a scale that is not a power of two (what op(A) is multiplied by
+/// as staged, and C by its inverse, exactly).
+pub(super) fn check_scale(op: &'static str, scale: f32) -> Result<(), GpuError> {
+    // A positive normal float with no mantissa bits: a power of two.
+    if !(scale.is_normal() && scale > 0.0 && scale.to_bits() & 0x7f_ffff == 0) {
+        return Err(shape_error(
+            op,
+            format!("the scale must be a power of two, got {scale}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Elements one workgroup of the element-wise stage kernels stages
 /// (`coop_stage.wgsl`'s `PER_GROUP`).
 const PER_GROUP: u32 = 2048;
@@ -101,12 +114,7 @@ impl StagedRows {
         (rows, cols): (u32, u32),
         scale: f32,
     ) -> Result<StagedRows, GpuError> {
-        if !(scale.is_normal() && scale > 0.0 && scale.to_bits() & 0x7f_ffff == 0) {
-            return Err(shape_error(
-                "f16 copy",
-                format!("the scale must be a power of two, got {scale}"),
-            ));
-        }
+        check_scale("f16 copy", scale)?;
         let (mp, kp) = (rows.next_multiple_of(PAD_M), cols.next_multiple_of(PAD_K));
         let halves = mp as u64 * kp as u64;
         let buffer = ctx.zeros("coop_copy16", halves.div_ceil(2) as usize)?;
