@@ -63,7 +63,7 @@ pub fn coop_unavailable(ctx: &GpuContext) -> Option<&'static str> {
     }
     (!ctx.coop_matrix).then_some(
         "the adapter offers no 16×16×16 f16 → f32 cooperative matrix with 32-wide subgroups, \
-         subgroup barriers and 45 KiB of workgroup memory",
+         subgroup barriers, 45 KiB of workgroup memory and 9 storage buffers a stage",
     )
 }
 
