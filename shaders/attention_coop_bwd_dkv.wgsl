@@ -63,6 +63,8 @@ fn query_terms(x: Tile, t0: u32, tid: u32) {
 
 // The subgroup's weights p·z (ds = false) or ds (true) of queries
 // t0 … t0 + 31 as f16 (W, a key a row), from its scores (S) and dp (P).
+// The first call leaves each weight p in S in place of its score, for the
+// second.
 fn key_terms(x: Tile, sg: u32, lane: u32, sw: u32, t0: u32, ds: bool) {
     for (var e = lane; e < 512u; e += sw) {
         let r = e / 32u;
@@ -71,11 +73,12 @@ fn key_terms(x: Tile, sg: u32, lane: u32, sw: u32, t0: u32, ds: bool) {
         let t = t0 + j;
         var v = 0.0;
         if (s <= t && t < p.t) {
-            let w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + j]);
             let z = drop_at(x, t, s);
             if (ds) {
-                v = w * (sf[P_AT + sg * 512u + e] * z - sf[R2_AT + j]);
+                v = sf[S_AT + sg * 512u + e] * (sf[P_AT + sg * 512u + e] * z - sf[R2_AT + j]);
             } else {
+                let w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + j]);
+                sf[S_AT + sg * 512u + e] = w;
                 v = w * z;
             }
         }
@@ -84,7 +87,7 @@ fn key_terms(x: Tile, sg: u32, lane: u32, sw: u32, t0: u32, ds: bool) {
 }
 
 // Columns 16·dc … of the subgroup's dk (scaled) and dv, each through its
-// scratch.
+// scratch (its own: only its lanes wait).
 fn store_pair(dk: Sums, dv: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
     store_part(dk, x, sg, lane, sw, 1u, dc);
     store_part(dv, x, sg, lane, sw, 2u, dc);
@@ -92,7 +95,7 @@ fn store_pair(dk: Sums, dv: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32)
 
 fn store_part(v: Sums, x: Tile, sg: u32, lane: u32, sw: u32, part: u32, dc: u32) {
     coopStoreT(v, &sf[S_AT + sg * 512u], 16u);
-    workgroupBarrier();
+    subgroupBarrier();
     let f = select(1.0, p.scale, part == 1u) / p.grad_scale;
     for (var e = lane; e < 256u; e += sw) {
         let s = x.r0 + sg * 16u + e / 16u;
@@ -100,7 +103,7 @@ fn store_part(v: Sums, x: Tile, sg: u32, lane: u32, sw: u32, part: u32, dc: u32)
             dqkv[qkv_at(x, s, part, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * f;
         }
     }
-    workgroupBarrier();
+    subgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -154,10 +157,12 @@ fn main(
         // Sᵀ = K·Qᵀ and dpᵀ = V·doutᵀ (before the dropout factor).
         spill_block(rows_by_rows(k0, k1, k2, k3, Y_AT), rows_by_rows(k0, k1, k2, k3, Y_AT + 16u * TS), S_AT + sg * 512u);
         spill_block(rows_by_rows(v0, v1, v2, v3, Z_AT), rows_by_rows(v0, v1, v2, v3, Z_AT + 16u * TS), P_AT + sg * 512u);
-        workgroupBarrier();
+        // Up to the next block's copy, the scratch (S, P) and the terms
+        // (W) are the subgroup's own: only its lanes wait.
+        subgroupBarrier();
         // dv += (P∘Z)ᵀ · dout.
         key_terms(x, sg, lane, sw, t0, false);
-        workgroupBarrier();
+        subgroupBarrier();
         var w0 = coopLoadT<Rows>(&sh[w_at], PS);
         var w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
         dv0 = weights_by_block(w0, w1, Z_AT, 0u, dv0);
@@ -170,10 +175,10 @@ fn main(
         if (nd > 3u) {
             dv3 = weights_by_block(w0, w1, Z_AT, 3u, dv3);
         }
-        workgroupBarrier();
+        subgroupBarrier();
         // dk += dSᵀ · Q (scaled when written).
         key_terms(x, sg, lane, sw, t0, true);
-        workgroupBarrier();
+        subgroupBarrier();
         w0 = coopLoadT<Rows>(&sh[w_at], PS);
         w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
         dk0 = weights_by_block(w0, w1, Y_AT, 0u, dk0);

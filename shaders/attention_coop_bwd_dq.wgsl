@@ -84,17 +84,18 @@ fn ds_block(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
     }
 }
 
-// Columns 16·dc … of the subgroup's dq rows, scaled, through its scratch.
+// Columns 16·dc … of the subgroup's dq rows, scaled, through its scratch
+// (its own: only its lanes wait).
 fn store_dq(dq: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
     coopStoreT(dq, &sf[S_AT + sg * 512u], 16u);
-    workgroupBarrier();
+    subgroupBarrier();
     for (var e = lane; e < 256u; e += sw) {
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
             dqkv[qkv_at(x, t, 0u, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * p.scale / p.grad_scale;
         }
     }
-    workgroupBarrier();
+    subgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -142,9 +143,11 @@ fn main(
         // Scores (Q·Kᵀ) and dp (dout·Vᵀ) of the block's keys.
         spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), S_AT + sg * 512u);
         spill_block(rows_by_rows(g0, g1, g2, g3, Z_AT), rows_by_rows(g0, g1, g2, g3, Z_AT + 16u * TS), P_AT + sg * 512u);
-        workgroupBarrier();
+        // The scratch (S, P) and the weights (W) between are the
+        // subgroup's own: only its lanes wait.
+        subgroupBarrier();
         ds_block(x, sg, lane, sw, kb * BLOCK);
-        workgroupBarrier();
+        subgroupBarrier();
         // dq += dS · K.
         let w0 = coopLoadT<Rows>(&sh[w_at], PS);
         let w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);

@@ -36,33 +36,42 @@ var<workgroup> sf: array<f32, 2176>;
 // Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
 // attention_dropout.wgsl.
 
-// Row r of subgroup sg: its running max (R1) and sum (R2) folded with
-// its scores of keys s0 … s0 + 31 (S), the valid ones (s ≤ t < T); a row
-// a lane. (Run 99 measured the rows across the subgroup's lanes, with
-// shuffles, slower: 643 against 503 µs at nanoGPT's shape.)
-fn fold_row(x: Tile, sg: u32, r: u32, s0: u32) {
-    let i = sg * 16u + r;
-    let t = x.r0 + i;
-    let srow = S_AT + sg * 512u + r * 32u;
-    var hi = NEG;
-    for (var j = 0u; j < BLOCK; j++) {
-        if (s0 + j <= t && t < p.t) {
-            hi = max(hi, sf[srow + j] * p.scale);
+// The rows of subgroup sg: each one's running max (R1) and sum (R2)
+// folded with its scores of keys s0 … s0 + 31 (S), the valid ones
+// (s ≤ t < T); two lanes a row, 16 keys each, their max and sum combined
+// by a shuffle (run 99 measured a row a lane at 503 µs a nanoGPT layer,
+// the rows across all the subgroup's lanes at 643). Every lane calls it.
+fn fold_rows(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
+    for (var e0 = 0u; e0 < 32u; e0 += sw) {
+        let e = e0 + lane;
+        let live = e < 32u;
+        let r = min(e / 2u, 15u);
+        let half = e % 2u;
+        let i = sg * 16u + r;
+        let t = x.r0 + i;
+        let srow = S_AT + sg * 512u + r * 32u + half * 16u;
+        let j0 = s0 + half * 16u;
+        var hi = NEG;
+        for (var j = 0u; j < 16u; j++) {
+            if (live && j0 + j <= t && t < p.t) {
+                hi = max(hi, sf[srow + j] * p.scale);
+            }
+        }
+        hi = max(hi, subgroupShuffleXor(hi, 1u));
+        let m = sf[R1_AT + i];
+        let m_new = max(m, hi);
+        var part = 0.0;
+        for (var j = 0u; j < 16u; j++) {
+            if (live && hi != NEG && j0 + j <= t && t < p.t) {
+                part += exp(sf[srow + j] * p.scale - m_new);
+            }
+        }
+        let sum = part + subgroupShuffleXor(part, 1u);
+        if (live && half == 0u && hi != NEG) {
+            sf[R1_AT + i] = m_new;
+            sf[R2_AT + i] = sf[R2_AT + i] * exp(m - m_new) + sum;
         }
     }
-    if (hi == NEG) {
-        return;
-    }
-    let m = sf[R1_AT + i];
-    let m_new = max(m, hi);
-    var l = sf[R2_AT + i] * exp(m - m_new);
-    for (var j = 0u; j < BLOCK; j++) {
-        if (s0 + j <= t && t < p.t) {
-            l += exp(sf[srow + j] * p.scale - m_new);
-        }
-    }
-    sf[R1_AT + i] = m_new;
-    sf[R2_AT + i] = l;
 }
 
 // The subgroup's weights of keys s0 … s0 + 31 as f16 (sh at W_AT), from
@@ -81,17 +90,18 @@ fn weights(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
     }
 }
 
-// Columns 16·dc … of the subgroup's output rows, through its scratch.
+// Columns 16·dc … of the subgroup's output rows, through its scratch (its
+// own: only its lanes wait).
 fn store_out(o: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
     coopStoreT(o, &sf[S_AT + sg * 512u], 16u);
-    workgroupBarrier();
+    subgroupBarrier();
     for (var e = lane; e < 256u; e += sw) {
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
             out[(x.seq + t) * p.c + x.head + dc * 16u + e % 16u] = sf[S_AT + sg * 512u + e];
         }
     }
-    workgroupBarrier();
+    subgroupBarrier();
 }
 
 @compute @workgroup_size(WG)
@@ -129,9 +139,7 @@ fn main(
         workgroupBarrier();
         // No barrier after: the next block's copy touches only the tiles,
         // and this subgroup's scratch and rows only it reads and writes.
-        for (var r = lane; r < 16u; r += sw) {
-            fold_row(x, sg, r, kb * BLOCK);
-        }
+        fold_rows(x, sg, lane, sw, kb * BLOCK);
     }
     workgroupBarrier();
     for (var i = tid; i < ROWS; i += WG) {
@@ -157,9 +165,11 @@ fn main(
         }
         workgroupBarrier();
         spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
-        workgroupBarrier();
+        // The scores (S) and weights (W) are the subgroup's own: only its
+        // lanes wait.
+        subgroupBarrier();
         weights(x, sg, lane, sw, kb * BLOCK);
-        workgroupBarrier();
+        subgroupBarrier();
         let w0 = coopLoadT<Rows>(&sh[w_at], PS);
         let w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
         o0 = weights_by_block(w0, w1, Z_AT, 0u, o0);
