@@ -10,8 +10,7 @@
 // coop_tiles_half.wgsl), coop_pad.wgsl and
 // matmul_coop_common.wgsl (the epilogue) are appended, then
 // matmul_common.wgsl. Strides inside the K loop are constants (naga 30's
-// SPIR-V writer fails on a uniform read there). Under KB 64 the blocks are
-// 64 wide: the same 16-wide steps in the same order, half the barriers.
+// SPIR-V writer fails on a uniform read there).
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -41,12 +40,8 @@ override TM: u32 = 128u;
 // Rows of the tile a subgroup sums: 32 or 64 (four fragments of A a step).
 override SUB_M: u32 = TM * 64u / WG;
 
-// KB: the K block's width, 32 or (TM 128, WG 256) 64 — the host binds a
-// KB 64 pipeline only where every K slice is whole 64-wide blocks.
-override KB: u32 = 32u;
-
-// The block's tiles, in halves: op(A)'s (TM rows × KB, row stride SA)
-// then op(B)'s from TB (KB × 128 columns, row stride SB); each row
+// The block's tiles, in halves: op(A)'s (TM rows × 32 K, row stride SA)
+// then op(B)'s from TB (32 K × 128 columns, row stride SB); each row
 // padded by 8 halves, which keeps every row 16-byte aligned and shifts
 // consecutive rows across the banks. The staged operands (`a16`, `b16`),
 // `Staged8` (eight of their halves in registers), `fetch8`, `tiles`, `E`
@@ -56,15 +51,10 @@ override KB: u32 = 32u;
 // was loaded: the plain pipelines) or coop_tiles_half.wgsl (one half an
 // element, a copy stored half by half, transposed under B_NK: the A_KM
 // and B_NK pipelines, which runs 60 and 61 measured slower on the other).
-override SA: u32 = KB + 8u;
+const SA: u32 = 40u;
 const SB: u32 = 136u;
 override TB: u32 = TM * SA;
-override TILES: u32 = TB + KB * SB; // a block's tiles
-
-// Each invocation's 8-half copies of a block: op(A)'s and op(B)'s passes
-// (2 or 4 each).
-override A_PASSES: u32 = TM * KB / 8u / WG;
-override B_PASSES: u32 = KB * 16u / WG;
+override TILES: u32 = TB + 32u * SB; // a block's tiles
 
 // DBUF: two blocks' tiles, one barrier a block (the next block's copy goes
 // into the other tiles while this one is multiplied); else one, with a
@@ -93,7 +83,8 @@ struct Copy {
     gb: u32, gb_far: u32, b_step: u32, bt: u32, bt_far: u32, b_put: u32,
 }
 
-// One block's copy in registers: A_PASSES of op(A), B_PASSES of op(B).
+// One block's copy in registers: two passes of each operand (four at
+// WG 128; at TM 256 four of op(A)'s).
 struct Block {
     a0: Staged8, a1: Staged8, a2: Staged8, a3: Staged8,
     b0: Staged8, b1: Staged8, b2: Staged8, b3: Staged8,
@@ -107,12 +98,12 @@ fn fetch_block(c: Copy, k: u32) -> Block {
     w.a1 = fetch8(true, ka + c.ga_far);
     w.b0 = fetch8(false, kb);
     w.b1 = fetch8(false, kb + c.gb_far);
-    if (A_PASSES == 4u) {
+    if (TM * 4u / WG == 4u) {
         let kh = c.ga_hi + k * c.a_step;
         w.a2 = fetch8(true, kh);
         w.a3 = fetch8(true, kh + c.ga_far);
     }
-    if (B_PASSES == 4u) {
+    if (WG == 128u) {
         w.b2 = fetch8(false, kb + 2u * c.gb_far);
         w.b3 = fetch8(false, kb + 3u * c.gb_far);
     }
@@ -125,27 +116,26 @@ fn put_block(c: Copy, off: u32, w: Block) {
     put(off + c.at + c.at_far, 1u, w.a1);
     put(off + c.bt, c.b_put, w.b0);
     put(off + c.bt + c.bt_far, c.b_put, w.b1);
-    if (A_PASSES == 4u) {
+    if (TM * 4u / WG == 4u) {
         put(off + c.at + 2u * c.at_far, 1u, w.a2);
         put(off + c.at + 3u * c.at_far, 1u, w.a3);
     }
-    if (B_PASSES == 4u) {
+    if (WG == 128u) {
         put(off + c.bt + 2u * c.bt_far, c.b_put, w.b2);
         put(off + c.bt + 3u * c.bt_far, c.b_put, w.b3);
     }
 }
 
-// This invocation's copies: rows t/q (+ WG/q a pass, q = KB/8) of op(A)'s
-// tile, 8 halves from K (t % q) · 8; K rows t/16 (+ WG/16 a pass) of
-// op(B)'s, 8 halves from column (t % 16) · 8 (A_KM: op(A)ᵀ's rows copied
-// as op(B)'s; B_NK: op(B)ᵀ's as op(A)'s, into columns of op(B)'s tile).
+// This invocation's copies: rows t/4 (+ WG/4 a pass) of op(A)'s tile, 8
+// halves from K (t % 4) · 8; K rows t/16 (+ WG/16 a pass) of op(B)'s, 8
+// halves from column (t % 16) · 8 (A_KM: op(A)ᵀ's rows copied as op(B)'s;
+// B_NK: op(B)ᵀ's as op(A)'s, into columns of op(B)'s tile).
 fn copy_plan(t: u32, wg: vec3<u32>, lda: u32, ldb: u32) -> Copy {
-    let q = KB / 8u;
-    let ar = t / q;
-    let ak = (t % q) * 8u;
+    let ar = t / 4u;
+    let ak = (t % 4u) * 8u;
     let bk = t / 16u;
     let bc = (t % 16u) * 8u;
-    let rows = WG / q;
+    let rows = WG / 4u;
     let krows = WG / 16u;
     var c = Copy(
         (wg.y * TM + ar) * lda + ak, rows * lda, 0u, 1u, ar * SA + ak, rows * SA,
@@ -216,11 +206,11 @@ fn main(
     if (range.x < range.y) {
         w = fetch_block(cp, range.x);
     }
-    if (AHEAD >= 2u && range.x + KB < range.y) {
-        w1 = fetch_block(cp, range.x + KB);
+    if (AHEAD >= 2u && range.x + PAD_K < range.y) {
+        w1 = fetch_block(cp, range.x + PAD_K);
     }
-    if (AHEAD >= 3u && range.x + 2u * KB < range.y) {
-        w2 = fetch_block(cp, range.x + 2u * KB);
+    if (AHEAD >= 3u && range.x + 2u * PAD_K < range.y) {
+        w2 = fetch_block(cp, range.x + 2u * PAD_K);
     }
     // The tiles being read (an offset in halves); under DBUF the next
     // block goes into the other ones while these are read.
@@ -229,14 +219,14 @@ fn main(
         put_block(cp, 0u, w);
         workgroupBarrier();
     }
-    for (var k0 = range.x; k0 < range.y; k0 += KB) {
+    for (var k0 = range.x; k0 < range.y; k0 += PAD_K) {
         if (!DBUF) {
             workgroupBarrier();
             put_block(cp, 0u, w);
             workgroupBarrier();
         }
         // The next block moves up; the one AHEAD blocks on is loaded.
-        let kf = k0 + AHEAD * KB;
+        let kf = k0 + AHEAD * PAD_K;
         if (AHEAD == 1u) {
             if (kf < range.y) {
                 w = fetch_block(cp, kf);
@@ -253,7 +243,7 @@ fn main(
                 w2 = fetch_block(cp, kf);
             }
         }
-        for (var kk = 0u; kk < KB; kk += 16u) {
+        for (var kk = 0u; kk < PAD_K; kk += 16u) {
             // Fragment offsets in halves, then in the tiles' elements.
             var a0 = coop_mat16x16<f16, A>();
             var a1 = coop_mat16x16<f16, A>();

@@ -3,10 +3,10 @@
 //! bias, accumulation), the operands rounded to f16 as they are staged and
 //! each output summed in f32. Two kernels ([`CoopKernel`], in
 //! `coop_kernel.rs`): fragments loaded straight from the staged operands,
-//! or through workgroup memory in 32-wide K blocks (64-wide in the `k64`
-//! forms). (An earlier block width constant, with the copies in loops over
-//! small arrays and the tiles sized for 64, ran at 43 and 46 TFLOP/s at
-//! 4096³ on the H200 against this kernel's 107: run 26.) Native devices where
+//! or through workgroup memory in 32-wide K blocks. (The block width as a
+//! pipeline constant, 32 or 64, with the copies in loops over small arrays
+//! and the tiles sized for 64, ran at 43 and 46 TFLOP/s at 4096³ on the
+//! H200 against this kernel's 107: run 26.) Native devices where
 //! [`GpuContext::coop_matrix`] holds; elsewhere binding fails with a
 //! message that says why.
 
@@ -217,8 +217,7 @@ fn bind_staged(
         (8, aux),
         (9, aux16),
     ];
-    let on = (ops.layout, kp, slices);
-    let (kernel, rows) = opts.kernel.source(opts.fault, opts.epilogue, on);
+    let (kernel, rows) = opts.kernel.source(opts.fault, opts.epilogue, ops.layout);
     let groups = [np / 128, mp.div_ceil(rows), slices];
     let mut kernels = ops.kernels;
     kernels.push(bind_kernel(

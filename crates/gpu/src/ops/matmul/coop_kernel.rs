@@ -2,7 +2,7 @@
 //! and the tiled one's forms, the form the engine binds, and the epilogue
 //! each pipeline carries.
 
-use super::coop_stage::{StagedLayout, StagedRows, PAD_K};
+use super::coop_stage::{StagedLayout, StagedRows};
 use super::fault::Fault;
 use super::kernels::{
     MATMUL_COOP, MATMUL_COOP_TILED, MATMUL_COOP_TILED_AKM, MATMUL_COOP_TILED_BNK,
@@ -52,17 +52,10 @@ pub enum TiledForm {
     Tall,
     /// `Tall` loading two blocks ahead.
     TallAhead2,
-    /// `Base` on 64-wide K blocks (`KB`): the same 16-wide steps in the
-    /// same order, half the barriers and loop trips, 43 KiB of workgroup
-    /// memory; its reuse pipelines too. Where a K slice is not whole 64-wide
-    /// blocks (K′ an odd multiple of 32) it binds `Base`'s pipelines.
-    K64,
-    /// `K64` loading two blocks ahead (its reuse pipelines: `K64`'s).
-    K64Ahead2,
 }
 
 impl TiledForm {
-    pub const ALL: [TiledForm; 10] = [
+    pub const ALL: [TiledForm; 8] = [
         TiledForm::Base,
         TiledForm::TwoBuffers,
         TiledForm::Wide,
@@ -71,8 +64,6 @@ impl TiledForm {
         TiledForm::WideTwoBuffersAhead2,
         TiledForm::Tall,
         TiledForm::TallAhead2,
-        TiledForm::K64,
-        TiledForm::K64Ahead2,
     ];
 
     /// Its index in the kernel tables.
@@ -88,34 +79,14 @@ impl TiledForm {
                 TiledForm::Base.index()
             }
             TiledForm::WideTwoBuffersAhead2 => TiledForm::WideTwoBuffers.index(),
-            // The reuse tables' fifth entry.
-            TiledForm::K64 | TiledForm::K64Ahead2 => 4,
             other => other.index(),
-        }
-    }
-
-    /// Whether its blocks are 64 wide.
-    fn k64(self) -> bool {
-        matches!(self, TiledForm::K64 | TiledForm::K64Ahead2)
-    }
-
-    /// The form it binds for a product of `kp` (K padded to 32) in `slices`
-    /// K slices: itself, or where a 64-wide form would meet a slice of an
-    /// odd number of 32-wide blocks (`k_range`'s slices), the 32-wide form
-    /// of the same products.
-    fn for_k(self, kp: u32, slices: u32) -> TiledForm {
-        let blocks = kp / PAD_K;
-        let per_slice = blocks.div_ceil(slices.max(1));
-        match self.k64() && (blocks % 2 != 0 || per_slice % 2 != 0) {
-            true => TiledForm::BaseAhead3,
-            false => self,
         }
     }
 }
 
 impl CoopKernel {
     /// Every kernel (the golden tests run each; `tinygpt bench` times each).
-    pub const ALL: [CoopKernel; 11] = [
+    pub const ALL: [CoopKernel; 9] = [
         CoopKernel::Direct,
         CoopKernel::Tiled(TiledForm::Base),
         CoopKernel::Tiled(TiledForm::TwoBuffers),
@@ -125,8 +96,6 @@ impl CoopKernel {
         CoopKernel::Tiled(TiledForm::WideTwoBuffersAhead2),
         CoopKernel::Tiled(TiledForm::Tall),
         CoopKernel::Tiled(TiledForm::TallAhead2),
-        CoopKernel::Tiled(TiledForm::K64),
-        CoopKernel::Tiled(TiledForm::K64Ahead2),
     ];
 
     pub fn name(self) -> &'static str {
@@ -140,8 +109,6 @@ impl CoopKernel {
             CoopKernel::Tiled(TiledForm::WideTwoBuffersAhead2) => "tiled-wide-2buf-ahead2",
             CoopKernel::Tiled(TiledForm::Tall) => "tiled-tall",
             CoopKernel::Tiled(TiledForm::TallAhead2) => "tiled-tall-ahead2",
-            CoopKernel::Tiled(TiledForm::K64) => "tiled-k64",
-            CoopKernel::Tiled(TiledForm::K64Ahead2) => "tiled-k64-ahead2",
         }
     }
 
@@ -153,22 +120,8 @@ impl CoopKernel {
     /// The kernel of `fault` with `epilogue`'s pipeline constant — the real
     /// one, or (fault injection, plain epilogue) the one that drops its last
     /// K block, the only fault these kernels [`carry`](carries) — and its
-    /// rows of C per workgroup, for a product of `kp` (K padded) in
-    /// `slices` K slices.
+    /// rows of C per workgroup.
     pub(super) fn source(
-        self,
-        fault: Option<Fault>,
-        epilogue: Epilogue<'_>,
-        (layout, kp, slices): (StagedLayout, u32, u32),
-    ) -> (&'static KernelSource, u32) {
-        let kernel = match self {
-            CoopKernel::Tiled(form) => CoopKernel::Tiled(form.for_k(kp, slices)),
-            CoopKernel::Direct => self,
-        };
-        kernel.source_of(fault, epilogue, layout)
-    }
-
-    fn source_of(
         self,
         fault: Option<Fault>,
         epilogue: Epilogue<'_>,

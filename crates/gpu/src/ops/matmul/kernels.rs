@@ -175,10 +175,10 @@ pub const MATMUL_COOP: [KernelSource; 2] = [
 ];
 
 /// The tiled kernel per [`TiledForm`](super::coop::TiledForm) (its index:
-/// the pipeline constants `DBUF`, `WG`, `AHEAD`, `TM` and `KB` of
+/// the pipeline constants `DBUF`, `WG`, `AHEAD` and `TM` of
 /// matmul_coop_tiled.wgsl) and per epilogue (`EPILOGUE`: plain, or with
 /// the GELU written beside C).
-pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 10] = [
+pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         COOP_TILED,
         KernelSource {
@@ -276,35 +276,11 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 10] = [
             ..COOP_TILED
         },
     ],
-    [
-        KernelSource {
-            key: "matmul_coop_128x128_k64",
-            constants: &[("KB", 64.0)],
-            ..COOP_TILED
-        },
-        KernelSource {
-            key: "matmul_coop_128x128_k64_gelu",
-            constants: &[("EPILOGUE", 1.0), ("KB", 64.0)],
-            ..COOP_TILED
-        },
-    ],
-    [
-        KernelSource {
-            key: "matmul_coop_128x128_k64_ahead2",
-            constants: &[("KB", 64.0), ("AHEAD", 2.0)],
-            ..COOP_TILED
-        },
-        KernelSource {
-            key: "matmul_coop_128x128_k64_gelu_ahead2",
-            constants: &[("EPILOGUE", 1.0), ("KB", 64.0), ("AHEAD", 2.0)],
-            ..COOP_TILED
-        },
-    ],
 ];
 
 /// [`MATMUL_COOP_TILED`] (plain) per form reading op(A) staged as op(A)ᵀ
 /// (`A_KM`): a weight gradient reading the gradient its dX product staged.
-pub const MATMUL_COOP_TILED_AKM: [KernelSource; 5] = [
+pub const MATMUL_COOP_TILED_AKM: [KernelSource; 4] = [
     KernelSource {
         key: "matmul_coop_128x128_k32_akm",
         wgsl: MATMUL_COOP_TILED_HALF_WGSL,
@@ -329,17 +305,11 @@ pub const MATMUL_COOP_TILED_AKM: [KernelSource; 5] = [
         constants: &[("A_KM", 1.0), ("DBUF", 1.0), ("WG", 128.0)],
         ..COOP_TILED
     },
-    KernelSource {
-        key: "matmul_coop_128x128_k64_akm",
-        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
-        constants: &[("A_KM", 1.0), ("KB", 64.0)],
-        ..COOP_TILED
-    },
 ];
 
 /// [`MATMUL_COOP_TILED`] (plain) per form reading op(B) staged as op(B)ᵀ
 /// (`B_NK`): a dX product reading the weight its forward product staged.
-pub const MATMUL_COOP_TILED_BNK: [KernelSource; 5] = [
+pub const MATMUL_COOP_TILED_BNK: [KernelSource; 4] = [
     KernelSource {
         key: "matmul_coop_128x128_k32_bnk",
         wgsl: MATMUL_COOP_TILED_HALF_WGSL,
@@ -362,12 +332,6 @@ pub const MATMUL_COOP_TILED_BNK: [KernelSource; 5] = [
         key: "matmul_coop_128x128_k32_bnk_wide_2buf",
         wgsl: MATMUL_COOP_TILED_HALF_WGSL,
         constants: &[("B_NK", 1.0), ("DBUF", 1.0), ("WG", 128.0)],
-        ..COOP_TILED
-    },
-    KernelSource {
-        key: "matmul_coop_128x128_k64_bnk",
-        wgsl: MATMUL_COOP_TILED_HALF_WGSL,
-        constants: &[("B_NK", 1.0), ("KB", 64.0)],
         ..COOP_TILED
     },
 ];
