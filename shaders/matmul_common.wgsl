@@ -26,8 +26,7 @@ struct Params {
     // The tensor-core epilogue's GELU buffer (matmul_coop_common.wgsl), or
     // where reduce_slices writes the row sums (ROW_SUMS)
     aux_off: u32,
-    // The tensor-core GELU-gradient epilogue's f16 copy: its scale's bits
-    aux_scale: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

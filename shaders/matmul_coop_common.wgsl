@@ -3,17 +3,12 @@
 // matmul_coop_tiled.wgsl) share, appended to each (erf.wgsl after it): the
 // fault override and the epilogue, which takes each 16×16 f32 accumulator
 // through the subgroup's slice of a workgroup scratch for the scale, the
-// bias, the accumulation, the bounds and
-// - EPILOGUE 1, a GELU: C is a linear's output and GELU(C) goes to `aux`
-//   (C's shape, from p.aux_off);
-// - EPILOGUE 2, a GELU's gradient: the product is the gradient flowing into
-//   a GELU's output and C receives it times GELU′ of the GELU's input, read
-//   from `aux` — the GELU backward kernel's `dy · gelu_grad_f32(x)`;
-// and with the COPY16 flag the f16 copy of what the next product stages as
-// its op(A) — GELU(C), or C times the copy's scale (p.aux_scale) — to
-// `aux16` (copy16.wgsl's layout: row · K′ + col, K′ = N padded to PAD_K,
-// four halves a write; the rows past C are the buffer's zeros). EPILOGUE
-// is a pipeline constant, so a plain product's kernel carries no GELU code.
+// bias, the accumulation, the bounds and (EPILOGUE 1) a GELU: C is a
+// linear's output and GELU(C) goes to `aux` (C's shape, from p.aux_off),
+// and with the COPY16 flag its f16 copy to `aux16` as the next product
+// stages its op(A) (copy16.wgsl's layout: row · K′ + col, K′ = N padded to
+// PAD_K, four halves a write; the rows past C are the buffer's zeros). EPILOGUE is
+// a pipeline constant, so a plain product's kernel carries no GELU code.
 
 override EPILOGUE: u32 = 0u;
 
@@ -51,9 +46,6 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
             }
             let e = row * p.n + col;
             let o = p.c_off + slice + e;
-            if (EPILOGUE == 2u) {
-                v *= gelu_grad_f32(aux[p.aux_off + e]);
-            }
             if ((p.flags & ACCUMULATE) != 0u) {
                 v += c[o];
             }
@@ -63,20 +55,17 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
                 aux[p.aux_off + e] = g;
                 scratch[base + i] = g;
             }
-            if (EPILOGUE == 2u) {
-                scratch[base + i] = v * bitcast<f32>(p.aux_scale);
-            }
         }
     }
     subgroupBarrier();
-    if (EPILOGUE != 0u && (p.flags & COPY16) != 0u) {
+    if (EPILOGUE == 1u && (p.flags & COPY16) != 0u) {
         copy_gelu_tile(base, lane, r0, c0);
     }
 }
 
-// The f16 copy of one 16×16 tile from the subgroup's scratch slice (where
-// store_tile left the GELU of each element of C, or C scaled): four halves
-// a write, zero past C's columns; then the slice is free again.
+// GELU(C)'s f16 copy of one 16×16 tile from the subgroup's scratch slice
+// (where store_tile left the GELU of each element of C): four halves a
+// write, zero past C's columns; then the slice is free again.
 fn copy_gelu_tile(base: u32, lane: u32, r0: u32, c0: u32) {
     let kp = padded(p.n, PAD_K);
     for (var q = lane; q < 64u; q += 32u) {

@@ -161,14 +161,8 @@ fn check(
             desc.m as u64 * desc.n as u64,
         )?;
     }
-    match opts.epilogue {
-        Epilogue::Gelu(aux, Some(copy)) => {
-            copy.producer_binding("matmul_coop", aux, (desc.m, desc.n))?;
-        }
-        Epilogue::GeluGrad(_, Some(copy)) => {
-            copy.producer_binding("matmul_coop", c, (desc.m, desc.n))?;
-        }
-        _ => {}
+    if let Epilogue::Gelu(aux, Some(copy)) = opts.epilogue {
+        copy.producer_binding("matmul_coop", aux, (desc.m, desc.n))?;
     }
     check_scale("matmul_coop", scale)?;
     check_operands("matmul_coop", desc, a, (Some(b), b.buffer), bias, c)
@@ -198,10 +192,7 @@ fn bind_staged(
     }
     let aux = opts.epilogue.view();
     let mut params = desc.params(offsets, extra, flags);
-    params.aux = [
-        aux.map_or(0, |v| v.offset),
-        copy.map_or(0, |c| c.scale().to_bits()),
-    ];
+    params.aux[0] = aux.map_or(0, |v| v.offset);
     let uniform = params.upload(ctx, "matmul_coop_params");
     // The epilogue's bindings are always there; unused ones get two words
     // (the f16 copy's four halves).

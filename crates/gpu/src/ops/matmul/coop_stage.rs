@@ -5,10 +5,11 @@
 //! its own: its dY is the one the same layer's dX product (`dY·W`) staged,
 //! read as op(A)ᵀ by the tiled kernel's `A_KM` pipeline, and its X the one
 //! the forward product (`X·Wᵀ`) staged, already op(B)'s layout. A dX
-//! product reads W as the forward product staged Wᵀ (op(B)ᵀ's rows,
-//! the `B_NK` pipeline). The staged halves are the same, so the products
-//! are: only the staging dispatches (a read of the f32 operand and a write
-//! of its f16 copy each) go.
+//! product may read W as the forward product staged Wᵀ (op(B)ᵀ's rows,
+//! the `B_NK` pipeline; the training graph stages W again instead: run
+//! 122 measured that faster). The staged halves are the same, so the
+//! products are: only the staging dispatches (a read of the f32 operand
+//! and a write of its f16 copy each) go.
 
 use super::desc::MatmulDesc;
 use super::kernels::{COOP_STAGE_A, COOP_STAGE_A_T, COOP_STAGE_B, COOP_STAGE_B_T};

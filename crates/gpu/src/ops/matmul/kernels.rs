@@ -163,37 +163,27 @@ const COOP_TILED: KernelSource = KernelSource {
     constants: &[],
 };
 
-/// The direct kernel per epilogue (`EPILOGUE`: plain, with the GELU
-/// written beside C, or times a GELU's gradient; `coop::Epilogue`).
-pub const MATMUL_COOP: [KernelSource; 3] = [
+/// The direct kernel per epilogue (`EPILOGUE`: plain, or with the GELU
+/// written beside C; `coop::Epilogue`).
+pub const MATMUL_COOP: [KernelSource; 2] = [
     COOP_DIRECT,
     KernelSource {
         key: "matmul_coop_64x128_k16_gelu",
         constants: &[("EPILOGUE", 1.0)],
         ..COOP_DIRECT
     },
-    KernelSource {
-        key: "matmul_coop_64x128_k16_gelu_grad",
-        constants: &[("EPILOGUE", 2.0)],
-        ..COOP_DIRECT
-    },
 ];
 
 /// The tiled kernel per [`TiledForm`](super::coop::TiledForm) (its index:
 /// the pipeline constants `DBUF`, `WG`, `AHEAD` and `TM` of
-/// matmul_coop_tiled.wgsl) and per epilogue (`EPILOGUE`: plain, with the
-/// GELU written beside C, or times a GELU's gradient).
-pub const MATMUL_COOP_TILED: [[KernelSource; 3]; 8] = [
+/// matmul_coop_tiled.wgsl) and per epilogue (`EPILOGUE`: plain, or with
+/// the GELU written beside C).
+pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         COOP_TILED,
         KernelSource {
             key: "matmul_coop_128x128_k32_gelu",
             constants: &[("EPILOGUE", 1.0)],
-            ..COOP_TILED
-        },
-        KernelSource {
-            key: "matmul_coop_128x128_k32_gelu_grad",
-            constants: &[("EPILOGUE", 2.0)],
             ..COOP_TILED
         },
     ],
@@ -208,11 +198,6 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 3]; 8] = [
             constants: &[("EPILOGUE", 1.0), ("DBUF", 1.0)],
             ..COOP_TILED
         },
-        KernelSource {
-            key: "matmul_coop_128x128_k32_gelu_grad_2buf",
-            constants: &[("EPILOGUE", 2.0), ("DBUF", 1.0)],
-            ..COOP_TILED
-        },
     ],
     [
         KernelSource {
@@ -223,11 +208,6 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 3]; 8] = [
         KernelSource {
             key: "matmul_coop_128x128_k32_gelu_wide",
             constants: &[("EPILOGUE", 1.0), ("WG", 128.0)],
-            ..COOP_TILED
-        },
-        KernelSource {
-            key: "matmul_coop_128x128_k32_gelu_grad_wide",
-            constants: &[("EPILOGUE", 2.0), ("WG", 128.0)],
             ..COOP_TILED
         },
     ],
@@ -242,11 +222,6 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 3]; 8] = [
             constants: &[("EPILOGUE", 1.0), ("DBUF", 1.0), ("WG", 128.0)],
             ..COOP_TILED
         },
-        KernelSource {
-            key: "matmul_coop_128x128_k32_gelu_grad_wide_2buf",
-            constants: &[("EPILOGUE", 2.0), ("DBUF", 1.0), ("WG", 128.0)],
-            ..COOP_TILED
-        },
     ],
     [
         KernelSource {
@@ -257,11 +232,6 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 3]; 8] = [
         KernelSource {
             key: "matmul_coop_128x128_k32_gelu_ahead3",
             constants: &[("EPILOGUE", 1.0), ("AHEAD", 3.0)],
-            ..COOP_TILED
-        },
-        KernelSource {
-            key: "matmul_coop_128x128_k32_gelu_grad_ahead3",
-            constants: &[("EPILOGUE", 2.0), ("AHEAD", 3.0)],
             ..COOP_TILED
         },
     ],
@@ -281,16 +251,6 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 3]; 8] = [
             ],
             ..COOP_TILED
         },
-        KernelSource {
-            key: "matmul_coop_128x128_k32_gelu_grad_wide_2buf_ahead2",
-            constants: &[
-                ("EPILOGUE", 2.0),
-                ("DBUF", 1.0),
-                ("WG", 128.0),
-                ("AHEAD", 2.0),
-            ],
-            ..COOP_TILED
-        },
     ],
     [
         KernelSource {
@@ -303,11 +263,6 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 3]; 8] = [
             constants: &[("EPILOGUE", 1.0), ("TM", 256.0)],
             ..COOP_TILED
         },
-        KernelSource {
-            key: "matmul_coop_256x128_k32_gelu_grad",
-            constants: &[("EPILOGUE", 2.0), ("TM", 256.0)],
-            ..COOP_TILED
-        },
     ],
     [
         KernelSource {
@@ -318,11 +273,6 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 3]; 8] = [
         KernelSource {
             key: "matmul_coop_256x128_k32_gelu_ahead2",
             constants: &[("EPILOGUE", 1.0), ("TM", 256.0), ("AHEAD", 2.0)],
-            ..COOP_TILED
-        },
-        KernelSource {
-            key: "matmul_coop_256x128_k32_gelu_grad_ahead2",
-            constants: &[("EPILOGUE", 2.0), ("TM", 256.0), ("AHEAD", 2.0)],
             ..COOP_TILED
         },
     ],
