@@ -76,7 +76,7 @@ impl<'a, 'r> Builder<'a, 'r> {
         let scratch = self.scratch.as_ref();
         if self.coop {
             let a = (dy.into(), CoopOptions::scaled(self.grad_scale()));
-            let x_rows = self.forward_copy(weight, 0);
+            let x_rows = self.forward_copy(weight);
             let reuse = Reuse {
                 a: dy_rows.as_ref(),
                 b: x_rows.as_ref(),

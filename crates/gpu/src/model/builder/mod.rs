@@ -85,12 +85,10 @@ pub struct Builder<'a, 'r> {
     pub t: usize,
     /// The K-split products' shared scratch.
     scratch: Option<Buf>,
-    /// On cooperative matrices: each forward linear's input and weight as
-    /// its product staged them (X's rows, Wᵀ's rows), by weight, for the
-    /// weight's gradient and the dX product to read (the graph writes a
-    /// linear's input once, before the linear; weights change only after
-    /// the step).
-    forward_staged: HashMap<(ParamKind, usize), Staged>,
+    /// On cooperative matrices: each forward linear's input as its product
+    /// staged it (X's rows), by weight, for the weight's gradient to read
+    /// (the graph writes a linear's input once, before the linear).
+    forward_staged: HashMap<(ParamKind, usize), StagedRows>,
     /// The reductions the backward leaves to its end (`deferred.rs`).
     deferred: regions::Deferred,
     /// The f16 copies producers write on tensor cores (`copies.rs`).
@@ -226,16 +224,17 @@ impl<'a, 'r> Builder<'a, 'r> {
         Ok(op.staged)
     }
 
-    /// Keeps a forward linear's staged input and weight for the weight's
-    /// gradient and its input's.
-    fn keep_staged(&mut self, weight: (ParamKind, usize), staged: Staged) -> R {
-        self.forward_staged.insert(weight, staged);
+    /// Keeps a forward linear's staged input for the weight's gradient.
+    fn keep_staged(&mut self, weight: (ParamKind, usize), [input, _]: Staged) -> R {
+        if let Some(rows) = input {
+            self.forward_staged.insert(weight, rows);
+        }
         Ok(())
     }
 
-    /// The forward's staged copy of a linear's input (0) or weight (1).
-    fn forward_copy(&self, weight: (ParamKind, usize), which: usize) -> Option<StagedRows> {
-        self.forward_staged.get(&weight)?[which].clone()
+    /// The forward's staged copy of a linear's input.
+    fn forward_copy(&self, weight: (ParamKind, usize)) -> Option<StagedRows> {
+        self.forward_staged.get(&weight).cloned()
     }
 
     fn embedding(&self) -> EmbeddingDesc {
