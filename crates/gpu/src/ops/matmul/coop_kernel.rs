@@ -32,7 +32,9 @@ pub enum TiledForm {
     /// two barriers a block: the form runs 60–70 measured (BENCHMARKS.md).
     Base,
     /// Two blocks' tiles (the next block copied into the other while this
-    /// one is multiplied): one barrier a block.
+    /// one is multiplied): one barrier a block; the block after the next
+    /// loaded once the next is copied (run 126: 4096³ at 148 TFLOP/s
+    /// against 127 loading it before the products).
     TwoBuffers,
     /// Four subgroups each summing 64×64: eight fragments loaded per
     /// sixteen products where the base form loads six per eight.
