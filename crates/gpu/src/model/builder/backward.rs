@@ -148,14 +148,13 @@ impl<'a, 'r> Builder<'a, 'r> {
         (w, b, l): Linear,
         (d_in, d_out): (usize, usize),
     ) -> R {
-        let fused = match self.coop {
-            true => None,
-            false => {
-                let desc = self.dx_desc(d_in, d_out);
-                let (ctx, ops) = (self.ctx, (dy.into(), self.params.at(w, l)));
-                let layout = self.layout;
-                layout.bind_gelu_grad(ctx, self.reg, desc, ops, pre.into(), dpre.into())?
-            }
+        let fused = if self.coop {
+            None
+        } else {
+            let desc = self.dx_desc(d_in, d_out);
+            let (ctx, ops) = (self.ctx, (dy.into(), self.params.at(w, l)));
+            let layout = self.layout;
+            layout.bind_gelu_grad(ctx, self.reg, desc, ops, pre.into(), dpre.into())?
         };
         let Some(k) = fused else {
             self.linear_backward(dy, x, dx, (w, b, l), (d_in, d_out))?;
