@@ -30,6 +30,10 @@ var<workgroup> scratch: array<f32, 2048>; // up to 8 subgroups × 16 × 16
 // 16×16 tile a workgroup barrier pair cost the nanoGPT linears, whose 12
 // K blocks take 24, 16 more).
 fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, slice: u32) {
+    if (stores_direct(r0, c0, slice)) {
+        store_direct(t, sg, lane, r0, c0, slice);
+        return;
+    }
     let base = sg * 256u;
     coopStoreT(t, &scratch[base], 16u);
     subgroupBarrier();
@@ -61,6 +65,56 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
     if (EPILOGUE == 1u && (p.flags & COPY16) != 0u) {
         copy_gelu_tile(base, lane, r0, c0);
     }
+}
+
+// DIRECT (a pipeline constant): 1 — tiles inside C leave straight from
+// their accumulators (store_direct); 2 — likewise but for biased products;
+// 0 — every tile through the scratch. Run 128 (BENCHMARKS.md): the direct
+// store took `tiled-tall-ahead2` at 4096³ from 149 to 170 TFLOP/s and
+// `tiled-ahead3` from 148 to 102 (its registers: the three blocks ahead).
+override DIRECT: u32 = 0u;
+
+// Whether the tile at (r0, c0) goes straight from its accumulator to C:
+// no GELU, the whole tile inside C, and C's rows at 16-byte alignment (a
+// cooperative-matrix store's pointer and stride must be). Else the
+// scratch's element-by-element path above.
+fn stores_direct(r0: u32, c0: u32, slice: u32) -> bool {
+    let aligned = p.n % 4u == 0u && (p.c_off + slice) % 4u == 0u;
+    let on = DIRECT == 1u || (DIRECT == 2u && (p.flags & HAS_BIAS) == 0u);
+    return on && EPILOGUE == 0u && r0 + 16u <= p.m && c0 + 16u <= p.n && aligned;
+}
+
+// The tile's scale, bias and accumulation as cooperative-matrix arithmetic
+// (element by element, in store_tile's order: the same bits), then one
+// store: no scratch, no barriers but the bias tile's.
+fn store_direct(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, slice: u32) {
+    var v = t;
+    if ((p.flags & SCALED) != 0u) {
+        v = v * bitcast<f32>(p.slices);
+    }
+    if (DIRECT == 1u && (p.flags & HAS_BIAS) != 0u) {
+        v = v + bias_tile(sg * 256u, lane, c0);
+    }
+    // (The stride a `let` used before the store: naga 30's SPIR-V writer
+    // fails on a uniform read first met as a store's argument.)
+    let ld = p.n;
+    let o = p.c_off + slice + r0 * ld + c0;
+    if ((p.flags & ACCUMULATE) != 0u) {
+        v = v + coopLoadT<coop_mat16x16<f32, C>>(&c[o], ld);
+    }
+    coopStoreT(v, &c[o], ld);
+}
+
+// Columns c0 … c0 + 15 of the bias in each of 16 rows, through the
+// subgroup's scratch slice at `base`.
+fn bias_tile(base: u32, lane: u32, c0: u32) -> coop_mat16x16<f32, C> {
+    for (var i = lane; i < 256u; i += 32u) {
+        scratch[base + i] = bias[p.bias_off + c0 + i % 16u];
+    }
+    subgroupBarrier();
+    let b = coopLoadT<coop_mat16x16<f32, C>>(&scratch[base], 16u);
+    subgroupBarrier();
+    return b;
 }
 
 // GELU(C)'s f16 copy of one 16×16 tile from the subgroup's scratch slice

@@ -69,17 +69,20 @@ fn round16(v: &[f32]) -> Vec<f32> {
     v.iter().map(|&x| f16::from_f32(x).to_f32()).collect()
 }
 
-/// `desc` on `kernel` with every operand 5 floats into its buffer and C
-/// starting from random values; returns (kernel, golden, bound) per output.
+/// `desc` on `kernel` with every operand `off` floats into its buffer and
+/// C starting from random values; returns (kernel, golden, bound) per
+/// output. At an offset of 5 every tile of C goes out through the
+/// epilogue's scratch; at 4 (C's rows 16-byte aligned where N is a multiple
+/// of 4) the tiles inside C go straight from their accumulators.
 fn run(
     gpu: &TestGpu,
     (desc, kernel): (MatmulDesc, CoopKernel),
-    seed: u64,
+    (seed, off): (u64, usize),
     split: bool,
 ) -> (Vec<f32>, Vec<f64>, Vec<f64>) {
     let ctx = &gpu.ctx;
     let mut rng = Rng::new(seed);
-    let pad = |v: &[f32]| [&[3.0; 5][..], v].concat();
+    let pad = |v: &[f32]| [&vec![3.0; off][..], v].concat();
     let a = random(&mut rng, desc.m * desc.k);
     let b = random(&mut rng, desc.k * desc.n);
     let bias = random(&mut rng, desc.n);
@@ -88,7 +91,7 @@ fn run(
         .iter()
         .map(|v| ctx.upload("coop_operand", &pad(v)).unwrap())
         .collect();
-    let at = |i: usize| View::at(&bufs[i], 5);
+    let at = |i: usize| View::at(&bufs[i], off as u32);
     let ks = bind(
         gpu,
         (desc, kernel),
@@ -97,10 +100,13 @@ fn run(
         split,
     );
     submit(ctx, "matmul_coop", &ks.iter().collect::<Vec<_>>());
-    let got = pollster::block_on(ctx.read_f32(&bufs[3], 5 + (desc.m * desc.n) as usize)).unwrap();
-    assert_eq!(&got[..5], &[3.0; 5], "nothing before C's offset is written");
+    let got = pollster::block_on(ctx.read_f32(&bufs[3], off + (desc.m * desc.n) as usize)).unwrap();
+    assert!(
+        got[..off].iter().all(|&x| x == 3.0),
+        "nothing before C's offset is written"
+    );
     let (golden, bound) = golden(desc, &a, &b, &bias, &c0);
-    (got[5..].to_vec(), golden, bound)
+    (got[off..].to_vec(), golden, bound)
 }
 
 /// The golden (f16 operands, exact sums) and the bound on f32 summation
@@ -154,8 +160,8 @@ fn golden(
 
 /// Below, at and past one 64×128 or 128×128 tile, one 16-wide K step and
 /// one 32-wide K block; long Ks (the last one split into 16 K slices, its
-/// last of 9 blocks).
-const SHAPES: [(u32, u32, u32); 8] = [
+/// last of 9 blocks); tiles of C inside it and across its edges.
+const SHAPES: [(u32, u32, u32); 9] = [
     (1, 1, 1),
     (3, 5, 7),
     (128, 32, 128),
@@ -164,6 +170,7 @@ const SHAPES: [(u32, u32, u32); 8] = [
     (257, 48, 129),
     (64, 1032, 40),
     (40, 4100, 72),
+    (144, 80, 96),
 ];
 
 #[test]
@@ -173,21 +180,21 @@ fn coop_matmul_equals_the_f16_golden_within_f32_rounding_in_every_layout() {
         return;
     }
     for kernel in CoopKernel::ALL {
-        for split in [false, true] {
+        for (split, off) in [(false, 5), (false, 4), (true, 5), (true, 4)] {
             let mut worst = 0.0f64;
             for (desc, seed) in every_layout(&SHAPES, 0) {
-                let (got, golden, bound) = run(gpu, (desc, kernel), seed, split);
+                let (got, golden, bound) = run(gpu, (desc, kernel), (seed, off), split);
                 for (i, ((g, w), b)) in got.iter().zip(&golden).zip(&bound).enumerate() {
                     let ratio = (*g as f64 - w).abs() / b;
                     worst = worst.max(ratio);
                     assert!(
                         ratio <= 1.0,
-                        "{kernel:?} {desc:?} split {split} output {i}: got {g}, golden {w}, bound {b}"
+                        "{kernel:?} {desc:?} split {split} offset {off} output {i}: got {g}, golden {w}, bound {b}"
                     );
                 }
             }
             let kernel = kernel.name();
-            eprintln!("coop golden ({kernel}, split K: {split}): worst |kernel − golden| is {worst:.3} of the f32 reordering bound");
+            eprintln!("coop golden ({kernel}, split K: {split}, offset {off}): worst |kernel − golden| is {worst:.3} of the f32 reordering bound");
         }
     }
 }
@@ -200,25 +207,32 @@ fn every_form_of_the_tiled_kernel_gives_the_base_forms_bits() {
     }
     // Each output sums the same fragments' products in the same order in
     // every form: only which subgroup sums it, and when the next block is
-    // copied, differ.
+    // copied, differ. At offset 4 the tiles inside C leave from their
+    // accumulators, scaled, biased and accumulated as cooperative
+    // matrices; at 5 through the scratch, element by element, in the same
+    // order: the base form's bits either way.
     let base = CoopKernel::Tiled(TiledForm::Base);
     for split in [false, true] {
         for (desc, seed) in every_layout(&SHAPES, 0) {
-            let (want, _, _) = run(gpu, (desc, base), seed, split);
+            let (want, _, _) = run(gpu, (desc, base), (seed, 5), split);
             for form in TiledForm::ALL {
-                let (got, _, _) = run(gpu, (desc, CoopKernel::Tiled(form)), seed, split);
-                let differ = got
-                    .iter()
-                    .zip(&want)
-                    .filter(|(g, w)| g.to_bits() != w.to_bits());
-                let n = differ.count();
+                let (got, _, _) = run(gpu, (desc, CoopKernel::Tiled(form)), (seed, 4), split);
+                let n = differing(&got, &want);
+                let what = format!("{form:?} {desc:?} split {split} offset 4");
                 assert_eq!(
                     n, 0,
-                    "{form:?} {desc:?} split {split}: {n} outputs differ from the base form's"
+                    "{what}: {n} outputs differ from the base form's at offset 5"
                 );
             }
         }
     }
+}
+
+fn differing(got: &[f32], want: &[f32]) -> usize {
+    got.iter()
+        .zip(want)
+        .filter(|(g, w)| g.to_bits() != w.to_bits())
+        .count()
 }
 
 #[test]

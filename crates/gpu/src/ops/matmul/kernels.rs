@@ -177,10 +177,18 @@ pub const MATMUL_COOP: [KernelSource; 2] = [
 /// The tiled kernel per [`TiledForm`](super::coop::TiledForm) (its index:
 /// the pipeline constants `DBUF`, `WG`, `AHEAD` and `TM` of
 /// matmul_coop_tiled.wgsl) and per epilogue (`EPILOGUE`: plain, or with
-/// the GELU written beside C).
+/// the GELU written beside C). Every plain pipeline but `tiled-ahead3`'s
+/// stores the tiles inside C straight from their accumulators
+/// (matmul_coop_common.wgsl's `DIRECT`; run 128, BENCHMARKS.md: faster
+/// there, and slower on `tiled-ahead3`, whose three blocks ahead fill its
+/// registers).
 pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
-        COOP_TILED,
+        KernelSource {
+            key: "matmul_coop_128x128_k32",
+            constants: &[("DIRECT", 1.0)],
+            ..COOP_TILED
+        },
         KernelSource {
             key: "matmul_coop_128x128_k32_gelu",
             constants: &[("EPILOGUE", 1.0)],
@@ -190,7 +198,7 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         KernelSource {
             key: "matmul_coop_128x128_k32_2buf",
-            constants: &[("DBUF", 1.0)],
+            constants: &[("DIRECT", 1.0), ("DBUF", 1.0)],
             ..COOP_TILED
         },
         KernelSource {
@@ -202,7 +210,7 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         KernelSource {
             key: "matmul_coop_128x128_k32_wide",
-            constants: &[("WG", 128.0)],
+            constants: &[("DIRECT", 1.0), ("WG", 128.0)],
             ..COOP_TILED
         },
         KernelSource {
@@ -214,7 +222,7 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         KernelSource {
             key: "matmul_coop_128x128_k32_wide_2buf",
-            constants: &[("DBUF", 1.0), ("WG", 128.0)],
+            constants: &[("DIRECT", 1.0), ("DBUF", 1.0), ("WG", 128.0)],
             ..COOP_TILED
         },
         KernelSource {
@@ -238,7 +246,12 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         KernelSource {
             key: "matmul_coop_128x128_k32_wide_2buf_ahead2",
-            constants: &[("DBUF", 1.0), ("WG", 128.0), ("AHEAD", 2.0)],
+            constants: &[
+                ("DIRECT", 1.0),
+                ("DBUF", 1.0),
+                ("WG", 128.0),
+                ("AHEAD", 2.0),
+            ],
             ..COOP_TILED
         },
         KernelSource {
@@ -255,7 +268,7 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         KernelSource {
             key: "matmul_coop_256x128_k32",
-            constants: &[("TM", 256.0)],
+            constants: &[("DIRECT", 1.0), ("TM", 256.0)],
             ..COOP_TILED
         },
         KernelSource {
@@ -267,7 +280,7 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         KernelSource {
             key: "matmul_coop_256x128_k32_ahead2",
-            constants: &[("TM", 256.0), ("AHEAD", 2.0)],
+            constants: &[("DIRECT", 1.0), ("TM", 256.0), ("AHEAD", 2.0)],
             ..COOP_TILED
         },
         KernelSource {
