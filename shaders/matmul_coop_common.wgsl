@@ -67,12 +67,14 @@ fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, sl
     }
 }
 
-// DIRECT (a pipeline constant): 1 — tiles inside C leave straight from
-// their accumulators (store_direct); 2 — likewise but for biased products;
-// 0 — every tile through the scratch. Run 128 (BENCHMARKS.md): the direct
-// store took `tiled-tall-ahead2` at 4096³ from 149 to 170 TFLOP/s and
-// `tiled-ahead3` from 148 to 102 (its registers: the three blocks ahead).
-override DIRECT: u32 = 0u;
+// DIRECT (a pipeline constant): the tiles inside C leave straight from
+// their accumulators (store_direct); else every tile goes through the
+// scratch. Runs 128 and 129 (BENCHMARKS.md): it took `tiled-tall-ahead2`
+// at 4096³ from 149 to 170 TFLOP/s and `tiled-ahead3` from 148 to 102
+// (its three blocks ahead fill its registers; without the bias tile, 101
+// and a slower step), and the weight gradients' A_KM pipelines slowed the
+// step, so those two keep the scratch.
+override DIRECT: bool = false;
 
 // Whether the tile at (r0, c0) goes straight from its accumulator to C:
 // no GELU, the whole tile inside C, and C's rows at 16-byte alignment (a
@@ -80,8 +82,7 @@ override DIRECT: u32 = 0u;
 // scratch's element-by-element path above.
 fn stores_direct(r0: u32, c0: u32, slice: u32) -> bool {
     let aligned = p.n % 4u == 0u && (p.c_off + slice) % 4u == 0u;
-    let on = DIRECT == 1u || (DIRECT == 2u && (p.flags & HAS_BIAS) == 0u);
-    return on && EPILOGUE == 0u && r0 + 16u <= p.m && c0 + 16u <= p.n && aligned;
+    return DIRECT && EPILOGUE == 0u && r0 + 16u <= p.m && c0 + 16u <= p.n && aligned;
 }
 
 // The tile's scale, bias and accumulation as cooperative-matrix arithmetic
@@ -92,7 +93,7 @@ fn store_direct(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, 
     if ((p.flags & SCALED) != 0u) {
         v = v * bitcast<f32>(p.slices);
     }
-    if (DIRECT == 1u && (p.flags & HAS_BIAS) != 0u) {
+    if ((p.flags & HAS_BIAS) != 0u) {
         v = v + bias_tile(sg * 256u, lane, c0);
     }
     // (The stride a `let` used before the store: naga 30's SPIR-V writer

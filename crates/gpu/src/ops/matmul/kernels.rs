@@ -179,9 +179,10 @@ pub const MATMUL_COOP: [KernelSource; 2] = [
 /// matmul_coop_tiled.wgsl) and per epilogue (`EPILOGUE`: plain, or with
 /// the GELU written beside C). Every plain pipeline but `tiled-ahead3`'s
 /// stores the tiles inside C straight from their accumulators
-/// (matmul_coop_common.wgsl's `DIRECT`; run 128, BENCHMARKS.md: faster
-/// there, and slower on `tiled-ahead3`, whose three blocks ahead fill its
-/// registers).
+/// (matmul_coop_common.wgsl's `DIRECT`; runs 128–129, BENCHMARKS.md:
+/// faster there, slower on `tiled-ahead3`, whose three blocks ahead fill
+/// its registers, and on the `A_KM` pipelines below, which keep the
+/// scratch too).
 pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         KernelSource {
