@@ -8,6 +8,8 @@
 //! Devices without the kernels (lavapipe as Debian 12 ships it, every
 //! browser) say that these did not run and why; binding there fails with
 //! a message. CI runs them on Mesa 26's lavapipe (`.ci/coop-lavapipe`).
+//! A model whose heads the kernels cannot hold trains on the f32
+//! attention, on every device.
 
 use half::f16;
 use tinygpt_core::data::BatchSampler;
@@ -383,6 +385,55 @@ fn a_model_trains_with_its_attention_on_tensor_cores() {
         losses[0], losses[1],
         "the tensor-core attention changed nothing"
     );
+}
+
+/// A model whose heads the tiles cannot hold (HS 8), with the tensor-core
+/// attention asked for, trains on the f32 attention: its losses are the
+/// f32 model's bit for bit, wherever the test runs (on a device without
+/// the kernels, for that reason instead, which it prints).
+#[test]
+fn a_head_the_tiles_cannot_hold_trains_on_the_f32_attention() {
+    let gpu = gpu_or_skip!();
+    let cfg = ModelConfig {
+        vocab_size: 65,
+        block_size: 16,
+        n_layer: 1,
+        n_head: 2,
+        d_model: 16,
+    };
+    let why = coop_attention_unavailable(&gpu.ctx, &shape(4, 16, 16, 2));
+    eprintln!("HS 8: {}", why.as_deref().expect("refused"));
+    let tc = TrainConfig {
+        batch_size: 4,
+        seq_len: 16,
+        steps: 100,
+        warmup_steps: 0,
+        dropout: 0.1,
+        ..TrainConfig::default()
+    };
+    let tokens: Vec<u32> = (0..2_000).map(|i| ((i * 7 + i / 13) % 65) as u32).collect();
+    let mut sampler = BatchSampler::new(5);
+    let batches: Vec<_> = (0..STEPS)
+        .map(|_| sampler.next_batch(&tokens, 4, 16))
+        .collect();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let ctx = &gpu.ctx;
+    let mut losses = [Vec::new(), Vec::new()];
+    for (on, losses) in [false, true].into_iter().zip(&mut losses) {
+        let params = init_params(&cfg, 3);
+        let mut m = GpuModel::new(ctx, cfg, &params, None, tc, OptState::default()).unwrap();
+        let fast = FastPaths {
+            coop_attention: on,
+            ..Default::default()
+        };
+        m.set_fast_paths(ctx, &mut reg, fast).unwrap();
+        for b in &batches {
+            m.train_step(ctx, &mut reg, b).unwrap();
+            losses.push(pollster::block_on(m.read_loss(ctx)).unwrap());
+        }
+    }
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&losses[0]), bits(&losses[1]), "{losses:?}");
 }
 
 /// Steps of [`a_model_trains_with_its_attention_on_tensor_cores`].
