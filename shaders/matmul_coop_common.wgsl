@@ -9,6 +9,7 @@
 // stages its op(A) (copy16.wgsl's layout: row · K′ + col, K′ = N padded to
 // PAD_K, four halves a write; the rows past C are the buffer's zeros). EPILOGUE is
 // a pipeline constant, so a plain product's kernel carries no GELU code.
+// Under DIRECT (below) a plain product's tiles inside C skip the scratch.
 
 override EPILOGUE: u32 = 0u;
 
