@@ -12,13 +12,12 @@
 //! attention, on every device.
 
 use half::f16;
-use tinygpt_core::data::BatchSampler;
+use tinygpt_core::data::{Batch, BatchSampler};
 use tinygpt_core::model::layers::{attention_backward_masked, attention_forward_masked};
 use tinygpt_core::model::{Dropout, Site};
 use tinygpt_core::{init_params, ModelConfig, Rng, TrainConfig};
 use tinygpt_gpu::gate::f16_storage::case_line;
 use tinygpt_gpu::gate::{coop_attention, FastPaths};
-use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, Layout};
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
@@ -28,6 +27,7 @@ use tinygpt_gpu::ops::attention::{
 };
 use tinygpt_gpu::ops::dropout::DropoutDesc;
 use tinygpt_gpu::testing::{did_not_run, random, TestGpu};
+use tinygpt_gpu::{gpu_or_skip, PipelineRegistry};
 
 const fn shape(b: u32, t: u32, c: u32, nh: u32) -> AttentionDesc {
     AttentionDesc {
@@ -332,29 +332,12 @@ fn a_model_trains_with_its_attention_on_tensor_cores() {
         dropout: 0.1,
         ..TrainConfig::default()
     };
-    let tokens: Vec<u32> = (0..20_000)
-        .map(|i| ((i * 7 + i / 13) % 65) as u32)
-        .collect();
-    let mut sampler = BatchSampler::new(5);
-    let batches: Vec<_> = (0..STEPS)
-        .map(|_| sampler.next_batch(&tokens, 4, 64))
-        .collect();
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
     let ctx = &gpu.ctx;
     let mut losses = [Vec::new(), Vec::new()];
     for (on, losses) in [false, true].into_iter().zip(&mut losses) {
-        let params = init_params(&cfg, 3);
-        let mut m = GpuModel::new(ctx, cfg, &params, None, tc, OptState::default()).unwrap();
-        let fast = FastPaths {
-            coop_attention: on,
-            ..Default::default()
-        };
-        m.set_fast_paths(ctx, &mut reg, fast).unwrap();
-        for b in &batches {
-            m.train_step(ctx, &mut reg, b).unwrap();
-            losses.push(pollster::block_on(m.read_loss(ctx)).unwrap());
-        }
-        let keys: Vec<_> = pollster::block_on(m.profile_train_step(ctx, &mut reg, &batches[0]))
+        let (mut m, batch) = train(gpu, &mut reg, (cfg, tc), on, losses);
+        let keys: Vec<_> = pollster::block_on(m.profile_train_step(ctx, &mut reg, &batch))
             .unwrap()
             .into_iter()
             .map(|t| t.key)
@@ -411,32 +394,49 @@ fn a_head_the_tiles_cannot_hold_trains_on_the_f32_attention() {
         dropout: 0.1,
         ..TrainConfig::default()
     };
-    let tokens: Vec<u32> = (0..2_000).map(|i| ((i * 7 + i / 13) % 65) as u32).collect();
-    let mut sampler = BatchSampler::new(5);
-    let batches: Vec<_> = (0..STEPS)
-        .map(|_| sampler.next_batch(&tokens, 4, 16))
-        .collect();
     let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
-    let ctx = &gpu.ctx;
     let mut losses = [Vec::new(), Vec::new()];
     for (on, losses) in [false, true].into_iter().zip(&mut losses) {
-        let params = init_params(&cfg, 3);
-        let mut m = GpuModel::new(ctx, cfg, &params, None, tc, OptState::default()).unwrap();
-        let fast = FastPaths {
-            coop_attention: on,
-            ..Default::default()
-        };
-        m.set_fast_paths(ctx, &mut reg, fast).unwrap();
-        for b in &batches {
-            m.train_step(ctx, &mut reg, b).unwrap();
-            losses.push(pollster::block_on(m.read_loss(ctx)).unwrap());
-        }
+        train(gpu, &mut reg, (cfg, tc), on, losses);
     }
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&losses[0]), bits(&losses[1]), "{losses:?}");
 }
 
-/// Steps of [`a_model_trains_with_its_attention_on_tensor_cores`].
+/// A model of `cfg` (the same weights each time) trained `STEPS` steps on
+/// batches of `tc`'s shape, the tensor-core attention asked for or not;
+/// each step's loss into `losses`. Returns the model and its first batch.
+fn train(
+    gpu: &TestGpu,
+    reg: &mut PipelineRegistry,
+    (cfg, tc): (ModelConfig, TrainConfig),
+    on: bool,
+    losses: &mut Vec<f32>,
+) -> (GpuModel, Batch) {
+    let tokens: Vec<u32> = (0..20_000)
+        .map(|i| ((i * 7 + i / 13) % 65) as u32)
+        .collect();
+    let mut sampler = BatchSampler::new(5);
+    let batches: Vec<_> = (0..STEPS)
+        .map(|_| sampler.next_batch(&tokens, tc.batch_size, tc.seq_len))
+        .collect();
+    let ctx = &gpu.ctx;
+    let params = init_params(&cfg, 3);
+    let mut m = GpuModel::new(ctx, cfg, &params, None, tc, OptState::default()).unwrap();
+    let fast = FastPaths {
+        coop_attention: on,
+        ..Default::default()
+    };
+    m.set_fast_paths(ctx, reg, fast).unwrap();
+    for b in &batches {
+        m.train_step(ctx, reg, b).unwrap();
+        losses.push(pollster::block_on(m.read_loss(ctx)).unwrap());
+    }
+    let first = batches.into_iter().next().expect("STEPS > 0");
+    (m, first)
+}
+
+/// Steps of each model the tests above train.
 const STEPS: usize = 12;
 /// Its losses' agreement: a weight rounded to f16 moves an output by at
 /// most 2⁻¹¹ of the value it weights, far under this relative 0.2 %.
