@@ -26,7 +26,8 @@ var<workgroup> scratch: array<f32, 2048>; // up to 8 subgroups × 16 × 16
 
 // Stores the accumulator `t` of subgroup `sg` at (r0, c0) of C; `slice`:
 // the offset of this workgroup's K slice's (M, N) partial product (0
-// unsplit). Each subgroup passes its tiles through its own slice of the
+// unsplit). A tile store_direct can take goes straight to C; otherwise
+// each subgroup passes its tiles through its own slice of the
 // scratch, so only its own lanes wait for each other (subgroupBarrier: a
 // 16×16 tile a workgroup barrier pair cost the nanoGPT linears, whose 12
 // K blocks take 24, 16 more).
