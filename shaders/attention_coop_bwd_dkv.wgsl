@@ -65,8 +65,9 @@ fn query_terms(x: Tile, t0: u32, tid: u32) {
 // t0 … t0 + 31 as f16 (W, a key a row), from its scores (S) and dp (P).
 // The first call leaves each weight p in S in place of its score, for the
 // second.
-fn key_terms(x: Tile, sg: u32, lane: u32, sw: u32, t0: u32, ds: bool) {
-    for (var e = lane; e < 512u; e += sw) {
+fn key_terms(x: Tile, sg: u32, lane: u32, t0: u32, ds: bool) {
+    for (var n = 0u; n < 512u / SW; n++) {
+        let e = n * SW + lane;
         let r = e / 32u;
         let j = e % 32u;
         let s = x.r0 + sg * 16u + r;
@@ -88,16 +89,17 @@ fn key_terms(x: Tile, sg: u32, lane: u32, sw: u32, t0: u32, ds: bool) {
 
 // Columns 16·dc … of the subgroup's dk (scaled) and dv, each through its
 // scratch (its own: only its lanes wait).
-fn store_pair(dk: Sums, dv: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
-    store_part(dk, x, sg, lane, sw, 1u, dc);
-    store_part(dv, x, sg, lane, sw, 2u, dc);
+fn store_pair(dk: Sums, dv: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
+    store_part(dk, x, sg, lane, 1u, dc);
+    store_part(dv, x, sg, lane, 2u, dc);
 }
 
-fn store_part(v: Sums, x: Tile, sg: u32, lane: u32, sw: u32, part: u32, dc: u32) {
+fn store_part(v: Sums, x: Tile, sg: u32, lane: u32, part: u32, dc: u32) {
     coopStoreT(v, &sf[S_AT + sg * 512u], 16u);
     subgroupBarrier();
     let f = select(1.0, p.scale, part == 1u) / p.grad_scale;
-    for (var e = lane; e < 256u; e += sw) {
+    for (var n = 0u; n < 256u / SW; n++) {
+        let e = n * SW + lane;
         let s = x.r0 + sg * 16u + e / 16u;
         if (s < p.t) {
             dqkv[qkv_at(x, s, part, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * f;
@@ -112,7 +114,6 @@ fn main(
     @builtin(local_invocation_index) tid: u32,
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
-    @builtin(subgroup_size) sw: u32,
 ) {
     let x = tile_at(wg);
     let nd = p.hs / 16u;
@@ -161,7 +162,7 @@ fn main(
         // (W) are the subgroup's own: only its lanes wait.
         subgroupBarrier();
         // dv += (P∘Z)ᵀ · dout.
-        key_terms(x, sg, lane, sw, t0, false);
+        key_terms(x, sg, lane, t0, false);
         subgroupBarrier();
         var w0 = coopLoadT<Rows>(&sh[w_at], PS);
         var w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
@@ -177,7 +178,7 @@ fn main(
         }
         subgroupBarrier();
         // dk += dSᵀ · Q (scaled when written).
-        key_terms(x, sg, lane, sw, t0, true);
+        key_terms(x, sg, lane, t0, true);
         subgroupBarrier();
         w0 = coopLoadT<Rows>(&sh[w_at], PS);
         w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
@@ -193,14 +194,14 @@ fn main(
         }
         workgroupBarrier();
     }
-    store_pair(dk0, dv0, x, sg, lane, sw, 0u);
+    store_pair(dk0, dv0, x, sg, lane, 0u);
     if (nd > 1u) {
-        store_pair(dk1, dv1, x, sg, lane, sw, 1u);
+        store_pair(dk1, dv1, x, sg, lane, 1u);
     }
     if (nd > 2u) {
-        store_pair(dk2, dv2, x, sg, lane, sw, 2u);
+        store_pair(dk2, dv2, x, sg, lane, 2u);
     }
     if (nd > 3u) {
-        store_pair(dk3, dv3, x, sg, lane, sw, 3u);
+        store_pair(dk3, dv3, x, sg, lane, 3u);
     }
 }

@@ -68,8 +68,9 @@ fn row_terms(x: Tile, tid: u32) {
 
 // The subgroup's dS of keys s0 … s0 + 31 as f16 (W), from its scores (S)
 // and dp (P).
-fn ds_block(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
-    for (var e = lane; e < 512u; e += sw) {
+fn ds_block(x: Tile, sg: u32, lane: u32, s0: u32) {
+    for (var n = 0u; n < 512u / SW; n++) {
+        let e = n * SW + lane;
         let r = e / 32u;
         let j = e % 32u;
         let i = sg * 16u + r;
@@ -86,10 +87,11 @@ fn ds_block(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
 
 // Columns 16·dc … of the subgroup's dq rows, scaled, through its scratch
 // (its own: only its lanes wait).
-fn store_dq(dq: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
+fn store_dq(dq: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
     coopStoreT(dq, &sf[S_AT + sg * 512u], 16u);
     subgroupBarrier();
-    for (var e = lane; e < 256u; e += sw) {
+    for (var n = 0u; n < 256u / SW; n++) {
+        let e = n * SW + lane;
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
             dqkv[qkv_at(x, t, 0u, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * p.scale / p.grad_scale;
@@ -104,7 +106,6 @@ fn main(
     @builtin(local_invocation_index) tid: u32,
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
-    @builtin(subgroup_size) sw: u32,
 ) {
     let x = tile_at(wg);
     let nd = p.hs / 16u;
@@ -146,7 +147,7 @@ fn main(
         // The scratch (S, P) and the weights (W) between are the
         // subgroup's own: only its lanes wait.
         subgroupBarrier();
-        ds_block(x, sg, lane, sw, kb * BLOCK);
+        ds_block(x, sg, lane, kb * BLOCK);
         subgroupBarrier();
         // dq += dS · K.
         let w0 = coopLoadT<Rows>(&sh[w_at], PS);
@@ -163,14 +164,14 @@ fn main(
         }
         workgroupBarrier();
     }
-    store_dq(dq0, x, sg, lane, sw, 0u);
+    store_dq(dq0, x, sg, lane, 0u);
     if (nd > 1u) {
-        store_dq(dq1, x, sg, lane, sw, 1u);
+        store_dq(dq1, x, sg, lane, 1u);
     }
     if (nd > 2u) {
-        store_dq(dq2, x, sg, lane, sw, 2u);
+        store_dq(dq2, x, sg, lane, 2u);
     }
     if (nd > 3u) {
-        store_dq(dq3, x, sg, lane, sw, 3u);
+        store_dq(dq3, x, sg, lane, 3u);
     }
 }

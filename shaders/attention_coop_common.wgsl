@@ -45,6 +45,10 @@ struct Params {
 
 // Invocations a workgroup: four subgroups.
 override WG: u32 = 128u;
+// The subgroup width (a pipeline per width, ops/attention/coop.rs): a
+// constant, so that each loop over a subgroup's elements has a constant
+// trip count and its iterations' loads can be issued together.
+override SW: u32 = WG / 4u;
 
 // Rows a workgroup (four subgroups of 16), rows of a block (keys in the
 // forward and dQ, queries in dK/dV), the tiles' row stride in halves (HS ≤

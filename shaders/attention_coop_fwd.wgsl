@@ -41,8 +41,8 @@ var<workgroup> sf: array<f32, 2176>;
 // (s ≤ t < T); two lanes a row, 16 keys each, their max and sum combined
 // by a shuffle (run 99 measured a row a lane at 503 µs a nanoGPT layer,
 // the rows across all the subgroup's lanes at 643). Every lane calls it.
-fn fold_rows(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
-    for (var e0 = 0u; e0 < 32u; e0 += sw) {
+fn fold_rows(x: Tile, sg: u32, lane: u32, s0: u32) {
+    for (var e0 = 0u; e0 < 32u; e0 += SW) {
         let e = e0 + lane;
         let live = e < 32u;
         let r = min(e / 2u, 15u);
@@ -76,8 +76,9 @@ fn fold_rows(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
 
 // The subgroup's weights of keys s0 … s0 + 31 as f16 (sh at W_AT), from
 // its scores and its rows' lse (R1).
-fn weights(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
-    for (var e = lane; e < 512u; e += sw) {
+fn weights(x: Tile, sg: u32, lane: u32, s0: u32) {
+    for (var n = 0u; n < 512u / SW; n++) {
+        let e = n * SW + lane;
         let r = e / 32u;
         let j = e % 32u;
         let t = x.r0 + sg * 16u + r;
@@ -92,10 +93,11 @@ fn weights(x: Tile, sg: u32, lane: u32, sw: u32, s0: u32) {
 
 // Columns 16·dc … of the subgroup's output rows, through its scratch (its
 // own: only its lanes wait).
-fn store_out(o: Sums, x: Tile, sg: u32, lane: u32, sw: u32, dc: u32) {
+fn store_out(o: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
     coopStoreT(o, &sf[S_AT + sg * 512u], 16u);
     subgroupBarrier();
-    for (var e = lane; e < 256u; e += sw) {
+    for (var n = 0u; n < 256u / SW; n++) {
+        let e = n * SW + lane;
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
             out[(x.seq + t) * p.c + x.head + dc * 16u + e % 16u] = sf[S_AT + sg * 512u + e];
@@ -110,7 +112,6 @@ fn main(
     @builtin(local_invocation_index) tid: u32,
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
-    @builtin(subgroup_size) sw: u32,
 ) {
     let x = tile_at(wg);
     let nd = p.hs / 16u;
@@ -139,7 +140,7 @@ fn main(
         workgroupBarrier();
         // No barrier after: the next block's copy touches only the tiles,
         // and this subgroup's scratch and rows only it reads and writes.
-        fold_rows(x, sg, lane, sw, kb * BLOCK);
+        fold_rows(x, sg, lane, kb * BLOCK);
     }
     workgroupBarrier();
     for (var i = tid; i < ROWS; i += WG) {
@@ -168,7 +169,7 @@ fn main(
         // The scores (S) and weights (W) are the subgroup's own: only its
         // lanes wait.
         subgroupBarrier();
-        weights(x, sg, lane, sw, kb * BLOCK);
+        weights(x, sg, lane, kb * BLOCK);
         subgroupBarrier();
         let w0 = coopLoadT<Rows>(&sh[w_at], PS);
         let w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
@@ -184,14 +185,14 @@ fn main(
         }
         workgroupBarrier();
     }
-    store_out(o0, x, sg, lane, sw, 0u);
+    store_out(o0, x, sg, lane, 0u);
     if (nd > 1u) {
-        store_out(o1, x, sg, lane, sw, 1u);
+        store_out(o1, x, sg, lane, 1u);
     }
     if (nd > 2u) {
-        store_out(o2, x, sg, lane, sw, 2u);
+        store_out(o2, x, sg, lane, 2u);
     }
     if (nd > 3u) {
-        store_out(o3, x, sg, lane, sw, 3u);
+        store_out(o3, x, sg, lane, 3u);
     }
 }
