@@ -47,7 +47,9 @@ struct Params {
 override WG: u32 = 128u;
 // The subgroup width (a pipeline per width, ops/attention/coop.rs): a
 // constant, so that each loop over a subgroup's elements has a constant
-// trip count and its iterations' loads can be issued together.
+// trip count the driver can unroll (they stepped by the subgroup_size
+// builtin before; run 132 in BENCHMARKS.md found those loops half of each
+// kernel's time; run 133, their speed since, is still to run).
 override SW: u32 = WG / 4u;
 
 // Rows a workgroup (four subgroups of 16), rows of a block (keys in the
