@@ -24,9 +24,11 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(6) var<storage, read> state: array<u32>;
 
 // The tiles (attention_coop_bwd_common.wgsl): a block's queries (Y) and
-// their dout (Z), each subgroup's 16 × 32 weights, then dS (W); before the
-// first block the workgroup's 64 rows of K, then of V (X). Each
+// their dout (Z), each subgroup's 16 × 32 weights (W) and dS (W2); before
+// the first block the workgroup's 64 rows of K, then of V (X). Each
 // subgroup's scores (S) and dp (P), the block's lse (R1) and D (R2).
+const W2_AT: u32 = W_END;
+const SH_LEN: u32 = W_END + 2560u; // + 4 × 16 × PS
 
 // Appended: attention_coop_bwd_common.wgsl, attention_coop_common.wgsl,
 // dropout_mask.wgsl, attention_dropout.wgsl.
@@ -61,29 +63,27 @@ fn query_terms(x: Tile, t0: u32, tid: u32) {
     }
 }
 
-// The subgroup's weights p·z (ds = false) or ds (true) of queries
-// t0 … t0 + 31 as f16 (W, a key a row), from its scores (S) and dp (P).
-// The first call leaves each weight p in S in place of its score, for the
-// second.
-fn key_terms(x: Tile, sg: u32, lane: u32, t0: u32, ds: bool) {
+// The subgroup's weights p·z (W) and ds (W2) of queries t0 … t0 + 31 as
+// f16 (a key a row), from its scores (S) and dp (P): each element's
+// weight p computed once for both.
+fn key_terms(x: Tile, sg: u32, lane: u32, t0: u32) {
     for (var n = 0u; n < 512u / SW; n++) {
         let e = n * SW + lane;
         let r = e / 32u;
         let j = e % 32u;
         let s = x.r0 + sg * 16u + r;
         let t = t0 + j;
-        var v = 0.0;
+        var pz = 0.0;
+        var ds = 0.0;
         if (s <= t && t < p.t) {
             let z = drop_at(x, t, s);
-            if (ds) {
-                v = sf[S_AT + sg * 512u + e] * (sf[P_AT + sg * 512u + e] * z - sf[R2_AT + j]);
-            } else {
-                let w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + j]);
-                sf[S_AT + sg * 512u + e] = w;
-                v = w * z;
-            }
+            let w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + j]);
+            pz = w * z;
+            ds = w * (sf[P_AT + sg * 512u + e] * z - sf[R2_AT + j]);
         }
-        sh[W_AT + sg * 16u * PS + r * PS + j] = f16(v);
+        let at = sg * 16u * PS + r * PS + j;
+        sh[W_AT + at] = f16(pz);
+        sh[W2_AT + at] = f16(ds);
     }
 }
 
@@ -159,11 +159,11 @@ fn main(
         spill_block(rows_by_rows(k0, k1, k2, k3, Y_AT), rows_by_rows(k0, k1, k2, k3, Y_AT + 16u * TS), S_AT + sg * 512u);
         spill_block(rows_by_rows(v0, v1, v2, v3, Z_AT), rows_by_rows(v0, v1, v2, v3, Z_AT + 16u * TS), P_AT + sg * 512u);
         // Up to the next block's copy, the scratch (S, P) and the terms
-        // (W) are the subgroup's own: only its lanes wait.
+        // (W, W2) are the subgroup's own: only its lanes wait.
+        subgroupBarrier();
+        key_terms(x, sg, lane, t0);
         subgroupBarrier();
         // dv += (P∘Z)ᵀ · dout.
-        key_terms(x, sg, lane, t0, false);
-        subgroupBarrier();
         var w0 = coopLoadT<Rows>(&sh[w_at], PS);
         var w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
         dv0 = weights_by_block(w0, w1, Z_AT, 0u, dv0);
@@ -176,12 +176,9 @@ fn main(
         if (nd > 3u) {
             dv3 = weights_by_block(w0, w1, Z_AT, 3u, dv3);
         }
-        subgroupBarrier();
         // dk += dSᵀ · Q (scaled when written).
-        key_terms(x, sg, lane, t0, true);
-        subgroupBarrier();
-        w0 = coopLoadT<Rows>(&sh[w_at], PS);
-        w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
+        w0 = coopLoadT<Rows>(&sh[w_at + W2_AT - W_AT], PS);
+        w1 = coopLoadT<Rows>(&sh[w_at + W2_AT - W_AT + 16u], PS);
         dk0 = weights_by_block(w0, w1, Y_AT, 0u, dk0);
         if (nd > 1u) {
             dk1 = weights_by_block(w0, w1, Y_AT, 1u, dk1);

@@ -22,19 +22,37 @@ enable wgpu_cooperative_matrix;
 
 // The tiles: the workgroup's 64 query rows (X), a block's keys (Y) and
 // values (Z), each subgroup's 16 × 32 weights (W); each subgroup's scores
-// (S), each row's max then lse (R1) and sum (R2): 32,256 bytes.
+// (S, SR floats: spill_scores' layout), each row's max then lse (R1) and
+// sum (R2): 32,512 bytes.
 const X_AT: u32 = 0u;
 const Y_AT: u32 = 4608u; // ROWS × TS
 const Z_AT: u32 = 6912u; // + BLOCK × TS
 const W_AT: u32 = 9216u; // + BLOCK × TS
 var<workgroup> sh: array<f16, 11776>; // + 4 × 16 × PS
 const S_AT: u32 = 0u;
-const R1_AT: u32 = 2048u;
-const R2_AT: u32 = 2112u;
-var<workgroup> sf: array<f32, 2176>;
+const SR: u32 = 528u;
+const HI_AT: u32 = 272u;
+const R1_AT: u32 = 2112u; // 4 × SR
+const R2_AT: u32 = 2176u;
+var<workgroup> sf: array<f32, 2240>;
 
 // Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
 // attention_dropout.wgsl.
+
+// A subgroup's 16 × 32 scores into its scratch at s_at, each half column
+// by column: score (r, j) at s_at + (j / 16) · HI_AT + (j % 16) · 16 + r.
+// fold_rows' two lanes a row then read 32 different banks at each step
+// (row by row, at a stride of 32, its 32 lanes fell on two banks), and
+// weights' 32 lanes do, 16 rows of two columns a step.
+fn spill_scores(lo: Sums, hi: Sums, s_at: u32) {
+    coopStore(lo, &sf[s_at], 16u);
+    coopStore(hi, &sf[s_at + HI_AT], 16u);
+}
+
+// Where score (r, j) of subgroup sg lies (spill_scores).
+fn score_at(sg: u32, r: u32, j: u32) -> u32 {
+    return S_AT + sg * SR + (j / 16u) * HI_AT + (j % 16u) * 16u + r;
+}
 
 // The rows of subgroup sg: each one's running max (R1) and sum (R2)
 // folded with its scores of keys s0 … s0 + 31 (S), the valid ones
@@ -49,12 +67,12 @@ fn fold_rows(x: Tile, sg: u32, lane: u32, s0: u32) {
         let half = e % 2u;
         let i = sg * 16u + r;
         let t = x.r0 + i;
-        let srow = S_AT + sg * 512u + r * 32u + half * 16u;
+        let col = score_at(sg, r, half * 16u);
         let j0 = s0 + half * 16u;
         var hi = NEG;
         for (var j = 0u; j < 16u; j++) {
             if (live && j0 + j <= t && t < p.t) {
-                hi = max(hi, sf[srow + j] * p.scale);
+                hi = max(hi, sf[col + j * 16u] * p.scale);
             }
         }
         hi = max(hi, subgroupShuffleXor(hi, 1u));
@@ -63,7 +81,7 @@ fn fold_rows(x: Tile, sg: u32, lane: u32, s0: u32) {
         var part = 0.0;
         for (var j = 0u; j < 16u; j++) {
             if (live && hi != NEG && j0 + j <= t && t < p.t) {
-                part += exp(sf[srow + j] * p.scale - m_new);
+                part += exp(sf[col + j * 16u] * p.scale - m_new);
             }
         }
         let sum = part + subgroupShuffleXor(part, 1u);
@@ -75,16 +93,16 @@ fn fold_rows(x: Tile, sg: u32, lane: u32, s0: u32) {
 }
 
 // The subgroup's weights of keys s0 … s0 + 31 as f16 (sh at W_AT), from
-// its scores and its rows' lse (R1).
+// its scores and its rows' lse (R1); 16 rows of a key a step.
 fn weights(x: Tile, sg: u32, lane: u32, s0: u32) {
     for (var n = 0u; n < 512u / SW; n++) {
         let e = n * SW + lane;
-        let r = e / 32u;
-        let j = e % 32u;
+        let r = e % 16u;
+        let j = e / 16u;
         let t = x.r0 + sg * 16u + r;
         var w = 0.0;
         if (s0 + j <= t && t < p.t) {
-            w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + sg * 16u + r]);
+            w = exp(sf[score_at(sg, r, j)] * p.scale - sf[R1_AT + sg * 16u + r]);
             w *= drop_at(x, t, s0 + j);
         }
         sh[W_AT + sg * 16u * PS + r * PS + j] = f16(w);
@@ -94,13 +112,13 @@ fn weights(x: Tile, sg: u32, lane: u32, s0: u32) {
 // Columns 16·dc … of the subgroup's output rows, through its scratch (its
 // own: only its lanes wait).
 fn store_out(o: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
-    coopStoreT(o, &sf[S_AT + sg * 512u], 16u);
+    coopStoreT(o, &sf[S_AT + sg * SR], 16u);
     subgroupBarrier();
     for (var n = 0u; n < 256u / SW; n++) {
         let e = n * SW + lane;
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
-            out[(x.seq + t) * p.c + x.head + dc * 16u + e % 16u] = sf[S_AT + sg * 512u + e];
+            out[(x.seq + t) * p.c + x.head + dc * 16u + e % 16u] = sf[S_AT + sg * SR + e];
         }
     }
     subgroupBarrier();
@@ -128,7 +146,7 @@ fn main(
     let q1 = coopLoadT<Rows>(&sh[q_at + 16u], TS);
     let q2 = coopLoadT<Rows>(&sh[q_at + 32u], TS);
     let q3 = coopLoadT<Rows>(&sh[q_at + 48u], TS);
-    let s_at = S_AT + sg * 512u;
+    let s_at = S_AT + sg * SR;
     var keys = fetch_qkv(x, 0u, 1u, tid);
     for (var kb = 0u; kb < blocks; kb++) {
         put_block(Y_AT, keys, tid);
@@ -136,7 +154,7 @@ fn main(
             keys = fetch_qkv(x, (kb + 1u) * BLOCK, 1u, tid);
         }
         workgroupBarrier();
-        spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
+        spill_scores(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
         workgroupBarrier();
         // No barrier after: the next block's copy touches only the tiles,
         // and this subgroup's scratch and rows only it reads and writes.
@@ -165,7 +183,7 @@ fn main(
             values = fetch_qkv(x, (kb + 1u) * BLOCK, 2u, tid);
         }
         workgroupBarrier();
-        spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
+        spill_scores(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
         // The scores (S) and weights (W) are the subgroup's own: only its
         // lanes wait.
         subgroupBarrier();

@@ -32,8 +32,17 @@ var<workgroup> scratch: array<f32, 2048>; // up to 8 subgroups × 16 × 16
 // 16×16 tile a workgroup barrier pair cost the nanoGPT linears, whose 12
 // K blocks take 24, 16 more).
 fn store_tile(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, slice: u32) {
+    store_tile_with(t, sg, lane, r0, c0, slice, column_bias(sg, lane, c0));
+}
+
+// store_tile with the bias tile of its columns (`column_bias`) at hand: a
+// kernel that stores a column of tiles loads it once for all of them.
+fn store_tile_with(
+    t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, slice: u32,
+    b: coop_mat16x16<f32, C>,
+) {
     if (stores_direct(r0, c0, slice)) {
-        store_direct(t, sg, lane, r0, c0, slice);
+        store_direct(t, r0, c0, slice, b);
         return;
     }
     let base = sg * 256u;
@@ -87,16 +96,16 @@ fn stores_direct(r0: u32, c0: u32, slice: u32) -> bool {
     return DIRECT && EPILOGUE == 0u && r0 + 16u <= p.m && c0 + 16u <= p.n && aligned;
 }
 
-// The tile's scale, bias and accumulation as cooperative-matrix arithmetic
-// (element by element, in store_tile's order: the same bits), then one
-// store: no scratch, no barriers but the bias tile's.
-fn store_direct(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, slice: u32) {
+// The tile's scale, bias (`b`, column_bias') and accumulation as
+// cooperative-matrix arithmetic (element by element, in store_tile's
+// order: the same bits), then one store: no scratch, no barriers.
+fn store_direct(t: coop_mat16x16<f32, C>, r0: u32, c0: u32, slice: u32, b: coop_mat16x16<f32, C>) {
     var v = t;
     if ((p.flags & SCALED) != 0u) {
         v = v * bitcast<f32>(p.slices);
     }
     if ((p.flags & HAS_BIAS) != 0u) {
-        v = v + bias_tile(sg * 256u, lane, c0);
+        v = v + b;
     }
     // (The stride a `let` used before the store: naga 30's SPIR-V writer
     // fails on a uniform read first met as a store's argument.)
@@ -106,6 +115,16 @@ fn store_direct(t: coop_mat16x16<f32, C>, sg: u32, lane: u32, r0: u32, c0: u32, 
         v = v + coopLoadT<coop_mat16x16<f32, C>>(&c[o], ld);
     }
     coopStoreT(v, &c[o], ld);
+}
+
+// The bias tile store_direct adds to the tiles of columns c0 … c0 + 15
+// (zero where none of them can take that path or there is no bias).
+// Every lane of the subgroup calls it (its barriers).
+fn column_bias(sg: u32, lane: u32, c0: u32) -> coop_mat16x16<f32, C> {
+    if (DIRECT && EPILOGUE == 0u && (p.flags & HAS_BIAS) != 0u && c0 + 16u <= p.n) {
+        return bias_tile(sg * 256u, lane, c0);
+    }
+    return coop_mat16x16<f32, C>();
 }
 
 // Columns c0 … c0 + 15 of the bias in each of 16 rows, through the

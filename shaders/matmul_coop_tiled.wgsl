@@ -323,22 +323,34 @@ fn main(
     }
     let r0 = wg.y * TM + sr;
     let c0 = wg.x * 128u + sc;
-    store_tile(c00, sg, lane, r0, c0, range.z);
-    store_tile(c01, sg, lane, r0, c0 + 16u, range.z);
-    store_tile(c02, sg, lane, r0, c0 + 32u, range.z);
-    store_tile(c03, sg, lane, r0, c0 + 48u, range.z);
-    store_tile(c10, sg, lane, r0 + 16u, c0, range.z);
-    store_tile(c11, sg, lane, r0 + 16u, c0 + 16u, range.z);
-    store_tile(c12, sg, lane, r0 + 16u, c0 + 32u, range.z);
-    store_tile(c13, sg, lane, r0 + 16u, c0 + 48u, range.z);
+    // A column of tiles at a time, its bias tile loaded once (column_bias).
+    let z = range.z;
+    var b = column_bias(sg, lane, c0);
+    store_tile_with(c00, sg, lane, r0, c0, z, b);
+    store_tile_with(c10, sg, lane, r0 + 16u, c0, z, b);
     if (SUB_M == 64u) {
-        store_tile(c20, sg, lane, r0 + 32u, c0, range.z);
-        store_tile(c21, sg, lane, r0 + 32u, c0 + 16u, range.z);
-        store_tile(c22, sg, lane, r0 + 32u, c0 + 32u, range.z);
-        store_tile(c23, sg, lane, r0 + 32u, c0 + 48u, range.z);
-        store_tile(c30, sg, lane, r0 + 48u, c0, range.z);
-        store_tile(c31, sg, lane, r0 + 48u, c0 + 16u, range.z);
-        store_tile(c32, sg, lane, r0 + 48u, c0 + 32u, range.z);
-        store_tile(c33, sg, lane, r0 + 48u, c0 + 48u, range.z);
+        store_tile_with(c20, sg, lane, r0 + 32u, c0, z, b);
+        store_tile_with(c30, sg, lane, r0 + 48u, c0, z, b);
+    }
+    b = column_bias(sg, lane, c0 + 16u);
+    store_tile_with(c01, sg, lane, r0, c0 + 16u, z, b);
+    store_tile_with(c11, sg, lane, r0 + 16u, c0 + 16u, z, b);
+    if (SUB_M == 64u) {
+        store_tile_with(c21, sg, lane, r0 + 32u, c0 + 16u, z, b);
+        store_tile_with(c31, sg, lane, r0 + 48u, c0 + 16u, z, b);
+    }
+    b = column_bias(sg, lane, c0 + 32u);
+    store_tile_with(c02, sg, lane, r0, c0 + 32u, z, b);
+    store_tile_with(c12, sg, lane, r0 + 16u, c0 + 32u, z, b);
+    if (SUB_M == 64u) {
+        store_tile_with(c22, sg, lane, r0 + 32u, c0 + 32u, z, b);
+        store_tile_with(c32, sg, lane, r0 + 48u, c0 + 32u, z, b);
+    }
+    b = column_bias(sg, lane, c0 + 48u);
+    store_tile_with(c03, sg, lane, r0, c0 + 48u, z, b);
+    store_tile_with(c13, sg, lane, r0 + 16u, c0 + 48u, z, b);
+    if (SUB_M == 64u) {
+        store_tile_with(c23, sg, lane, r0 + 32u, c0 + 48u, z, b);
+        store_tile_with(c33, sg, lane, r0 + 48u, c0 + 48u, z, b);
     }
 }

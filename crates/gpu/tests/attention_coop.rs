@@ -169,6 +169,14 @@ fn worst(got: &[f32], want: &[f64]) -> f64 {
     diff / big
 }
 
+/// FNV-1a of the values' bits: two builds whose kernels claim the same
+/// bits print the same fingerprints.
+fn fingerprint(v: &[f32]) -> u64 {
+    v.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, x| {
+        (h ^ u64::from(x.to_bits())).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// Each of out, lse and dqkv within `tol` of the largest golden magnitude:
 /// a weight rounded to f16 moves it by at most 2⁻¹¹ of itself, so an
 /// output by at most ~2⁻¹¹ of the largest value it weights; the limit
@@ -191,7 +199,10 @@ fn check(gpu: &TestGpu, test: &str, d: AttentionDesc, case: (u64, f32), drop: Op
     let tol = 4.0 * f16::EPSILON.to_f64() / 2.0;
     for (name, (g, w)) in ["out", "lse", "dqkv"].iter().zip(got.iter().zip(&want)) {
         let e = worst(g, w);
-        eprintln!("{test} {d:?}: {name} worst error {e:.2e} of its largest (limit {tol:.2e})");
+        eprintln!(
+            "{test} {d:?}: {name} worst error {e:.2e} of its largest (limit {tol:.2e}), bits {:016x}",
+            fingerprint(g)
+        );
         if e > tol {
             let big = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             let far = g
