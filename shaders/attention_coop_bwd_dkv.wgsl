@@ -24,11 +24,9 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(6) var<storage, read> state: array<u32>;
 
 // The tiles (attention_coop_bwd_common.wgsl): a block's queries (Y) and
-// their dout (Z), each subgroup's 16 × 32 weights (W) and dS (W2); before
+// their dout (Z), each subgroup's 16 × 32 weights, then dS (W); before
 // the first block the workgroup's 64 rows of K, then of V (X). Each
-// subgroup's scores (S) and dp (P), the block's lse (R1) and D (R2).
-const W2_AT: u32 = W_END;
-const SH_LEN: u32 = W_END + 2560u; // + 4 × 16 × PS
+// subgroup's scores (S) and dp (P), the block's lse and D (term_at).
 
 // Appended: attention_coop_bwd_common.wgsl, attention_coop_common.wgsl,
 // dropout_mask.wgsl, attention_dropout.wgsl.
@@ -48,7 +46,7 @@ fn fetch_dout(x: Tile, t0: u32, t: u32) -> Fetched {
     return f;
 }
 
-// The lse (R1) and D (R2) of rows t0 … t0 + 31; zero past T.
+// The lse and D (term_at) of rows t0 … t0 + 31; zero past T.
 fn query_terms(x: Tile, t0: u32, tid: u32) {
     for (var j = tid; j < BLOCK; j += WG) {
         var l = 0.0;
@@ -58,15 +56,20 @@ fn query_terms(x: Tile, t0: u32, tid: u32) {
             l = lse[i];
             d = delta[i] * p.grad_scale;
         }
-        sf[R1_AT + j] = l;
-        sf[R2_AT + j] = d;
+        sf[term_at(S_AT, j)] = l;
+        sf[term_at(P_AT, j)] = d;
     }
 }
 
-// The subgroup's weights p·z (W) and ds (W2) of queries t0 … t0 + 31 as
-// f16 (a key a row), from its scores (S) and dp (P): each element's
-// weight p computed once for both.
-fn key_terms(x: Tile, sg: u32, lane: u32, t0: u32) {
+// A lane's dS terms between key_terms and ds_terms: the n-th of its
+// elements at n (512 / SW of them: 16 on 32-wide subgroups, constant
+// indices once the loops unroll).
+alias Kept = array<f32, 64>;
+
+// The subgroup's weights p·z of queries t0 … t0 + 31 as f16 (W, a key a
+// row), from its scores (S); its dS from them and dp (P) into `kept`: each
+// element's weight p computed once for both.
+fn key_terms(x: Tile, sg: u32, lane: u32, t0: u32, kept: ptr<function, Kept>) {
     for (var n = 0u; n < 512u / SW; n++) {
         let e = n * SW + lane;
         let r = e / 32u;
@@ -77,13 +80,20 @@ fn key_terms(x: Tile, sg: u32, lane: u32, t0: u32) {
         var ds = 0.0;
         if (s <= t && t < p.t) {
             let z = drop_at(x, t, s);
-            let w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + j]);
+            let w = exp(sf[S_AT + sg * SPL + r * SPS + j] * p.scale - sf[term_at(S_AT, j)]);
             pz = w * z;
-            ds = w * (sf[P_AT + sg * 512u + e] * z - sf[R2_AT + j]);
+            ds = w * (sf[P_AT + sg * SPL + r * SPS + j] * z - sf[term_at(P_AT, j)]);
         }
-        let at = sg * 16u * PS + r * PS + j;
-        sh[W_AT + at] = f16(pz);
-        sh[W2_AT + at] = f16(ds);
+        (*kept)[n] = ds;
+        sh[W_AT + sg * 16u * PS + r * PS + j] = f16(pz);
+    }
+}
+
+// The dS that key_terms kept, as f16 into W (after the weights' products).
+fn ds_terms(sg: u32, lane: u32, kept: ptr<function, Kept>) {
+    for (var n = 0u; n < 512u / SW; n++) {
+        let e = n * SW + lane;
+        sh[W_AT + sg * 16u * PS + (e / 32u) * PS + e % 32u] = f16((*kept)[n]);
     }
 }
 
@@ -95,14 +105,14 @@ fn store_pair(dk: Sums, dv: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
 }
 
 fn store_part(v: Sums, x: Tile, sg: u32, lane: u32, part: u32, dc: u32) {
-    coopStoreT(v, &sf[S_AT + sg * 512u], 16u);
+    coopStoreT(v, &sf[S_AT + sg * SPL], 16u);
     subgroupBarrier();
     let f = select(1.0, p.scale, part == 1u) / p.grad_scale;
     for (var n = 0u; n < 256u / SW; n++) {
         let e = n * SW + lane;
         let s = x.r0 + sg * 16u + e / 16u;
         if (s < p.t) {
-            dqkv[qkv_at(x, s, part, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * f;
+            dqkv[qkv_at(x, s, part, dc * 16u + e % 16u)] = sf[S_AT + sg * SPL + e] * f;
         }
     }
     subgroupBarrier();
@@ -156,12 +166,13 @@ fn main(
         }
         workgroupBarrier();
         // Sᵀ = K·Qᵀ and dpᵀ = V·doutᵀ (before the dropout factor).
-        spill_block(rows_by_rows(k0, k1, k2, k3, Y_AT), rows_by_rows(k0, k1, k2, k3, Y_AT + 16u * TS), S_AT + sg * 512u);
-        spill_block(rows_by_rows(v0, v1, v2, v3, Z_AT), rows_by_rows(v0, v1, v2, v3, Z_AT + 16u * TS), P_AT + sg * 512u);
+        spill_block(rows_by_rows(k0, k1, k2, k3, Y_AT), rows_by_rows(k0, k1, k2, k3, Y_AT + 16u * TS), S_AT + sg * SPL);
+        spill_block(rows_by_rows(v0, v1, v2, v3, Z_AT), rows_by_rows(v0, v1, v2, v3, Z_AT + 16u * TS), P_AT + sg * SPL);
         // Up to the next block's copy, the scratch (S, P) and the terms
-        // (W, W2) are the subgroup's own: only its lanes wait.
+        // (W) are the subgroup's own: only its lanes wait.
         subgroupBarrier();
-        key_terms(x, sg, lane, t0);
+        var kept: Kept;
+        key_terms(x, sg, lane, t0, &kept);
         subgroupBarrier();
         // dv += (P∘Z)ᵀ · dout.
         var w0 = coopLoadT<Rows>(&sh[w_at], PS);
@@ -176,9 +187,12 @@ fn main(
         if (nd > 3u) {
             dv3 = weights_by_block(w0, w1, Z_AT, 3u, dv3);
         }
+        subgroupBarrier();
+        ds_terms(sg, lane, &kept);
+        subgroupBarrier();
         // dk += dSᵀ · Q (scaled when written).
-        w0 = coopLoadT<Rows>(&sh[w_at + W2_AT - W_AT], PS);
-        w1 = coopLoadT<Rows>(&sh[w_at + W2_AT - W_AT + 16u], PS);
+        w0 = coopLoadT<Rows>(&sh[w_at], PS);
+        w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
         dk0 = weights_by_block(w0, w1, Y_AT, 0u, dk0);
         if (nd > 1u) {
             dk1 = weights_by_block(w0, w1, Y_AT, 1u, dk1);

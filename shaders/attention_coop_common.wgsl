@@ -65,8 +65,7 @@ const NEG: f32 = -1e30;
 
 // Each kernel declares its tiles: `sh` (f16 rows at a stride of TS, a
 // subgroup's weights at a stride of PS) and `sf` (f32: each subgroup's
-// 16 × 32 products at S_AT + 512 · sg, row terms), with the regions'
-// offsets.
+// 16 × 32 products, row terms), with the regions' offsets.
 
 // Where a workgroup's rows and head start, which they are, and the
 // step's dropout key (0 without dropout).
@@ -175,13 +174,6 @@ fn weights_by_block(w0: Rows, w1: Rows, at: u32, dc: u32, acc: Sums) -> Sums {
     let c = at + dc * 16u;
     let s = coopMultiplyAdd(w0, coopLoadT<coop_mat16x16<f16, B>>(&sh[c], TS), acc);
     return coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[c + 16u * TS], TS), s);
-}
-
-// A subgroup's 16 × 32 products into its scratch (at s_at, row stride 32):
-// the block's first 16 rows' and its last 16's.
-fn spill_block(lo: Sums, hi: Sums, s_at: u32) {
-    coopStoreT(lo, &sf[s_at], 32u);
-    coopStoreT(hi, &sf[s_at + 16u], 32u);
 }
 
 // The dropout factor of weight (query t, key s) of the workgroup's head:

@@ -20,38 +20,41 @@ enable wgpu_cooperative_matrix;
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(4) var<storage, read> state: array<u32>;
 
-// The tiles: the workgroup's 64 query rows (X), a block's keys (Y) and
-// values (Z), each subgroup's 16 × 32 weights (W); each subgroup's scores
-// (S, SR floats: spill_scores' layout), each row's max then lse (R1) and
-// sum (R2): 32,512 bytes.
+// The tiles: a block's keys (Y) and values (Z), each subgroup's 16 × 32
+// weights (W), and before the first block the workgroup's 64 query rows
+// (X, over Y and Z: each subgroup keeps its rows as fragments); each
+// subgroup's scores (S, SR floats: spill_scores' layout), each row's max
+// then lse (R1) and sum (R2): 25,344 bytes.
 const X_AT: u32 = 0u;
-const Y_AT: u32 = 4608u; // ROWS × TS
-const Z_AT: u32 = 6912u; // + BLOCK × TS
-const W_AT: u32 = 9216u; // + BLOCK × TS
-var<workgroup> sh: array<f16, 11776>; // + 4 × 16 × PS
+const Y_AT: u32 = 0u;
+const Z_AT: u32 = 2304u; // BLOCK × TS
+const W_AT: u32 = 4608u; // + BLOCK × TS
+var<workgroup> sh: array<f16, 7168>; // + 4 × 16 × PS
 const S_AT: u32 = 0u;
-const SR: u32 = 528u;
-const HI_AT: u32 = 272u;
-const R1_AT: u32 = 2112u; // 4 × SR
-const R2_AT: u32 = 2176u;
-var<workgroup> sf: array<f32, 2240>;
+const CS: u32 = 20u;
+const HI_AT: u32 = 336u;
+const SR: u32 = 656u;
+const R1_AT: u32 = 2624u; // 4 × SR
+const R2_AT: u32 = 2688u;
+var<workgroup> sf: array<f32, 2752>;
 
 // Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
 // attention_dropout.wgsl.
 
 // A subgroup's 16 × 32 scores into its scratch at s_at, each half column
-// by column: score (r, j) at s_at + (j / 16) · HI_AT + (j % 16) · 16 + r.
+// by column: score (r, j) at s_at + (j / 16) · HI_AT + (j % 16) · CS + r.
 // fold_rows' two lanes a row then read 32 different banks at each step
-// (row by row, at a stride of 32, its 32 lanes fell on two banks), and
-// weights' 32 lanes do, 16 rows of two columns a step.
+// (row by row, at a stride of 32, its 32 lanes fell on two banks), as do
+// weights' 32 lanes (16 rows of keys j and j + 16 a step) and the lanes of
+// each cooperative store (CS = 20: at 16, four of them shared a bank).
 fn spill_scores(lo: Sums, hi: Sums, s_at: u32) {
-    coopStore(lo, &sf[s_at], 16u);
-    coopStore(hi, &sf[s_at + HI_AT], 16u);
+    coopStore(lo, &sf[s_at], CS);
+    coopStore(hi, &sf[s_at + HI_AT], CS);
 }
 
 // Where score (r, j) of subgroup sg lies (spill_scores).
 fn score_at(sg: u32, r: u32, j: u32) -> u32 {
-    return S_AT + sg * SR + (j / 16u) * HI_AT + (j % 16u) * 16u + r;
+    return S_AT + sg * SR + (j / 16u) * HI_AT + (j % 16u) * CS + r;
 }
 
 // The rows of subgroup sg: each one's running max (R1) and sum (R2)
@@ -72,7 +75,7 @@ fn fold_rows(x: Tile, sg: u32, lane: u32, s0: u32) {
         var hi = NEG;
         for (var j = 0u; j < 16u; j++) {
             if (live && j0 + j <= t && t < p.t) {
-                hi = max(hi, sf[col + j * 16u] * p.scale);
+                hi = max(hi, sf[col + j * CS] * p.scale);
             }
         }
         hi = max(hi, subgroupShuffleXor(hi, 1u));
@@ -81,7 +84,7 @@ fn fold_rows(x: Tile, sg: u32, lane: u32, s0: u32) {
         var part = 0.0;
         for (var j = 0u; j < 16u; j++) {
             if (live && hi != NEG && j0 + j <= t && t < p.t) {
-                part += exp(sf[col + j * 16u] * p.scale - m_new);
+                part += exp(sf[col + j * CS] * p.scale - m_new);
             }
         }
         let sum = part + subgroupShuffleXor(part, 1u);
@@ -93,12 +96,12 @@ fn fold_rows(x: Tile, sg: u32, lane: u32, s0: u32) {
 }
 
 // The subgroup's weights of keys s0 … s0 + 31 as f16 (sh at W_AT), from
-// its scores and its rows' lse (R1); 16 rows of a key a step.
+// its scores and its rows' lse (R1); 16 rows of keys j and j + 16 a step.
 fn weights(x: Tile, sg: u32, lane: u32, s0: u32) {
     for (var n = 0u; n < 512u / SW; n++) {
         let e = n * SW + lane;
         let r = e % 16u;
-        let j = e / 16u;
+        let j = (e / 16u) % 2u * 16u + e / 32u;
         let t = x.r0 + sg * 16u + r;
         var w = 0.0;
         if (s0 + j <= t && t < p.t) {
@@ -146,6 +149,8 @@ fn main(
     let q1 = coopLoadT<Rows>(&sh[q_at + 16u], TS);
     let q2 = coopLoadT<Rows>(&sh[q_at + 32u], TS);
     let q3 = coopLoadT<Rows>(&sh[q_at + 48u], TS);
+    // The keys' tiles lie over the query rows.
+    workgroupBarrier();
     let s_at = S_AT + sg * SR;
     var keys = fetch_qkv(x, 0u, 1u, tid);
     for (var kb = 0u; kb < blocks; kb++) {

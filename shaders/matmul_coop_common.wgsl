@@ -22,7 +22,11 @@ const COPY16: u32 = 256u;
 // (which always holds some of the real K).
 override FAULT: u32 = 0u;
 
-var<workgroup> scratch: array<f32, 2048>; // up to 8 subgroups × 16 × 16
+// Each subgroup's 16 × 16 slice of the scratch, its rows SS floats apart:
+// at 20 (80 bytes) the lanes of a cooperative store of an accumulator
+// fall on different banks (at 16, four of them shared one).
+const SS: u32 = 20u;
+var<workgroup> scratch: array<f32, 2560>; // up to 8 subgroups × 16 × SS
 
 // Stores the accumulator `t` of subgroup `sg` at (r0, c0) of C; `slice`:
 // the offset of this workgroup's K slice's (M, N) partial product (0
@@ -45,14 +49,15 @@ fn store_tile_with(
         store_direct(t, r0, c0, slice, b);
         return;
     }
-    let base = sg * 256u;
-    coopStoreT(t, &scratch[base], 16u);
+    let base = sg * 16u * SS;
+    coopStoreT(t, &scratch[base], SS);
     subgroupBarrier();
     for (var i = lane; i < 256u; i += 32u) {
         let row = r0 + i / 16u;
         let col = c0 + i % 16u;
+        let at = base + (i / 16u) * SS + i % 16u;
         if (row < p.m && col < p.n) {
-            var v = scratch[base + i];
+            var v = scratch[at];
             if ((p.flags & SCALED) != 0u) {
                 v *= bitcast<f32>(p.slices);
             }
@@ -68,7 +73,7 @@ fn store_tile_with(
             if (EPILOGUE == 1u) {
                 let g = gelu_f32(v);
                 aux[p.aux_off + e] = g;
-                scratch[base + i] = g;
+                scratch[at] = g;
             }
         }
     }
@@ -122,7 +127,7 @@ fn store_direct(t: coop_mat16x16<f32, C>, r0: u32, c0: u32, slice: u32, b: coop_
 // Every lane of the subgroup calls it (its barriers).
 fn column_bias(sg: u32, lane: u32, c0: u32) -> coop_mat16x16<f32, C> {
     if (DIRECT && EPILOGUE == 0u && (p.flags & HAS_BIAS) != 0u && c0 + 16u <= p.n) {
-        return bias_tile(sg * 256u, lane, c0);
+        return bias_tile(sg * 16u * SS, lane, c0);
     }
     return coop_mat16x16<f32, C>();
 }
@@ -131,10 +136,10 @@ fn column_bias(sg: u32, lane: u32, c0: u32) -> coop_mat16x16<f32, C> {
 // subgroup's scratch slice at `base`.
 fn bias_tile(base: u32, lane: u32, c0: u32) -> coop_mat16x16<f32, C> {
     for (var i = lane; i < 256u; i += 32u) {
-        scratch[base + i] = bias[p.bias_off + c0 + i % 16u];
+        scratch[base + (i / 16u) * SS + i % 16u] = bias[p.bias_off + c0 + i % 16u];
     }
     subgroupBarrier();
-    let b = coopLoadT<coop_mat16x16<f32, C>>(&scratch[base], 16u);
+    let b = coopLoadT<coop_mat16x16<f32, C>>(&scratch[base], SS);
     subgroupBarrier();
     return b;
 }
@@ -148,7 +153,7 @@ fn copy_gelu_tile(base: u32, lane: u32, r0: u32, c0: u32) {
         let row = r0 + q / 4u;
         let col = c0 + (q % 4u) * 4u;
         if (row < p.m && col < p.n) {
-            let s = base + q * 4u;
+            let s = base + (q / 4u) * SS + (q % 4u) * 4u;
             let g = vec4(scratch[s], scratch[s + 1u], scratch[s + 2u], scratch[s + 3u]);
             let inside = vec4(col, col + 1u, col + 2u, col + 3u) < vec4(p.n);
             aux16[(row * kp + col) / 4u] = vec4<f16>(select(vec4(0.0), g, inside));

@@ -17,17 +17,18 @@ fn wanted_features() -> wgpu::Features {
 
 /// Workgroup memory of the tiled cooperative-matrix kernel
 /// (`shaders/matmul_coop_tiled.wgsl`: its K block's tiles, twice in its
-/// two-buffer forms, and the epilogue's scratch), in bytes: 45 KiB.
-const COOP_WORKGROUP_BYTES: u32 = 2 * 9472 * 2 + 2048 * 4;
+/// two-buffer forms, and the epilogue's scratch), in bytes: 47 KiB.
+const COOP_WORKGROUP_BYTES: u32 = 2 * 9472 * 2 + 2560 * 4;
 
 /// Storage buffers a stage the tensor-core path's pipelines may bind, past
 /// WebGPU's default 8: the fused residual LayerNorm writing its output's
 /// f16 copy binds 9 (`ops::layernorm::LAYERNORM_RESIDUAL_COPY16`).
 pub const COOP_PATH_STORAGE_BUFFERS: u32 = 9;
 
-/// The tensor-core attention kernels' workgroup memory
-/// (`shaders/attention_coop_common.wgsl`: 11,776 halves and 2,176 floats).
-const COOP_ATTENTION_BYTES: u32 = 11776 * 2 + 2176 * 4;
+/// The tensor-core attention kernels' workgroup memory at most (the
+/// backward's, `shaders/attention_coop_bwd_common.wgsl`: 7,168 halves and
+/// 4,608 floats; the forward's 25,344 bytes): 32 KiB, what lavapipe offers.
+const COOP_ATTENTION_BYTES: u32 = 7168 * 2 + 4608 * 4;
 
 /// Whether the cooperative-matrix matmuls (`shaders/matmul_coop*.wgsl`) can
 /// run: the adapter multiplies 16×16×16 f16 matrices into f32, its

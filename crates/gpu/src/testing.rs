@@ -36,12 +36,14 @@ pub fn test_gpu() -> Option<&'static TestGpu> {
                     crate::context::coop_attention_runs(&ctx.info, ctx.features, &ctx.limits, true);
             }
             eprintln!(
-                "test GPU: {} ({:?}, {}; shader checks {:?}; tensor-core attention {})",
+                "test GPU: {} ({:?}, {}; shader checks {:?}; tensor-core attention {}; \
+                 workgroup memory {} bytes)",
                 ctx.info.name,
                 ctx.info.device_type,
                 ctx.info.backend,
                 ctx.shader_checks,
-                ctx.coop_attention
+                ctx.coop_attention,
+                ctx.limits.max_compute_workgroup_storage_size
             );
             Some(TestGpu {
                 ctx,

@@ -1,31 +1,35 @@
 #!/bin/bash
-# Device command 134 (2026-12-07; results in run134/). Builds: d0/ (run
-# 132's DIAG 0 build: `133c381`'s kernels), new/ (run 133's: `7652ad9`'s
-# kernels, the tensor-core attention's loops at constant trip counts),
-# n134/ (new/ plus the forward's scores spilled column by column — no bank
-# conflicts in its row folds —, dK/dV's weights and dS in one loop, and
-# the tensor-core matmul's bias tile loaded once a column of tiles); each
-# with run 132's TINYGPT_ATT_ONLY switch. Carried in .carry/bins133.tar.xz
-# and bins134.tar.xz. n134's tensor-core tests on the card; the attention rows of each build,
-# alternating, three rounds; the matmul rows of new and n134, two rounds;
+# Device command 134 (2026-12-07; results in run134/). Builds, each with
+# run 132's TINYGPT_ATT_ONLY switch: d0/ (run 132's DIAG 0 build,
+# `133c381`'s kernels) and new/ (run 133's: `7652ad9`'s, the tensor-core
+# attention's loops at constant trip counts), from .carry/bins133.tar.xz;
+# n134/ (`f087f8c`: the forward's scores spilled column by column, dK/dV's
+# weights and dS in one loop with a fourth tile, the matmul's bias tile
+# loaded once a column), from bins134.tar.xz; n135/ (the kernels as
+# submitted: the spills and the matmul's scratch at strides whose
+# cooperative stores fall on different banks, the forward's query rows
+# over its key tiles, the backward's row terms in the spills' padding,
+# dK/dV's dS kept in registers — 32 KiB at most), from bins135.tar.xz.
+# n135's tensor-core tests on the card; the attention rows of each build,
+# alternating, two rounds; the matmul rows of new and n135, two rounds;
 # the nanoGPT step of each on `tiled-ahead3` (the engine's form) and
-# `tiled-tall-ahead2`; PyTorch's nanoGPT training. Carry: .gl, .carry.
+# `tiled-tall-ahead2`, two rounds; PyTorch's nanoGPT training. Carry:
+# .gl, .carry.
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
-tar -xJf .carry/bins133.tar.xz -C .carry || exit 1
-tar -xJf .carry/bins134.tar.xz -C .carry || exit 1
+for b in 133 134 135; do tar -xJf .carry/bins$b.tar.xz -C .carry || exit 1; done
 R=/tmp/r134; mkdir -p $R $OUT
 save() { tar czf $OUT/results.tar.gz -C $R .; }
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for t in attention_coop matmul_coop coop_reuse coop_training; do
-  timeout 150 .carry/n134/tests/$t --test-threads 1 --nocapture > $R/test-$t.txt 2>&1; echo "test $t rc=$? $(( $(date +%s) - t0 ))s"
+  timeout 150 .carry/n135/tests/$t --test-threads 1 --nocapture > $R/test-$t.txt 2>&1; echo "test $t rc=$? $(( $(date +%s) - t0 ))s"
 done
 grep -h "FAILED\|panicked\|test result\|DID NOT\|did not run" $R/test-*.txt | cut -c1-220 | sort | uniq -c | head -20
 save
 cd .carry
-for rnd in 1 2 3; do
-  for b in d0 new n134; do
+for rnd in 1 2; do
+  for b in d0 new n134 n135; do
     TINYGPT_ATT_ONLY=1 timeout 60 $b/tinygpt bench --shape nanogpt > $R/att-$b-$rnd.json 2> $R/att-$b-$rnd.err; echo "att $b $rnd rc=$? $(( $(date +%s) - t0 ))s"
   done
 done; save
@@ -37,17 +41,17 @@ for f in sorted(glob.glob(sys.argv[1] + "/att-*.json")):
     print(os.path.basename(f), " ".join(f"{r['kernel']}={r['us']:.1f}" for r in rows if r.get("shape") == "nanogpt"))
 PY
 for rnd in 1 2; do
-  for b in new n134; do
+  for b in new n135; do
     timeout 120 $b/tinygpt bench --shape matmuls > $R/matmuls-$b-$rnd.json 2> $R/matmuls-$b-$rnd.err; echo "matmuls $b $rnd rc=$? $(( $(date +%s) - t0 ))s"
   done; save
 done
 for rnd in 1 2; do
-  for b in new n134; do
+  for b in new n135; do
     for k in tiled-ahead3 tiled-tall-ahead2; do
       timeout 60 $b/tinygpt bench --shape nanogpt --coop-kernel $k > $R/shape-nanogpt-$b-$k-$rnd.json 2> $R/shape-nanogpt-$b-$k-$rnd.err; echo "nanogpt $b $k $rnd rc=$? $(( $(date +%s) - t0 ))s"
     done
   done; save
 done
 timeout 150 python3 pytorch_baseline.py --configs nanogpt --modes fp32,tf32,compile --steps 20 > $R/pytorch_baseline.jsonl 2> $R/pytorch_baseline.err; echo "pytorch rc=$? $(( $(date +%s) - t0 ))s"; save
-python3 summary121.py $R | grep -v "^    " | grep "square\|train nanogpt\|pytorch\|fc\|qkv\|proj" | grep "4096\|tiled-ahead3\|tiled-tall-ahead2\|train\|pytorch" | grep -v "f32\|f16-" | cut -c1-150
+python3 summary121.py $R | grep -v "^    " | grep "4096\|train nanogpt\|pytorch\|fc\|qkv\|proj" | grep "tiled-ahead3\|tiled-tall-ahead2\|train\|pytorch" | grep -v "f32\|f16-" | cut -c1-150
 echo "all: $(( $(date +%s) - t0 ))s"
