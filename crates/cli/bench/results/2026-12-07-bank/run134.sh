@@ -9,11 +9,14 @@
 # submitted: the spills and the matmul's scratch at strides whose
 # cooperative stores fall on different banks, the forward's query rows
 # over its key tiles, the backward's row terms in the spills' padding,
-# dK/dV's dS kept in registers — 32 KiB at most), from bins135.tar.xz.
+# dK/dV's dS kept in registers — 32 KiB at most; its tinygpt also with
+# run134-coopfwd.patch: TINYGPT_COOP_FWD=1 binds the tensor-core forward
+# in the training graph), from bins135.tar.xz.
 # n135's tensor-core tests on the card; the attention rows of each build,
 # alternating, two rounds; the matmul rows of new and n135, two rounds;
 # the nanoGPT step of each on `tiled-ahead3` (the engine's form) and
-# `tiled-tall-ahead2`, two rounds; PyTorch's nanoGPT training. Carry:
+# `tiled-tall-ahead2`, and n135's with the tensor-core forward, two
+# rounds; PyTorch's nanoGPT training. Carry:
 # .gl, .carry.
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
@@ -50,7 +53,9 @@ for rnd in 1 2; do
     for k in tiled-ahead3 tiled-tall-ahead2; do
       timeout 60 $b/tinygpt bench --shape nanogpt --coop-kernel $k > $R/shape-nanogpt-$b-$k-$rnd.json 2> $R/shape-nanogpt-$b-$k-$rnd.err; echo "nanogpt $b $k $rnd rc=$? $(( $(date +%s) - t0 ))s"
     done
-  done; save
+  done
+  TINYGPT_COOP_FWD=1 timeout 60 n135/tinygpt bench --shape nanogpt > $R/shape-nanogpt-n135fwd-tiled-ahead3-$rnd.json 2> $R/shape-nanogpt-n135fwd-tiled-ahead3-$rnd.err; echo "nanogpt n135fwd $rnd rc=$? $(( $(date +%s) - t0 ))s"
+  save
 done
 timeout 150 python3 pytorch_baseline.py --configs nanogpt --modes fp32,tf32,compile --steps 20 > $R/pytorch_baseline.jsonl 2> $R/pytorch_baseline.err; echo "pytorch rc=$? $(( $(date +%s) - t0 ))s"; save
 python3 summary121.py $R | grep -v "^    " | grep "4096\|train nanogpt\|pytorch\|fc\|qkv\|proj" | grep "tiled-ahead3\|tiled-tall-ahead2\|train\|pytorch" | grep -v "f32\|f16-" | cut -c1-150
