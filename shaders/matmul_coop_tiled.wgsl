@@ -197,6 +197,22 @@ fn copy_plan(t: u32, wg: vec3<u32>, lda: u32, ldb: u32) -> Copy {
     return c;
 }
 
+// A subgroup's tiles of columns c … c + 15 (rows r0 … r0 + SUB_M − 1)
+// into C, their bias tile (column_bias) loaded once for all of them.
+fn store_column(
+    t0: coop_mat16x16<f32, C>, t1: coop_mat16x16<f32, C>,
+    t2: coop_mat16x16<f32, C>, t3: coop_mat16x16<f32, C>,
+    sg: u32, lane: u32, r0: u32, c: u32, slice: u32,
+) {
+    let b = column_bias(sg, lane, c);
+    store_tile_with(t0, sg, lane, r0, c, slice, b);
+    store_tile_with(t1, sg, lane, r0 + 16u, c, slice, b);
+    if (SUB_M == 64u) {
+        store_tile_with(t2, sg, lane, r0 + 32u, c, slice, b);
+        store_tile_with(t3, sg, lane, r0 + 48u, c, slice, b);
+    }
+}
+
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -323,34 +339,9 @@ fn main(
     }
     let r0 = wg.y * TM + sr;
     let c0 = wg.x * 128u + sc;
-    // A column of tiles at a time, its bias tile loaded once (column_bias).
-    let z = range.z;
-    var b = column_bias(sg, lane, c0);
-    store_tile_with(c00, sg, lane, r0, c0, z, b);
-    store_tile_with(c10, sg, lane, r0 + 16u, c0, z, b);
-    if (SUB_M == 64u) {
-        store_tile_with(c20, sg, lane, r0 + 32u, c0, z, b);
-        store_tile_with(c30, sg, lane, r0 + 48u, c0, z, b);
-    }
-    b = column_bias(sg, lane, c0 + 16u);
-    store_tile_with(c01, sg, lane, r0, c0 + 16u, z, b);
-    store_tile_with(c11, sg, lane, r0 + 16u, c0 + 16u, z, b);
-    if (SUB_M == 64u) {
-        store_tile_with(c21, sg, lane, r0 + 32u, c0 + 16u, z, b);
-        store_tile_with(c31, sg, lane, r0 + 48u, c0 + 16u, z, b);
-    }
-    b = column_bias(sg, lane, c0 + 32u);
-    store_tile_with(c02, sg, lane, r0, c0 + 32u, z, b);
-    store_tile_with(c12, sg, lane, r0 + 16u, c0 + 32u, z, b);
-    if (SUB_M == 64u) {
-        store_tile_with(c22, sg, lane, r0 + 32u, c0 + 32u, z, b);
-        store_tile_with(c32, sg, lane, r0 + 48u, c0 + 32u, z, b);
-    }
-    b = column_bias(sg, lane, c0 + 48u);
-    store_tile_with(c03, sg, lane, r0, c0 + 48u, z, b);
-    store_tile_with(c13, sg, lane, r0 + 16u, c0 + 48u, z, b);
-    if (SUB_M == 64u) {
-        store_tile_with(c23, sg, lane, r0 + 32u, c0 + 48u, z, b);
-        store_tile_with(c33, sg, lane, r0 + 48u, c0 + 48u, z, b);
-    }
+    // A column of tiles at a time, its bias tile loaded once.
+    store_column(c00, c10, c20, c30, sg, lane, r0, c0, range.z);
+    store_column(c01, c11, c21, c31, sg, lane, r0, c0 + 16u, range.z);
+    store_column(c02, c12, c22, c32, sg, lane, r0, c0 + 32u, range.z);
+    store_column(c03, c13, c23, c33, sg, lane, r0, c0 + 48u, range.z);
 }
