@@ -6,7 +6,7 @@
 # n134/ (`f087f8c`: the forward's scores spilled column by column, dK/dV's
 # weights and dS in one loop with a fourth tile, the matmul's bias tile
 # loaded once a column), from bins134.tar.xz; n135/ (the kernels as
-# submitted: the spills and the matmul's scratch at strides whose
+# submitted, `e6cd8c0`: the spills and the matmul's scratch at strides whose
 # cooperative stores fall on different banks, the forward's query rows
 # over its key tiles, the backward's row terms in the spills' padding,
 # dK/dV's dS kept in registers — 32 KiB at most; its tinygpt also with
