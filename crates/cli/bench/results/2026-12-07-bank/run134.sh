@@ -13,10 +13,10 @@
 # run134-coopfwd.patch: TINYGPT_COOP_FWD=1 binds the tensor-core forward
 # in the training graph), from bins135.tar.xz.
 # n135's tensor-core tests on the card; the attention rows of each build,
-# alternating, two rounds; the matmul rows of new and n135, two rounds;
-# the nanoGPT step of each on `tiled-ahead3` (the engine's form) and
-# `tiled-tall-ahead2`, and n135's with the tensor-core forward, two
-# rounds; PyTorch's nanoGPT training. Carry:
+# alternating, two rounds; then twice the nanoGPT step of new and n135 on
+# `tiled-ahead3` (the engine's form), n135's on `tiled-tall-ahead2` and
+# with the tensor-core forward, and the matmul rows of new and n135;
+# PyTorch's nanoGPT training. Carry:
 # .gl, .carry.
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
@@ -43,19 +43,15 @@ for f in sorted(glob.glob(sys.argv[1] + "/att-*.json")):
     except Exception as ex: print(f, ex); continue
     print(os.path.basename(f), " ".join(f"{r['kernel']}={r['us']:.1f}" for r in rows if r.get("shape") == "nanogpt"))
 PY
+step() { # build, form, round, [env]
+  env $4 timeout 60 $1/tinygpt bench --shape nanogpt --coop-kernel $2 > $R/shape-nanogpt-$1$5-$2-$3.json 2> $R/shape-nanogpt-$1$5-$2-$3.err; echo "nanogpt $1$5 $2 $3 rc=$? $(( $(date +%s) - t0 ))s"
+}
 for rnd in 1 2; do
+  step new tiled-ahead3 $rnd; step n135 tiled-ahead3 $rnd; step n135 tiled-tall-ahead2 $rnd
+  step n135 tiled-ahead3 $rnd TINYGPT_COOP_FWD=1 fwd; save
   for b in new n135; do
     timeout 120 $b/tinygpt bench --shape matmuls > $R/matmuls-$b-$rnd.json 2> $R/matmuls-$b-$rnd.err; echo "matmuls $b $rnd rc=$? $(( $(date +%s) - t0 ))s"
   done; save
-done
-for rnd in 1 2; do
-  for b in new n135; do
-    for k in tiled-ahead3 tiled-tall-ahead2; do
-      timeout 60 $b/tinygpt bench --shape nanogpt --coop-kernel $k > $R/shape-nanogpt-$b-$k-$rnd.json 2> $R/shape-nanogpt-$b-$k-$rnd.err; echo "nanogpt $b $k $rnd rc=$? $(( $(date +%s) - t0 ))s"
-    done
-  done
-  TINYGPT_COOP_FWD=1 timeout 60 n135/tinygpt bench --shape nanogpt > $R/shape-nanogpt-n135fwd-tiled-ahead3-$rnd.json 2> $R/shape-nanogpt-n135fwd-tiled-ahead3-$rnd.err; echo "nanogpt n135fwd $rnd rc=$? $(( $(date +%s) - t0 ))s"
-  save
 done
 timeout 150 python3 pytorch_baseline.py --configs nanogpt --modes fp32,tf32,compile --steps 20 > $R/pytorch_baseline.jsonl 2> $R/pytorch_baseline.err; echo "pytorch rc=$? $(( $(date +%s) - t0 ))s"; save
 python3 summary121.py $R | grep -v "^    " | grep "4096\|train nanogpt\|pytorch\|fc\|qkv\|proj" | grep "tiled-ahead3\|tiled-tall-ahead2\|train\|pytorch" | grep -v "f32\|f16-" | cut -c1-150
