@@ -1,16 +1,18 @@
 // The tiles of the two tensor-core attention backward kernels
 // (attention_coop_bwd_dq.wgsl, attention_coop_bwd_dkv.wgsl; appended to
 // both): a block's two tiles of 32 rows (Y, Z), each subgroup's 16 × 32
-// f16 terms (W), and before the first block the workgroup's 64 rows (X,
-// over them: each subgroup keeps its rows as fragments); each subgroup's two 16 × 32 f32 products
+// f16 terms (W; SH_LEN: each kernel's halves), and before the first block
+// the workgroup's 64 rows (X, over them: each subgroup keeps its rows as
+// fragments); each subgroup's two 16 × 32 f32 products
 // (S, P; spill_block's layout) and, in their rows' padding, up to 64 rows'
-// two terms (term_at): 32,768 bytes, the most Vulkan promises.
+// two terms (term_at): 32,768 bytes, the most Vulkan promises (dK/dV's
+// DS_TILE pipelines 37,888).
 
 const X_AT: u32 = 0u;
 const Y_AT: u32 = 0u;
 const Z_AT: u32 = 2304u; // BLOCK × TS
 const W_AT: u32 = 4608u; // + BLOCK × TS
-var<workgroup> sh: array<f16, 7168>; // + 4 × 16 × PS
+var<workgroup> sh: array<f16, SH_LEN>;
 const S_AT: u32 = 0u;
 const P_AT: u32 = 2304u; // 4 × SPL
 var<workgroup> sf: array<f32, 4608>;

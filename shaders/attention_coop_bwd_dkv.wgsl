@@ -24,9 +24,20 @@ enable wgpu_cooperative_matrix;
 @group(0) @binding(6) var<storage, read> state: array<u32>;
 
 // The tiles (attention_coop_bwd_common.wgsl): a block's queries (Y) and
-// their dout (Z), each subgroup's 16 × 32 weights, then dS (W); before
-// the first block the workgroup's 64 rows of K, then of V (X). Each
-// subgroup's scores (S) and dp (P), the block's lse and D (term_at).
+// their dout (Z), each subgroup's 16 × 32 weights, then dS (W; under
+// DS_TILE, dS in W2); before the first block the workgroup's 64 rows of K,
+// then of V (X). Each subgroup's scores (S) and dp (P), the block's lse
+// and D (term_at).
+
+// DS_TILE (pipelines of their own, where the device offers their 37,888
+// bytes of workgroup memory: ops::attention::coop): dS gets a tile of its
+// own, W2, so that one loop computes each element's weight once for both
+// products — 294 µs a nanoGPT layer against 369 on the H100 (run 134,
+// BENCHMARKS.md); else the weights, their product, then dS from the
+// weights left in S, in 32 KiB.
+override DS_TILE: bool = false;
+const W2_AT: u32 = 7168u; // after W
+override SH_LEN: u32 = select(7168u, 9728u, DS_TILE); // + 4 × 16 × PS
 
 // Appended: attention_coop_bwd_common.wgsl, attention_coop_common.wgsl,
 // dropout_mask.wgsl, attention_dropout.wgsl.
@@ -61,39 +72,54 @@ fn query_terms(x: Tile, t0: u32, tid: u32) {
     }
 }
 
-// A lane's dS terms between key_terms and ds_terms: the n-th of its
-// elements at n (512 / SW of them: 16 on 32-wide subgroups, constant
-// indices once the loops unroll).
-alias Kept = array<f32, 64>;
-
-// The subgroup's weights p·z of queries t0 … t0 + 31 as f16 (W, a key a
-// row), from its scores (S); its dS from them and dp (P) into `kept`: each
-// element's weight p computed once for both.
-fn key_terms(x: Tile, sg: u32, lane: u32, t0: u32, kept: ptr<function, Kept>) {
+// The subgroup's weights p·z (ds = false) or ds (true) of queries
+// t0 … t0 + 31 as f16 (W, a key a row), from its scores (S) and dp (P).
+// The first call leaves each weight p in S in place of its score, for the
+// second.
+fn key_terms(x: Tile, sg: u32, lane: u32, t0: u32, ds: bool) {
     for (var n = 0u; n < 512u / SW; n++) {
         let e = n * SW + lane;
         let r = e / 32u;
         let j = e % 32u;
         let s = x.r0 + sg * 16u + r;
         let t = t0 + j;
+        let at = sg * SPL + r * SPS + j;
+        var v = 0.0;
+        if (s <= t && t < p.t) {
+            let z = drop_at(x, t, s);
+            if (ds) {
+                v = sf[S_AT + at] * (sf[P_AT + at] * z - sf[term_at(P_AT, j)]);
+            } else {
+                let w = exp(sf[S_AT + at] * p.scale - sf[term_at(S_AT, j)]);
+                sf[S_AT + at] = w;
+                v = w * z;
+            }
+        }
+        sh[W_AT + sg * 16u * PS + r * PS + j] = f16(v);
+    }
+}
+
+// DS_TILE's key_terms: the weights p·z into W and ds into W2 in one loop,
+// each element's weight p computed once for both (the same values).
+fn key_terms_once(x: Tile, sg: u32, lane: u32, t0: u32) {
+    for (var n = 0u; n < 512u / SW; n++) {
+        let e = n * SW + lane;
+        let r = e / 32u;
+        let j = e % 32u;
+        let s = x.r0 + sg * 16u + r;
+        let t = t0 + j;
+        let at = sg * SPL + r * SPS + j;
         var pz = 0.0;
         var ds = 0.0;
         if (s <= t && t < p.t) {
             let z = drop_at(x, t, s);
-            let w = exp(sf[S_AT + sg * SPL + r * SPS + j] * p.scale - sf[term_at(S_AT, j)]);
+            let w = exp(sf[S_AT + at] * p.scale - sf[term_at(S_AT, j)]);
             pz = w * z;
-            ds = w * (sf[P_AT + sg * SPL + r * SPS + j] * z - sf[term_at(P_AT, j)]);
+            ds = w * (sf[P_AT + at] * z - sf[term_at(P_AT, j)]);
         }
-        (*kept)[n] = ds;
-        sh[W_AT + sg * 16u * PS + r * PS + j] = f16(pz);
-    }
-}
-
-// The dS that key_terms kept, as f16 into W (after the weights' products).
-fn ds_terms(sg: u32, lane: u32, kept: ptr<function, Kept>) {
-    for (var n = 0u; n < 512u / SW; n++) {
-        let e = n * SW + lane;
-        sh[W_AT + sg * 16u * PS + (e / 32u) * PS + e % 32u] = f16((*kept)[n]);
+        let o = sg * 16u * PS + r * PS + j;
+        sh[W_AT + o] = f16(pz);
+        sh[W2_AT + o] = f16(ds);
     }
 }
 
@@ -171,8 +197,11 @@ fn main(
         // Up to the next block's copy, the scratch (S, P) and the terms
         // (W) are the subgroup's own: only its lanes wait.
         subgroupBarrier();
-        var kept: Kept;
-        key_terms(x, sg, lane, t0, &kept);
+        if (DS_TILE) {
+            key_terms_once(x, sg, lane, t0);
+        } else {
+            key_terms(x, sg, lane, t0, false);
+        }
         subgroupBarrier();
         // dv += (P∘Z)ᵀ · dout.
         var w0 = coopLoadT<Rows>(&sh[w_at], PS);
@@ -187,12 +216,16 @@ fn main(
         if (nd > 3u) {
             dv3 = weights_by_block(w0, w1, Z_AT, 3u, dv3);
         }
-        subgroupBarrier();
-        ds_terms(sg, lane, &kept);
-        subgroupBarrier();
         // dk += dSᵀ · Q (scaled when written).
-        w0 = coopLoadT<Rows>(&sh[w_at], PS);
-        w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
+        var ds_at = w_at + W2_AT - W_AT;
+        if (!DS_TILE) {
+            subgroupBarrier();
+            key_terms(x, sg, lane, t0, true);
+            subgroupBarrier();
+            ds_at = w_at;
+        }
+        w0 = coopLoadT<Rows>(&sh[ds_at], PS);
+        w1 = coopLoadT<Rows>(&sh[ds_at + 16u], PS);
         dk0 = weights_by_block(w0, w1, Y_AT, 0u, dk0);
         if (nd > 1u) {
             dk1 = weights_by_block(w0, w1, Y_AT, 1u, dk1);

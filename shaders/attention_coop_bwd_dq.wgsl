@@ -24,6 +24,8 @@ enable wgpu_cooperative_matrix;
 // ops::adamw::OptState: the step counter in word 0 (the dropout masks' step).
 @group(0) @binding(7) var<storage, read> state: array<u32>;
 
+const SH_LEN: u32 = 7168u; // + 4 × 16 × PS
+
 // The tiles (attention_coop_bwd_common.wgsl): a block's keys (Y) and
 // values (Z), each subgroup's 16 × 32 dS (W); before the first block the
 // workgroup's 64 rows of Q, then of dout (X). Each subgroup's scores (S)

@@ -22,8 +22,8 @@ use tinygpt_gpu::kernel::{submit, Layout};
 use tinygpt_gpu::model::GpuModel;
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::ops::attention::{
-    bind_attention_backward_coop, bind_attention_forward_coop, coop_attention_unavailable,
-    coop_grad_scale, AttentionBackwardBuffers, AttentionDesc,
+    bind_attention_backward_coop_variant, bind_attention_forward_coop, coop_attention_unavailable,
+    coop_grad_scale, dkv_ds_tile_unavailable, AttentionBackwardBuffers, AttentionDesc,
 };
 use tinygpt_gpu::ops::dropout::DropoutDesc;
 use tinygpt_gpu::testing::{did_not_run, random, TestGpu};
@@ -102,11 +102,12 @@ fn golden(d: AttentionDesc, qkv: &[f32], dout: &[f32], drop: Option<Dropout>) ->
     [out, lse, dqkv]
 }
 
-/// The kernels' `(out, lse, dqkv)`; `dqkv` starts as junk so that any
-/// element the backward fails to write shows.
+/// The kernels' `(out, lse, dqkv)`, dK/dV with its dS tile or without
+/// (`ds_tile`); `dqkv` starts as junk so that any element the backward
+/// fails to write shows.
 fn run(
     gpu: &TestGpu,
-    d: AttentionDesc,
+    (d, ds_tile): (AttentionDesc, bool),
     qkv: &[f32],
     dout: &[f32],
     drop: Option<Dropout>,
@@ -140,7 +141,9 @@ fn run(
         lse: &lse,
         dqkv: &dqkv,
     };
-    let bwd = bind_attention_backward_coop(ctx, &mut reg, d, bufs, mask).unwrap();
+    let scaled = (mask, coop_grad_scale(&d));
+    let bwd =
+        bind_attention_backward_coop_variant(ctx, &mut reg, d, bufs, scaled, ds_tile).unwrap();
     submit(ctx, "attention_coop", &[&fwd, &bwd[0], &bwd[1]]);
     pollster::block_on(async {
         [
@@ -195,9 +198,21 @@ fn check(gpu: &TestGpu, test: &str, d: AttentionDesc, case: (u64, f32), drop: Op
         .map(|v| v * dout_scale)
         .collect();
     let want = golden(d, &qkv, &dout, drop);
-    let got = run(gpu, d, &qkv, &dout, drop);
+    // Each dK/dV kernel: without its dS tile, and with it where the device
+    // offers the workgroup memory.
+    let got = run(gpu, (d, false), &qkv, &dout, drop);
+    compare(test, d, &got, &want);
+    let test = format!("{test} (dS tile)");
+    match dkv_ds_tile_unavailable(&gpu.ctx) {
+        Some(why) => did_not_run(&test, &why),
+        None => compare(&test, d, &run(gpu, (d, true), &qkv, &dout, drop), &want),
+    }
+}
+
+/// `check`'s comparison of one kernel's outputs with the golden's.
+fn compare(test: &str, d: AttentionDesc, got: &[Vec<f32>; 3], want: &[Vec<f64>; 3]) {
     let tol = 4.0 * f16::EPSILON.to_f64() / 2.0;
-    for (name, (g, w)) in ["out", "lse", "dqkv"].iter().zip(got.iter().zip(&want)) {
+    for (name, (g, w)) in ["out", "lse", "dqkv"].iter().zip(got.iter().zip(want)) {
         let e = worst(g, w);
         eprintln!(
             "{test} {d:?}: {name} worst error {e:.2e} of its largest (limit {tol:.2e}), bits {:016x}",

@@ -112,6 +112,7 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
     all.extend(attention::ATTENTION_COOP_FWD.iter());
     all.extend(attention::ATTENTION_COOP_BWD_DQ.iter());
     all.extend(attention::ATTENTION_COOP_BWD_DKV.iter());
+    all.extend(attention::ATTENTION_COOP_BWD_DKV_DS.iter());
     all.extend(attention::ATTENTION_DECODE_QKV_F16W.iter().flatten());
     all.extend(attention::ATTENTION_DECODE_PROJ.iter().flatten());
     all.extend(persistent::DECODE_PERSISTENT.iter().flat_map(|s| s.all()));

@@ -67,33 +67,33 @@ const ROWS: u32 = 64;
 pub const COOP_ATTENTION_MAX_HEAD: u32 = 64;
 
 /// A kernel's pipeline for each width of [`COOP_ATTENTION_WIDTHS`]
-/// (`WG` = four subgroups).
+/// (`WG` = four subgroups), with any further constants.
 macro_rules! per_width {
-    ($key:literal, $wgsl:expr) => {
+    ($key:literal, $wgsl:expr $(, $c:literal = $v:literal)*) => {
         [
             KernelSource {
                 key: concat!($key, "_sg8"),
                 wgsl: $wgsl,
                 entry: "main",
-                constants: &[("WG", 32.0)],
+                constants: &[("WG", 32.0) $(, ($c, $v))*],
             },
             KernelSource {
                 key: concat!($key, "_sg16"),
                 wgsl: $wgsl,
                 entry: "main",
-                constants: &[("WG", 64.0)],
+                constants: &[("WG", 64.0) $(, ($c, $v))*],
             },
             KernelSource {
                 key: concat!($key, "_sg32"),
                 wgsl: $wgsl,
                 entry: "main",
-                constants: &[("WG", 128.0)],
+                constants: &[("WG", 128.0) $(, ($c, $v))*],
             },
             KernelSource {
                 key: concat!($key, "_sg64"),
                 wgsl: $wgsl,
                 entry: "main",
-                constants: &[("WG", 256.0)],
+                constants: &[("WG", 256.0) $(, ($c, $v))*],
             },
         ]
     };
@@ -104,6 +104,14 @@ pub const ATTENTION_COOP_BWD_DQ: [KernelSource; 4] =
     per_width!("attention_coop_bwd_dq", BWD_DQ_WGSL);
 pub const ATTENTION_COOP_BWD_DKV: [KernelSource; 4] =
     per_width!("attention_coop_bwd_dkv", BWD_DKV_WGSL);
+/// dK/dV with dS in a tile of its own (`DS_TILE`): one loop for both
+/// products' terms, where the device offers [`DKV_DS_TILE_BYTES`].
+pub const ATTENTION_COOP_BWD_DKV_DS: [KernelSource; 4] =
+    per_width!("attention_coop_bwd_dkv_ds", BWD_DKV_WGSL, "DS_TILE" = 1.0);
+
+/// The workgroup memory of [`ATTENTION_COOP_BWD_DKV_DS`]'s pipelines: the
+/// backward's 32 KiB (9,728 halves and 4,608 floats) and dS's tiles.
+pub const DKV_DS_TILE_BYTES: u32 = 9728 * 2 + 4608 * 4;
 
 /// Why the tensor-core attention cannot run for `desc` on this device,
 /// if it cannot.
@@ -219,7 +227,37 @@ pub fn bind_attention_backward_coop_scaled(
     dropout: Option<(DropoutDesc<'_>, Site)>,
     grad_scale: f32,
 ) -> Result<Vec<BoundKernel>, GpuError> {
+    let ds_tile = dkv_ds_tile_unavailable(ctx).is_none();
+    let scaled = (dropout, grad_scale);
+    bind_attention_backward_coop_variant(ctx, registry, desc, bufs, scaled, ds_tile)
+}
+
+/// Why this device cannot run [`ATTENTION_COOP_BWD_DKV_DS`], if it cannot.
+pub fn dkv_ds_tile_unavailable(ctx: &GpuContext) -> Option<String> {
+    let offered = ctx.limits.max_compute_workgroup_storage_size;
+    (offered < DKV_DS_TILE_BYTES).then(|| {
+        format!(
+            "dK/dV with a dS tile needs {DKV_DS_TILE_BYTES} bytes of workgroup memory; this \
+             device offers {offered}"
+        )
+    })
+}
+
+/// [`bind_attention_backward_coop_scaled`] on the dK/dV kernel chosen:
+/// with its dS tile (`ds_tile`, an error where the device cannot run it)
+/// or without.
+pub fn bind_attention_backward_coop_variant(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    desc: AttentionDesc,
+    bufs: AttentionBackwardBuffers<'_>,
+    (dropout, grad_scale): (Option<(DropoutDesc<'_>, Site)>, f32),
+    ds_tile: bool,
+) -> Result<Vec<BoundKernel>, GpuError> {
     let hs = validate(ctx, &desc)?;
+    if let Some(why) = dkv_ds_tile_unavailable(ctx).filter(|_| ds_tile) {
+        return Err(shape_error("tensor-core attention", why));
+    }
     desc.check_backward(&bufs)?;
     let mut bytes = AttentionDesc {
         layout: Layout::Gpu,
@@ -228,10 +266,11 @@ pub fn bind_attention_backward_coop_scaled(
     .uniform_bytes(hs, dropout);
     bytes[24..28].copy_from_slice(&grad_scale.to_le_bytes());
     let state = dropout.map_or(bufs.qkv, |(d, _)| d.state);
-    let sources = [
-        pick(ctx, &ATTENTION_COOP_BWD_DQ),
-        pick(ctx, &ATTENTION_COOP_BWD_DKV),
-    ];
+    let dkv = match ds_tile {
+        true => &ATTENTION_COOP_BWD_DKV_DS,
+        false => &ATTENTION_COOP_BWD_DKV,
+    };
+    let sources = [pick(ctx, &ATTENTION_COOP_BWD_DQ), pick(ctx, dkv)];
     desc.bind_backward(
         (ctx, registry),
         (&bufs, state),
