@@ -27,9 +27,9 @@ enable wgpu_cooperative_matrix;
 // their dout (Z), each subgroup's 16 × 32 weights, then dS (W; under
 // DS_TILE, dS in W2); before the first block the workgroup's 64 rows of K,
 // then of V (X). Each subgroup's scores (S) and dp (P), the block's lse
-// and D (term_at).
+// (R1) and D (R2).
 
-// DS_TILE (pipelines of their own, where the device offers their 37,888
+// DS_TILE (pipelines of their own, where the device offers their 36,352
 // bytes of workgroup memory: ops::attention::coop): dS gets a tile of its
 // own, W2, so that one loop computes each element's weight once for both
 // products — 294 µs a nanoGPT layer against 369 on the H100 (run 134,
@@ -57,7 +57,7 @@ fn fetch_dout(x: Tile, t0: u32, t: u32) -> Fetched {
     return f;
 }
 
-// The lse and D (term_at) of rows t0 … t0 + 31; zero past T.
+// The lse (R1) and D (R2) of rows t0 … t0 + 31; zero past T.
 fn query_terms(x: Tile, t0: u32, tid: u32) {
     for (var j = tid; j < BLOCK; j += WG) {
         var l = 0.0;
@@ -67,8 +67,8 @@ fn query_terms(x: Tile, t0: u32, tid: u32) {
             l = lse[i];
             d = delta[i] * p.grad_scale;
         }
-        sf[term_at(S_AT, j)] = l;
-        sf[term_at(P_AT, j)] = d;
+        sf[R1_AT + j] = l;
+        sf[R2_AT + j] = d;
     }
 }
 
@@ -83,15 +83,14 @@ fn key_terms(x: Tile, sg: u32, lane: u32, t0: u32, ds: bool) {
         let j = e % 32u;
         let s = x.r0 + sg * 16u + r;
         let t = t0 + j;
-        let at = sg * SPL + r * SPS + j;
         var v = 0.0;
         if (s <= t && t < p.t) {
             let z = drop_at(x, t, s);
             if (ds) {
-                v = sf[S_AT + at] * (sf[P_AT + at] * z - sf[term_at(P_AT, j)]);
+                v = sf[S_AT + sg * 512u + e] * (sf[P_AT + sg * 512u + e] * z - sf[R2_AT + j]);
             } else {
-                let w = exp(sf[S_AT + at] * p.scale - sf[term_at(S_AT, j)]);
-                sf[S_AT + at] = w;
+                let w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + j]);
+                sf[S_AT + sg * 512u + e] = w;
                 v = w * z;
             }
         }
@@ -108,18 +107,17 @@ fn key_terms_once(x: Tile, sg: u32, lane: u32, t0: u32) {
         let j = e % 32u;
         let s = x.r0 + sg * 16u + r;
         let t = t0 + j;
-        let at = sg * SPL + r * SPS + j;
         var pz = 0.0;
         var ds = 0.0;
         if (s <= t && t < p.t) {
             let z = drop_at(x, t, s);
-            let w = exp(sf[S_AT + at] * p.scale - sf[term_at(S_AT, j)]);
+            let w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + j]);
             pz = w * z;
-            ds = w * (sf[P_AT + at] * z - sf[term_at(P_AT, j)]);
+            ds = w * (sf[P_AT + sg * 512u + e] * z - sf[R2_AT + j]);
         }
-        let o = sg * 16u * PS + r * PS + j;
-        sh[W_AT + o] = f16(pz);
-        sh[W2_AT + o] = f16(ds);
+        let at = sg * 16u * PS + r * PS + j;
+        sh[W_AT + at] = f16(pz);
+        sh[W2_AT + at] = f16(ds);
     }
 }
 
@@ -131,14 +129,14 @@ fn store_pair(dk: Sums, dv: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
 }
 
 fn store_part(v: Sums, x: Tile, sg: u32, lane: u32, part: u32, dc: u32) {
-    coopStoreT(v, &sf[S_AT + sg * SPL], 16u);
+    coopStoreT(v, &sf[S_AT + sg * 512u], 16u);
     subgroupBarrier();
     let f = select(1.0, p.scale, part == 1u) / p.grad_scale;
     for (var n = 0u; n < 256u / SW; n++) {
         let e = n * SW + lane;
         let s = x.r0 + sg * 16u + e / 16u;
         if (s < p.t) {
-            dqkv[qkv_at(x, s, part, dc * 16u + e % 16u)] = sf[S_AT + sg * SPL + e] * f;
+            dqkv[qkv_at(x, s, part, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * f;
         }
     }
     subgroupBarrier();
@@ -192,8 +190,8 @@ fn main(
         }
         workgroupBarrier();
         // Sᵀ = K·Qᵀ and dpᵀ = V·doutᵀ (before the dropout factor).
-        spill_block(rows_by_rows(k0, k1, k2, k3, Y_AT), rows_by_rows(k0, k1, k2, k3, Y_AT + 16u * TS), S_AT + sg * SPL);
-        spill_block(rows_by_rows(v0, v1, v2, v3, Z_AT), rows_by_rows(v0, v1, v2, v3, Z_AT + 16u * TS), P_AT + sg * SPL);
+        spill_block(rows_by_rows(k0, k1, k2, k3, Y_AT), rows_by_rows(k0, k1, k2, k3, Y_AT + 16u * TS), S_AT + sg * 512u);
+        spill_block(rows_by_rows(v0, v1, v2, v3, Z_AT), rows_by_rows(v0, v1, v2, v3, Z_AT + 16u * TS), P_AT + sg * 512u);
         // Up to the next block's copy, the scratch (S, P) and the terms
         // (W) are the subgroup's own: only its lanes wait.
         subgroupBarrier();

@@ -29,7 +29,7 @@ const SH_LEN: u32 = 7168u; // + 4 × 16 × PS
 // The tiles (attention_coop_bwd_common.wgsl): a block's keys (Y) and
 // values (Z), each subgroup's 16 × 32 dS (W); before the first block the
 // workgroup's 64 rows of Q, then of dout (X). Each subgroup's scores (S)
-// and dp (P), each row's lse and D (term_at).
+// and dp (P), each row's lse (R1) and D (R2).
 
 // Appended: attention_coop_bwd_common.wgsl, attention_coop_common.wgsl,
 // dropout_mask.wgsl, attention_dropout.wgsl.
@@ -49,7 +49,7 @@ fn load_dout(at: u32, x: Tile, tid: u32) {
     }
 }
 
-// Each row's lse and D = dout·out (term_at; D also to delta), in f32.
+// Each row's lse (R1) and D = dout·out (R2, and delta), in f32.
 fn row_terms(x: Tile, tid: u32) {
     for (var i = tid; i < ROWS; i += WG) {
         let t = x.r0 + i;
@@ -63,8 +63,8 @@ fn row_terms(x: Tile, tid: u32) {
             l = lse[(x.b * p.nh + x.h) * p.t + t];
             delta[(x.b * p.nh + x.h) * p.t + t] = d;
         }
-        sf[term_at(S_AT, i)] = l;
-        sf[term_at(P_AT, i)] = d * p.grad_scale;
+        sf[R1_AT + i] = l;
+        sf[R2_AT + i] = d * p.grad_scale;
     }
 }
 
@@ -79,9 +79,9 @@ fn ds_block(x: Tile, sg: u32, lane: u32, s0: u32) {
         let t = x.r0 + i;
         var ds = 0.0;
         if (s0 + j <= t && t < p.t) {
-            let w = exp(sf[S_AT + sg * SPL + r * SPS + j] * p.scale - sf[term_at(S_AT, i)]);
-            let dp = sf[P_AT + sg * SPL + r * SPS + j] * drop_at(x, t, s0 + j);
-            ds = w * (dp - sf[term_at(P_AT, i)]);
+            let w = exp(sf[S_AT + sg * 512u + e] * p.scale - sf[R1_AT + i]);
+            let dp = sf[P_AT + sg * 512u + e] * drop_at(x, t, s0 + j);
+            ds = w * (dp - sf[R2_AT + i]);
         }
         sh[W_AT + sg * 16u * PS + r * PS + j] = f16(ds);
     }
@@ -90,13 +90,13 @@ fn ds_block(x: Tile, sg: u32, lane: u32, s0: u32) {
 // Columns 16·dc … of the subgroup's dq rows, scaled, through its scratch
 // (its own: only its lanes wait).
 fn store_dq(dq: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
-    coopStoreT(dq, &sf[S_AT + sg * SPL], 16u);
+    coopStoreT(dq, &sf[S_AT + sg * 512u], 16u);
     subgroupBarrier();
     for (var n = 0u; n < 256u / SW; n++) {
         let e = n * SW + lane;
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
-            dqkv[qkv_at(x, t, 0u, dc * 16u + e % 16u)] = sf[S_AT + sg * SPL + e] * p.scale / p.grad_scale;
+            dqkv[qkv_at(x, t, 0u, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * p.scale / p.grad_scale;
         }
     }
     subgroupBarrier();
@@ -144,8 +144,8 @@ fn main(
         }
         workgroupBarrier();
         // Scores (Q·Kᵀ) and dp (dout·Vᵀ) of the block's keys.
-        spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), S_AT + sg * SPL);
-        spill_block(rows_by_rows(g0, g1, g2, g3, Z_AT), rows_by_rows(g0, g1, g2, g3, Z_AT + 16u * TS), P_AT + sg * SPL);
+        spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), S_AT + sg * 512u);
+        spill_block(rows_by_rows(g0, g1, g2, g3, Z_AT), rows_by_rows(g0, g1, g2, g3, Z_AT + 16u * TS), P_AT + sg * 512u);
         // The scratch (S, P) and the weights (W) between are the
         // subgroup's own: only its lanes wait.
         subgroupBarrier();

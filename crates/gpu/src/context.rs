@@ -27,8 +27,9 @@ pub const COOP_PATH_STORAGE_BUFFERS: u32 = 9;
 
 /// The tensor-core attention kernels' workgroup memory at most (the
 /// backward's, `shaders/attention_coop_bwd_common.wgsl`: 7,168 halves and
-/// 4,608 floats; the forward's 25,344 bytes): 32 KiB, what lavapipe offers.
-const COOP_ATTENTION_BYTES: u32 = 7168 * 2 + 4608 * 4;
+/// 4,224 floats; the forward's 25,344 bytes; dK/dV's `DS_TILE` pipelines,
+/// bound only where the device offers more, 36,352).
+const COOP_ATTENTION_BYTES: u32 = 7168 * 2 + 4224 * 4;
 
 /// Whether the cooperative-matrix matmuls (`shaders/matmul_coop*.wgsl`) can
 /// run: the adapter multiplies 16×16×16 f16 matrices into f32, its

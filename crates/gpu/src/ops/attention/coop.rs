@@ -110,8 +110,9 @@ pub const ATTENTION_COOP_BWD_DKV_DS: [KernelSource; 4] =
     per_width!("attention_coop_bwd_dkv_ds", BWD_DKV_WGSL, "DS_TILE" = 1.0);
 
 /// The workgroup memory of [`ATTENTION_COOP_BWD_DKV_DS`]'s pipelines: the
-/// backward's 32 KiB (9,728 halves and 4,608 floats) and dS's tiles.
-pub const DKV_DS_TILE_BYTES: u32 = 9728 * 2 + 4608 * 4;
+/// backward's (`attention_coop_bwd_common.wgsl`) and dS's tiles, 9,728
+/// halves and 4,224 floats.
+pub const DKV_DS_TILE_BYTES: u32 = 9728 * 2 + 4224 * 4;
 
 /// Why the tensor-core attention cannot run for `desc` on this device,
 /// if it cannot.
