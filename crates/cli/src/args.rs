@@ -200,10 +200,19 @@ pub struct BenchArgs {
     /// `matmuls`: the matmul rows alone (not with `--profile`).
     #[arg(long, value_parser = ["tiny", "small", "nanogpt", "matmuls"])]
     pub shape: Option<String>,
+    /// The attention kernels' rows alone (each shape's, or `--shape`'s):
+    /// no training, sampling or matmul rows.
+    #[arg(long, conflicts_with = "profile")]
+    pub attention_only: bool,
     /// With `--profile`: the decoded token only, no training step (a
     /// training step of `small` takes minutes on a CPU implementation).
     #[arg(long, requires = "profile")]
     pub decode_only: bool,
+    /// With `--profile`: the driver's statistics of every pipeline the
+    /// profile compiled (registers a lane, spills, …; Vulkan drivers with
+    /// VK_KHR_pipeline_executable_properties), as `pipeline_stats`.
+    #[arg(long, requires = "profile")]
+    pub pipeline_stats: bool,
     /// Sample (and, with `--profile`, profile) on the decoder laid out this
     /// way instead of the device's way (`columns` on a CPU implementation,
     /// `prologue` on a GPU) — e.g. `fused` on a GPU to time its one kernel

@@ -25,6 +25,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Info => info().await,
         Command::Gate(a) => gate(a).await,
         Command::Bench(a) => {
+            if a.attention_only && a.shape.as_deref() == Some("matmuls") {
+                anyhow::bail!("`--attention-only` times the attention of a model shape; `--shape matmuls` has none");
+            }
             if a.profile && a.shape.as_deref() == Some("matmuls") {
                 anyhow::bail!("`--profile` profiles a model shape; `--shape matmuls` is for the matmul rows of `bench` without it");
             }
@@ -40,10 +43,14 @@ pub async fn run(cli: Cli) -> Result<()> {
             };
             let mut report = if a.profile {
                 let decode = (a.decode_only, decoder);
-                crate::profile::run(&ctx, a.quick, a.shape.as_deref(), decode)?
+                let only = (a.shape.as_deref(), a.pipeline_stats);
+                crate::profile::run(&ctx, a.quick, only, decode)?
             } else {
                 let only = (a.shape.as_deref(), decoder);
-                let mut report = crate::bench::run(&ctx, a.quick, only)?;
+                let mut report = match a.attention_only {
+                    true => serde_json::json!({ "adapter": ctx.adapter_desc() }),
+                    false => crate::bench::run(&ctx, a.quick, only)?,
+                };
                 let shape = a.shape.as_deref();
                 report["attention"] =
                     crate::bench_attention::bench_attention(&ctx, a.quick, shape)?.into();

@@ -17,7 +17,7 @@ use tinygpt_core::{init_params, Rng, TrainConfig};
 use tinygpt_gpu::model::{Decoder, FastPaths, GpuModel};
 use tinygpt_gpu::ops::adamw::OptState;
 use tinygpt_gpu::profile::{check_timestamps, totals_by_key, DispatchTime};
-use tinygpt_gpu::{GpuContext, PipelineRegistry};
+use tinygpt_gpu::{Compiled, GpuContext, PipelineRegistry};
 use tinygpt_protocol::MAX_SAMPLES;
 
 /// Training steps run (and waited for) before the profiled one: pipelines
@@ -46,11 +46,12 @@ fn report(config: &str, what: &str, extra: Value, times: &[DispatchTime]) -> Val
 
 /// Profiles one training step and one decoded token (at the middle of the
 /// context) of each shape (`tiny` only with `quick`; `only` alone if given;
-/// no training step with `decode_only`).
+/// no training step with `decode_only`); with `stats`, the driver's
+/// statistics of every pipeline compiled.
 pub fn run(
     ctx: &GpuContext,
     quick: bool,
-    only: Option<&str>,
+    (only, stats): (Option<&str>, bool),
     (decode_only, decoder): (bool, crate::bench::DecoderChoice),
 ) -> Result<Value> {
     check_timestamps(ctx).context("`bench --profile` times dispatches with timestamp queries")?;
@@ -118,7 +119,47 @@ pub fn run(
             }
         }
     }
-    Ok(json!({ "adapter": ctx.adapter_desc(), "profile": runs }))
+    let mut report = json!({ "adapter": ctx.adapter_desc(), "profile": runs });
+    if stats {
+        // A driver without the statistics costs the profile nothing.
+        report["pipeline_stats"] = pipeline_stats(ctx, &reg).unwrap_or_else(|e| {
+            eprintln!("pipeline statistics not read: {e:#}");
+            json!({ "error": format!("{e:#}") })
+        });
+    }
+    Ok(report)
+}
+
+/// The driver's statistics of every pipeline in `reg`, and of each
+/// tensor-core kernel the profile did not compile (the attention's forward,
+/// the other matmul forms) with its own constants alone (`"profiled":
+/// false`); see `tinygpt_gpu::pipeline_stats`. A row each.
+fn pipeline_stats(ctx: &GpuContext, reg: &PipelineRegistry) -> Result<Value> {
+    let mut list: Vec<(Compiled, bool)> = reg.compiled().into_iter().map(|c| (c, true)).collect();
+    for src in tinygpt_gpu::ops::all_kernels() {
+        if src.key.contains("coop") && !list.iter().any(|(c, _)| c.key == src.key) {
+            list.push((Compiled::of(src, ctx.shader_checks), false));
+        }
+    }
+    let compiled: Vec<Compiled> = list.iter().map(|(c, _)| c.clone()).collect();
+    let (device, all) = tinygpt_gpu::pipeline_stats::pipeline_stats(&compiled, &ctx.info.name)
+        .map_err(|e| anyhow::anyhow!("pipeline statistics: {e}"))?;
+    eprintln!("pipeline statistics: {} pipelines on {device}", all.len());
+    let rows = list.iter().zip(&all).map(|((c, profiled), stats)| {
+        let mut row = json!({"key": c.key, "entry": c.entry, "profiled": profiled});
+        let constants = c.constants.iter().map(|&(n, v)| (n.to_string(), json!(v)));
+        row["constants"] = constants.collect::<serde_json::Map<_, _>>().into();
+        match stats {
+            Ok(p) => row["executables"] = p.executables.iter().map(executable).collect(),
+            Err(e) => row["error"] = e.as_str().into(),
+        }
+        row
+    });
+    Ok(json!({"device": device, "pipelines": rows.collect::<Vec<_>>()}))
+}
+
+fn executable(e: &tinygpt_gpu::pipeline_stats::Executable) -> Value {
+    json!({"name": e.name, "subgroup_size": e.subgroup_size, "stats": e.stats})
 }
 
 /// Times the host's recording of a decode chain this many times.

@@ -10,6 +10,8 @@ pub mod engine;
 pub mod error;
 pub mod kernel;
 pub mod model;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod pipeline_stats;
 pub mod profile;
 pub mod registry;
 pub mod smoke;
@@ -19,6 +21,6 @@ pub mod testing;
 pub use context::GpuContext;
 pub use error::GpuError;
 pub use kernel::BoundKernel;
-pub use registry::{KernelSource, PipelineRegistry, ShaderChecks};
+pub use registry::{Compiled, KernelSource, PipelineRegistry, ShaderChecks};
 pub mod gate;
 pub mod ops;

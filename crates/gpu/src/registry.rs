@@ -137,7 +137,35 @@ type PipelineKey = (&'static str, Vec<(&'static str, u32)>);
 /// Every pipeline the engine has compiled, by key and shape constants.
 #[derive(Default)]
 pub struct PipelineRegistry {
-    pipelines: HashMap<PipelineKey, wgpu::ComputePipeline>,
+    pipelines: HashMap<PipelineKey, (wgpu::ComputePipeline, Compiled)>,
+}
+
+/// What one pipeline was compiled from: its source, entry point, every
+/// constant it was given (the source's and its shape's) and the checks
+/// (`PipelineRegistry::compiled`; `tinygpt bench --profile
+/// --pipeline-stats` compiles them again to read the driver's statistics).
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    pub key: &'static str,
+    pub wgsl: &'static str,
+    pub entry: &'static str,
+    pub constants: Vec<(&'static str, f64)>,
+    pub checks: ShaderChecks,
+}
+
+impl Compiled {
+    /// `src` with its own constants alone (no shape), built with `checks`.
+    pub fn of(src: &KernelSource, checks: ShaderChecks) -> Compiled {
+        let (key, wgsl, entry) = (src.key, src.wgsl, src.entry);
+        let constants = src.constants.to_vec();
+        Compiled {
+            key,
+            wgsl,
+            entry,
+            constants,
+            checks,
+        }
+    }
 }
 
 impl PipelineRegistry {
@@ -164,7 +192,7 @@ impl PipelineRegistry {
         self.pipelines
             .entry((src.key, shape.to_vec()))
             .or_insert_with(|| {
-                let constants: Vec<(&str, f64)> = (src.constants.iter().copied())
+                let constants: Vec<(&'static str, f64)> = (src.constants.iter().copied())
                     .chain(shape.iter().map(|&(name, v)| (name, f64::from(v))))
                     .collect();
                 let desc = wgpu::ShaderModuleDescriptor {
@@ -179,7 +207,7 @@ impl PipelineRegistry {
                     // tests hold each to its reference.
                     unsafe { device.create_shader_module_trusted(desc, checks.runtime()) }
                 };
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(src.key),
                     layout: None,
                     module: &module,
@@ -189,9 +217,32 @@ impl PipelineRegistry {
                         zero_initialize_workgroup_memory: checks.zero_workgroup_memory,
                     },
                     cache: None,
-                })
+                });
+                let (key, wgsl, entry) = (src.key, src.wgsl, src.entry);
+                (
+                    pipeline,
+                    Compiled {
+                        key,
+                        wgsl,
+                        entry,
+                        constants,
+                        checks,
+                    },
+                )
             })
+            .0
             .clone()
+    }
+
+    /// What every pipeline compiled so far was compiled from, by key.
+    pub fn compiled(&self) -> Vec<Compiled> {
+        let mut all: Vec<Compiled> = self.pipelines.values().map(|(_, c)| c.clone()).collect();
+        all.sort_by(|a, b| {
+            (a.key, &a.constants)
+                .partial_cmp(&(b.key, &b.constants))
+                .unwrap()
+        });
+        all
     }
 
     /// Number of distinct pipelines compiled so far.
