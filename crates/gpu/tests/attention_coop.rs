@@ -197,15 +197,26 @@ fn check(gpu: &TestGpu, test: &str, d: AttentionDesc, case: (u64, f32), drop: Op
         .iter()
         .map(|v| v * dout_scale)
         .collect();
-    let want = golden(d, &qkv, &dout, drop);
+    check_inputs(gpu, test, d, (&qkv, &dout), drop);
+}
+
+/// `check` on the given `qkv` and `dout`.
+fn check_inputs(
+    gpu: &TestGpu,
+    test: &str,
+    d: AttentionDesc,
+    (qkv, dout): (&[f32], &[f32]),
+    drop: Option<Dropout>,
+) {
+    let want = golden(d, qkv, dout, drop);
     // Each dK/dV kernel: without its dS tile, and with it where the device
     // offers the workgroup memory.
-    let got = run(gpu, (d, false), &qkv, &dout, drop);
+    let got = run(gpu, (d, false), qkv, dout, drop);
     compare(test, d, &got, &want);
     let test = format!("{test} (dS tile)");
     match dkv_ds_tile_unavailable(&gpu.ctx) {
         Some(why) => did_not_run(&test, &why),
-        None => compare(&test, d, &run(gpu, (d, true), &qkv, &dout, drop), &want),
+        None => compare(&test, d, &run(gpu, (d, true), qkv, dout, drop), &want),
     }
 }
 
@@ -264,6 +275,35 @@ fn tensor_core_attention_drops_the_weights_the_reference_drops() {
                 Some(drop),
             );
         }
+    }
+}
+
+/// Scores that rise along the keys — by about half a unit a key, 16 a
+/// block of 32 — pass each row's reference in every block after its
+/// first: the forward's lazy rescaling (`attention_coop_fwd.wgsl`'s TAU)
+/// moves the references and rescales the accumulators' rows every block,
+/// and the outputs, dominated by each row's last keys, still match.
+#[test]
+fn scores_rising_along_the_keys_rescale_the_sums() {
+    let gpu = gpu_or_skip!();
+    let test = "tensor-core attention, rising scores";
+    for (i, &d) in SHAPES.iter().enumerate().skip(1) {
+        if !available(gpu, test, &d) {
+            continue;
+        }
+        let (t, c, hs) = (d.t as usize, d.c as usize, (d.c / d.nh) as usize);
+        let mut rng = Rng::new(90 + i as u64);
+        let mut qkv = random(&mut rng, d.qkv_len());
+        // Queries biased to +1 and keys raised by β·s in every column:
+        // the score of key s grows by about β·s·HS·scale = s / 2.
+        let beta = 0.5 / (hs as f32).sqrt();
+        for (row, chunk) in qkv.chunks_mut(3 * c).enumerate() {
+            let s = (row % t) as f32;
+            chunk[..c].iter_mut().for_each(|q| *q += 1.0);
+            chunk[c..2 * c].iter_mut().for_each(|k| *k += beta * s);
+        }
+        let dout = random(&mut rng, d.out_len());
+        check_inputs(gpu, test, d, (&qkv, &dout), None);
     }
 }
 
