@@ -192,9 +192,9 @@ impl PipelineRegistry {
         self.pipelines
             .entry((src.key, shape.to_vec()))
             .or_insert_with(|| {
-                let constants: Vec<(&'static str, f64)> = (src.constants.iter().copied())
-                    .chain(shape.iter().map(|&(name, v)| (name, f64::from(v))))
-                    .collect();
+                let mut compiled = Compiled::of(src, checks);
+                let shape = shape.iter().map(|&(name, v)| (name, f64::from(v)));
+                compiled.constants.extend(shape);
                 let desc = wgpu::ShaderModuleDescriptor {
                     label: Some(src.key),
                     source: wgpu::ShaderSource::Wgsl(src.wgsl.into()),
@@ -213,22 +213,12 @@ impl PipelineRegistry {
                     module: &module,
                     entry_point: Some(src.entry),
                     compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &constants,
+                        constants: &compiled.constants,
                         zero_initialize_workgroup_memory: checks.zero_workgroup_memory,
                     },
                     cache: None,
                 });
-                let (key, wgsl, entry) = (src.key, src.wgsl, src.entry);
-                (
-                    pipeline,
-                    Compiled {
-                        key,
-                        wgsl,
-                        entry,
-                        constants,
-                        checks,
-                    },
-                )
+                (pipeline, compiled)
             })
             .0
             .clone()
