@@ -37,7 +37,6 @@ struct Device {
     instance: ash::Instance,
     device: ash::Device,
     exe: ash::khr::pipeline_executable_properties::Device,
-    spv_version: (u8, u8),
     name: String,
 }
 
@@ -68,7 +67,8 @@ fn vk_err(what: &str) -> impl Fn(vk::Result) -> String + '_ {
 }
 
 fn open(adapter: &str) -> Result<Device, String> {
-    // SAFETY: the loader's entry points, used as Vulkan specifies.
+    // SAFETY: the loader's entry points, used as Vulkan specifies; the
+    // instance destroyed where no device is made from it.
     unsafe {
         let entry = ash::Entry::load().map_err(|e| format!("no Vulkan loader: {e}"))?;
         let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
@@ -76,98 +76,121 @@ fn open(adapter: &str) -> Result<Device, String> {
         let instance = entry
             .create_instance(&info, None)
             .map_err(vk_err("vkCreateInstance"))?;
-        let pds = instance
-            .enumerate_physical_devices()
-            .map_err(vk_err("physical devices"))?;
-        let named = |pd: &vk::PhysicalDevice| {
-            let props = instance.get_physical_device_properties(*pd);
-            let name = props
-                .device_name_as_c_str()
-                .unwrap_or(c"?")
-                .to_string_lossy()
-                .into_owned();
-            (name, props.api_version)
-        };
-        let Some(pd) = pds
-            .iter()
-            .find(|pd| named(pd).0.contains(adapter))
-            .or(pds.first())
-            .copied()
-        else {
-            return Err("no Vulkan device".into());
-        };
-        let (name, api) = named(&pd);
-        if api < vk::API_VERSION_1_3 {
-            return Err(format!(
-                "{name}: Vulkan 1.3 needed for the statistics' SPIR-V"
-            ));
-        }
-        let exts = instance
-            .enumerate_device_extension_properties(pd)
-            .map_err(vk_err("extensions"))?;
-        let has = |n: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
-        if !has(ash::khr::pipeline_executable_properties::NAME) {
-            return Err(format!("{name}: the driver offers no pipeline statistics (VK_KHR_pipeline_executable_properties)"));
-        }
-        let mut names = vec![ash::khr::pipeline_executable_properties::NAME.as_ptr()];
-        let coop = has(ash::khr::cooperative_matrix::NAME);
-        let robust = has(ash::ext::robustness2::NAME);
-        if coop {
-            names.push(ash::khr::cooperative_matrix::NAME.as_ptr());
-        }
-        if robust {
-            names.push(ash::ext::robustness2::NAME.as_ptr());
-        }
-        // Every feature the device offers, as wgpu asks for what it uses
-        // (robust buffer access included: it changes the code).
-        let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
-        let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
-        let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
-        let mut fexe = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
-        let mut fcoop = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
-        let mut frob = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
-        let mut features = vk::PhysicalDeviceFeatures2::default()
-            .push_next(&mut f11)
-            .push_next(&mut f12)
-            .push_next(&mut f13)
-            .push_next(&mut fexe);
-        if coop {
-            features = features.push_next(&mut fcoop);
-        }
-        if robust {
-            features = features.push_next(&mut frob);
-        }
-        instance.get_physical_device_features2(pd, &mut features);
-        let family = instance
-            .get_physical_device_queue_family_properties(pd)
-            .iter()
-            .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
-            .ok_or("no compute queue")? as u32;
-        let prio = [1.0];
-        let queues = [vk::DeviceQueueCreateInfo::default()
-            .queue_family_index(family)
-            .queue_priorities(&prio)];
-        let info = vk::DeviceCreateInfo::default()
-            .queue_create_infos(&queues)
-            .enabled_extension_names(&names)
-            .push_next(&mut features);
-        let device = instance
-            .create_device(pd, &info, None)
-            .map_err(vk_err("vkCreateDevice"))?;
+        let made = pick(&instance, adapter)
+            .and_then(|(pd, name)| Ok((create_device(&instance, pd, &name)?, name)));
+        let (device, name) = made.inspect_err(|_| instance.destroy_instance(None))?;
         let exe = ash::khr::pipeline_executable_properties::Device::new(&instance, &device);
         Ok(Device {
             _entry: entry,
             instance,
             device,
             exe,
-            spv_version: (1, 6),
             name,
         })
     }
 }
 
+/// The first physical device whose name contains `adapter` (else the
+/// first), if it offers Vulkan 1.3, and its name.
+///
+/// # Safety
+/// `instance` is live.
+unsafe fn pick(
+    instance: &ash::Instance,
+    adapter: &str,
+) -> Result<(vk::PhysicalDevice, String), String> {
+    let pds = instance
+        .enumerate_physical_devices()
+        .map_err(vk_err("physical devices"))?;
+    let named = |pd: &vk::PhysicalDevice| {
+        let props = instance.get_physical_device_properties(*pd);
+        let name = props.device_name_as_c_str().unwrap_or(c"?");
+        (name.to_string_lossy().into_owned(), props.api_version)
+    };
+    let found = pds.iter().find(|pd| named(pd).0.contains(adapter));
+    let Some(&pd) = found.or(pds.first()) else {
+        return Err("no Vulkan device".into());
+    };
+    let (name, api) = named(&pd);
+    if api < vk::API_VERSION_1_3 {
+        return Err(format!(
+            "{name}: Vulkan 1.3 needed for the statistics' SPIR-V"
+        ));
+    }
+    Ok((pd, name))
+}
+
+/// A device of `pd` with pipeline statistics, cooperative matrices and
+/// robustness2 where offered, and every feature the device offers — as
+/// wgpu asks for what it uses (robust buffer access included: it changes
+/// the code).
+///
+/// # Safety
+/// `instance` is live and `pd` one of its devices.
+unsafe fn create_device(
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+    name: &str,
+) -> Result<ash::Device, String> {
+    let exts = instance
+        .enumerate_device_extension_properties(pd)
+        .map_err(vk_err("extensions"))?;
+    let has = |n: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+    if !has(ash::khr::pipeline_executable_properties::NAME) {
+        return Err(format!("{name}: the driver offers no pipeline statistics (VK_KHR_pipeline_executable_properties)"));
+    }
+    let mut names = vec![ash::khr::pipeline_executable_properties::NAME.as_ptr()];
+    let (coop, robust) = (
+        has(ash::khr::cooperative_matrix::NAME),
+        has(ash::ext::robustness2::NAME),
+    );
+    if coop {
+        names.push(ash::khr::cooperative_matrix::NAME.as_ptr());
+    }
+    if robust {
+        names.push(ash::ext::robustness2::NAME.as_ptr());
+    }
+    let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+    let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
+    let mut fexe = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
+    let mut fcoop = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default();
+    let mut frob = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
+    let mut features = vk::PhysicalDeviceFeatures2::default()
+        .push_next(&mut f11)
+        .push_next(&mut f12)
+        .push_next(&mut f13)
+        .push_next(&mut fexe);
+    if coop {
+        features = features.push_next(&mut fcoop);
+    }
+    if robust {
+        features = features.push_next(&mut frob);
+    }
+    instance.get_physical_device_features2(pd, &mut features);
+    let family = instance
+        .get_physical_device_queue_family_properties(pd)
+        .iter()
+        .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+        .ok_or("no compute queue")? as u32;
+    let prio = [1.0];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(family)
+        .queue_priorities(&prio)];
+    let info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_extension_names(&names)
+        .push_next(&mut features);
+    instance
+        .create_device(pd, &info, None)
+        .map_err(vk_err("vkCreateDevice"))
+}
+
+/// The SPIR-V version wgpu 30 writes for a Vulkan 1.3 device.
+const SPV_VERSION: (u8, u8) = (1, 6);
+
 /// The pipeline's SPIR-V as wgpu 30's Vulkan backend writes it.
-fn spirv(c: &Compiled, version: (u8, u8)) -> Result<(Vec<u32>, naga::Module), String> {
+fn spirv(c: &Compiled) -> Result<(Vec<u32>, naga::Module), String> {
     use naga::back::spv;
     use naga::valid::{Capabilities, ValidationFlags, Validator};
     let module = naga::front::wgsl::parse_str(c.wgsl).map_err(|e| e.emit_to_string(c.wgsl))?;
@@ -187,7 +210,7 @@ fn spirv(c: &Compiled, version: (u8, u8)) -> Result<(Vec<u32>, naga::Module), St
     let restrict = naga::proc::BoundsCheckPolicy::Restrict;
     let policy = if c.checks.bounds { restrict } else { unchecked };
     let mut options = spv::Options {
-        lang_version: version,
+        lang_version: SPV_VERSION,
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
             index: policy,
             buffer: policy,
@@ -230,7 +253,7 @@ fn bindings(
 }
 
 fn compile(dev: &Device, c: &Compiled) -> Result<PipelineStats, String> {
-    let (words, module) = spirv(c, dev.spv_version)?;
+    let (words, module) = spirv(c)?;
     let groups = bindings(&module)?;
     let d = &dev.device;
     // SAFETY: objects made here, destroyed here, on one thread.

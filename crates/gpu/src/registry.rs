@@ -227,11 +227,16 @@ impl PipelineRegistry {
     /// What every pipeline compiled so far was compiled from, by key.
     pub fn compiled(&self) -> Vec<Compiled> {
         let mut all: Vec<Compiled> = self.pipelines.values().map(|(_, c)| c.clone()).collect();
-        all.sort_by(|a, b| {
-            (a.key, &a.constants)
-                .partial_cmp(&(b.key, &b.constants))
-                .unwrap()
-        });
+        let order = |c: &Compiled| {
+            (
+                c.key,
+                c.constants
+                    .iter()
+                    .map(|&(n, v)| (n, v.to_bits()))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        all.sort_by_key(order);
         all
     }
 
