@@ -150,7 +150,7 @@ fn pipeline_stats(ctx: &GpuContext, reg: &PipelineRegistry) -> Result<Value> {
         let constants = c.constants.iter().map(|&(n, v)| (n.to_string(), json!(v)));
         row["constants"] = constants.collect::<serde_json::Map<_, _>>().into();
         match stats {
-            Ok(p) => row["executables"] = p.executables.iter().map(executable).collect(),
+            Ok(exes) => row["executables"] = exes.iter().map(executable).collect(),
             Err(e) => row["error"] = e.as_str().into(),
         }
         row

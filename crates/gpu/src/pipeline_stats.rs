@@ -14,15 +14,10 @@ use ash::vk;
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 
-/// One compiled pipeline's statistics, per executable the driver made.
-#[derive(Clone, Debug)]
-pub struct PipelineStats {
-    pub key: &'static str,
-    pub entry: &'static str,
-    pub constants: BTreeMap<&'static str, f64>,
-    pub executables: Vec<Executable>,
-}
+/// A pipeline's executables with their statistics, or why it has none.
+pub type Stats = Result<Vec<Executable>, String>;
 
+/// One executable the driver made of a pipeline, and its statistics.
 #[derive(Clone, Debug)]
 pub struct Executable {
     pub name: String,
@@ -56,7 +51,7 @@ impl Drop for Device {
 pub fn pipeline_stats(
     pipelines: &[Compiled],
     adapter: &str,
-) -> Result<(String, Vec<Result<PipelineStats, String>>), String> {
+) -> Result<(String, Vec<Stats>), String> {
     let dev = open(adapter)?;
     let all = pipelines.iter().map(|c| compile(&dev, c)).collect();
     Ok((dev.name.clone(), all))
@@ -252,7 +247,7 @@ fn bindings(
     Ok(groups)
 }
 
-fn compile(dev: &Device, c: &Compiled) -> Result<PipelineStats, String> {
+fn compile(dev: &Device, c: &Compiled) -> Stats {
     let (words, module) = spirv(c)?;
     let groups = bindings(&module)?;
     let d = &dev.device;
@@ -304,14 +299,7 @@ fn compile(dev: &Device, c: &Compiled) -> Result<PipelineStats, String> {
             d.destroy_descriptor_set_layout(s, None);
         }
         d.destroy_shader_module(shader, None);
-        let executables = result?;
-        let constants = c.constants.iter().copied().collect();
-        Ok(PipelineStats {
-            key: c.key,
-            entry: c.entry,
-            constants,
-            executables,
-        })
+        result
     }
 }
 
