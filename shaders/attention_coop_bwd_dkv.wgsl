@@ -177,17 +177,11 @@ fn main(
     var dv2 = Sums();
     var dv3 = Sums();
     let w_at = W_AT + sg * 16u * PS;
-    var queries = fetch_qkv(x, first * BLOCK, 0u, tid);
-    var grads = fetch_dout(x, first * BLOCK, tid);
     for (var qb = first; qb < blocks; qb++) {
         let t0 = qb * BLOCK;
-        put_block(Y_AT, queries, tid);
-        put_block(Z_AT, grads, tid);
+        put_block(Y_AT, fetch_qkv(x, t0, 0u, tid), tid);
+        put_block(Z_AT, fetch_dout(x, t0, tid), tid);
         query_terms(x, t0, tid);
-        if (qb + 1u < blocks) {
-            queries = fetch_qkv(x, t0 + BLOCK, 0u, tid);
-            grads = fetch_dout(x, t0 + BLOCK, tid);
-        }
         workgroupBarrier();
         // Sᵀ = K·Qᵀ and dpᵀ = V·doutᵀ (before the dropout factor).
         spill_block(rows_by_rows(k0, k1, k2, k3, Y_AT), rows_by_rows(k0, k1, k2, k3, Y_AT + 16u * TS), S_AT + sg * 512u);

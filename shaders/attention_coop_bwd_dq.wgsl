@@ -133,15 +133,9 @@ fn main(
     var dq2 = Sums();
     var dq3 = Sums();
     let w_at = W_AT + sg * 16u * PS;
-    var keys = fetch_qkv(x, 0u, 1u, tid);
-    var values = fetch_qkv(x, 0u, 2u, tid);
     for (var kb = 0u; kb < blocks; kb++) {
-        put_block(Y_AT, keys, tid);
-        put_block(Z_AT, values, tid);
-        if (kb + 1u < blocks) {
-            keys = fetch_qkv(x, (kb + 1u) * BLOCK, 1u, tid);
-            values = fetch_qkv(x, (kb + 1u) * BLOCK, 2u, tid);
-        }
+        put_block(Y_AT, fetch_qkv(x, kb * BLOCK, 1u, tid), tid);
+        put_block(Z_AT, fetch_qkv(x, kb * BLOCK, 2u, tid), tid);
         workgroupBarrier();
         // Scores (Q·Kᵀ) and dp (dout·Vᵀ) of the block's keys.
         spill_block(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), S_AT + sg * 512u);

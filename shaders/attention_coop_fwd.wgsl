@@ -3,13 +3,22 @@
 // with the products QKᵀ and PV on f16 tiles summed in f32.
 //
 // One workgroup = one (b, h) and 64 query rows, a subgroup's 16 each
-// (attention_coop_common.wgsl). Two passes over the keys, 32 at a time, so
-// that no output is ever rescaled: the first scores them (S = QKᵀ) and
-// keeps each row's running max m and sum l (online, in f32); the second
-// scores them again and weights the values with
-//   p_ts = exp(scale·s_ts − lse_t) · z_ts,  lse_t = m_t + log l_t,
-// rounded to f16 for the PV product (z_ts: the dropout factor). The
-// outputs go out through the subgroup's scratch, 16 columns at a time.
+// (attention_coop_common.wgsl). One pass over the keys, 32 at a time
+// (FlashAttention-2's): each block is scored (S = QKᵀ), each row keeps a
+// reference m_t and a running sum l_t = Σ exp(scale·s_ts − m_t) in f32,
+// and the values are weighted with
+//   p_ts = exp(scale·s_ts − m_t) · z_ts
+// rounded to f16 for the PV product (z_ts: the dropout factor), summed in
+// f32 accumulators; out_t = O_t / l_t and lse_t = m_t + log l_t at the
+// end. m_t moves only when a block's row max passes it by more than TAU
+// (FlashAttention-4's lazy rescaling): the weights then stay ≤ e^TAU
+// (f16 holds them at its full relative precision), and the accumulators'
+// rows are rescaled by exp(m_old − m_new) (1 where m stayed) — through
+// the subgroup's scratch, cooperative matrices having no per-row product
+// — every block after the first: run 137's form, which rescaled only
+// under a branch on whether some row of the workgroup moved, computed
+// wrong outputs on the card (right on lavapipe). The outputs go out
+// through the subgroup's scratch, 16 columns at a time, divided by l_t.
 
 enable f16;
 enable wgpu_cooperative_matrix;
@@ -23,8 +32,9 @@ enable wgpu_cooperative_matrix;
 // The tiles: a block's keys (Y) and values (Z), each subgroup's 16 × 32
 // weights (W), and before the first block the workgroup's 64 query rows
 // (X, over Y and Z: each subgroup keeps its rows as fragments); each
-// subgroup's scores (S, SR floats: spill_scores' layout), each row's max
-// then lse (R1) and sum (R2): 25,344 bytes.
+// subgroup's scores (S, SR floats: spill_scores' layout; its accumulators
+// pass through there to be rescaled or stored), each row's reference m
+// (R1), sum l (R2) and rescale factor (R3): 25,600 bytes.
 const X_AT: u32 = 0u;
 const Y_AT: u32 = 0u;
 const Z_AT: u32 = 2304u; // BLOCK × TS
@@ -36,17 +46,21 @@ const HI_AT: u32 = 336u;
 const SR: u32 = 656u;
 const R1_AT: u32 = 2624u; // 4 × SR
 const R2_AT: u32 = 2688u;
-var<workgroup> sf: array<f32, 2752>;
+const R3_AT: u32 = 2752u;
+var<workgroup> sf: array<f32, 2816>;
+// How far a block's row max may pass the row's reference before it moves:
+// ln 256, the weights ≤ 256.
+const TAU: f32 = 5.545177444479562;
 
 // Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
 // attention_dropout.wgsl.
 
 // A subgroup's 16 × 32 scores into its scratch at s_at, each half column
 // by column: score (r, j) at s_at + (j / 16) · HI_AT + (j % 16) · CS + r.
-// fold_rows' two lanes a row then read 32 different banks at each step
-// (row by row, at a stride of 32, its 32 lanes fell on two banks), as do
-// weights' 32 lanes (16 rows of keys j and j + 16 a step) and the lanes of
-// each cooperative store (CS = 20: at 16, four of them shared a bank).
+// softmax_block's two lanes a row then read 32 different banks at each
+// step (row by row, at a stride of 32, its 32 lanes fell on two banks),
+// as do the lanes of each cooperative store (CS = 20: at 16, four of them
+// shared a bank).
 fn spill_scores(lo: Sums, hi: Sums, s_at: u32) {
     coopStore(lo, &sf[s_at], CS);
     coopStore(hi, &sf[s_at + HI_AT], CS);
@@ -57,12 +71,14 @@ fn score_at(sg: u32, r: u32, j: u32) -> u32 {
     return S_AT + sg * SR + (j / 16u) * HI_AT + (j % 16u) * CS + r;
 }
 
-// The rows of subgroup sg: each one's running max (R1) and sum (R2)
-// folded with its scores of keys s0 … s0 + 31 (S), the valid ones
-// (s ≤ t < T); two lanes a row, 16 keys each, their max and sum combined
-// by a shuffle (run 99 measured a row a lane at 503 µs a nanoGPT layer,
-// the rows across all the subgroup's lanes at 643). Every lane calls it.
-fn fold_rows(x: Tile, sg: u32, lane: u32, s0: u32) {
+// The rows of subgroup sg against keys s0 … s0 + 31 (their scores in S;
+// the valid ones s ≤ t < T): each row's reference m (R1) moved to the
+// block's row max where that passes it by more than TAU (or where the row
+// had none), its rescale factor exp(m_old − m_new) (R3; 1 where m stays),
+// its sum l (R2) rescaled and added to, and the weights p·z as f16 (W).
+// Two lanes a row, 16 keys each (max and sum combined by a shuffle; run
+// 99 measured a row a lane slower). Every lane calls it.
+fn softmax_block(x: Tile, sg: u32, lane: u32, s0: u32) {
     for (var e0 = 0u; e0 < 32u; e0 += SW) {
         let e = e0 + lane;
         let live = e < 32u;
@@ -72,56 +88,75 @@ fn fold_rows(x: Tile, sg: u32, lane: u32, s0: u32) {
         let t = x.r0 + i;
         let col = score_at(sg, r, half * 16u);
         let j0 = s0 + half * 16u;
+        var s: array<f32, 16>;
         var hi = NEG;
         for (var j = 0u; j < 16u; j++) {
+            s[j] = NEG;
             if (live && j0 + j <= t && t < p.t) {
-                hi = max(hi, sf[col + j * CS] * p.scale);
+                s[j] = sf[col + j * CS] * p.scale;
             }
+            hi = max(hi, s[j]);
         }
         hi = max(hi, subgroupShuffleXor(hi, 1u));
         let m = sf[R1_AT + i];
-        let m_new = max(m, hi);
+        var m_new = m;
+        var alpha = 1.0;
+        if (hi != NEG && (m == NEG || hi > m + TAU)) {
+            m_new = hi;
+            if (m != NEG) {
+                alpha = exp(m - m_new);
+            }
+        }
         var part = 0.0;
+        let w_at = W_AT + sg * 16u * PS + r * PS + half * 16u;
         for (var j = 0u; j < 16u; j++) {
-            if (live && hi != NEG && j0 + j <= t && t < p.t) {
-                part += exp(sf[col + j * CS] * p.scale - m_new);
+            var w = 0.0;
+            if (s[j] != NEG) {
+                w = exp(s[j] - m_new);
+                part += w;
+                w *= drop_at(x, t, j0 + j);
+            }
+            if (live) {
+                sh[w_at + j] = f16(w);
             }
         }
         let sum = part + subgroupShuffleXor(part, 1u);
-        if (live && half == 0u && hi != NEG) {
+        if (live && half == 0u) {
             sf[R1_AT + i] = m_new;
-            sf[R2_AT + i] = sf[R2_AT + i] * exp(m - m_new) + sum;
+            sf[R2_AT + i] = sf[R2_AT + i] * alpha + sum;
+            sf[R3_AT + i] = alpha;
         }
     }
 }
 
-// The subgroup's weights of keys s0 … s0 + 31 as f16 (sh at W_AT), from
-// its scores and its rows' lse (R1); 16 rows of keys j and j + 16 a step.
-fn weights(x: Tile, sg: u32, lane: u32, s0: u32) {
-    for (var n = 0u; n < 512u / SW; n++) {
+// The subgroup's accumulator `o` with each row times its rescale factor
+// (R3), through its scratch (its own: only its lanes wait).
+fn rescale(o: Sums, sg: u32, lane: u32) -> Sums {
+    let at = S_AT + sg * SR;
+    coopStoreT(o, &sf[at], 16u);
+    subgroupBarrier();
+    for (var n = 0u; n < 256u / SW; n++) {
         let e = n * SW + lane;
-        let r = e % 16u;
-        let j = (e / 16u) % 2u * 16u + e / 32u;
-        let t = x.r0 + sg * 16u + r;
-        var w = 0.0;
-        if (s0 + j <= t && t < p.t) {
-            w = exp(sf[score_at(sg, r, j)] * p.scale - sf[R1_AT + sg * 16u + r]);
-            w *= drop_at(x, t, s0 + j);
-        }
-        sh[W_AT + sg * 16u * PS + r * PS + j] = f16(w);
+        sf[at + e] *= sf[R3_AT + sg * 16u + e / 16u];
     }
+    subgroupBarrier();
+    let v = coopLoadT<Sums>(&sf[at], 16u);
+    subgroupBarrier();
+    return v;
 }
 
-// Columns 16·dc … of the subgroup's output rows, through its scratch (its
-// own: only its lanes wait).
+// Columns 16·dc … of the subgroup's output rows, each divided by its sum
+// l (R2), through its scratch (its own: only its lanes wait).
 fn store_out(o: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
     coopStoreT(o, &sf[S_AT + sg * SR], 16u);
     subgroupBarrier();
     for (var n = 0u; n < 256u / SW; n++) {
         let e = n * SW + lane;
-        let t = x.r0 + sg * 16u + e / 16u;
+        let i = sg * 16u + e / 16u;
+        let t = x.r0 + i;
         if (t < p.t) {
-            out[(x.seq + t) * p.c + x.head + dc * 16u + e % 16u] = sf[S_AT + sg * SR + e];
+            let o = sf[S_AT + sg * SR + e] / sf[R2_AT + i];
+            out[(x.seq + t) * p.c + x.head + dc * 16u + e % 16u] = o;
         }
     }
     subgroupBarrier();
@@ -149,51 +184,37 @@ fn main(
     let q1 = coopLoadT<Rows>(&sh[q_at + 16u], TS);
     let q2 = coopLoadT<Rows>(&sh[q_at + 32u], TS);
     let q3 = coopLoadT<Rows>(&sh[q_at + 48u], TS);
-    // The keys' tiles lie over the query rows.
+    // The keys' and values' tiles lie over the query rows.
     workgroupBarrier();
     let s_at = S_AT + sg * SR;
-    var keys = fetch_qkv(x, 0u, 1u, tid);
-    for (var kb = 0u; kb < blocks; kb++) {
-        put_block(Y_AT, keys, tid);
-        if (kb + 1u < blocks) {
-            keys = fetch_qkv(x, (kb + 1u) * BLOCK, 1u, tid);
-        }
-        workgroupBarrier();
-        spill_scores(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
-        workgroupBarrier();
-        // No barrier after: the next block's copy touches only the tiles,
-        // and this subgroup's scratch and rows only it reads and writes.
-        fold_rows(x, sg, lane, kb * BLOCK);
-    }
-    workgroupBarrier();
-    for (var i = tid; i < ROWS; i += WG) {
-        let v = sf[R1_AT + i] + log(sf[R2_AT + i]);
-        sf[R1_AT + i] = v;
-        if (x.r0 + i < p.t) {
-            lse[(x.b * p.nh + x.h) * p.t + x.r0 + i] = v;
-        }
-    }
+    let w_at = W_AT + sg * 16u * PS;
     var o0 = Sums();
     var o1 = Sums();
     var o2 = Sums();
     var o3 = Sums();
-    let w_at = W_AT + sg * 16u * PS;
-    keys = fetch_qkv(x, 0u, 1u, tid);
-    var values = fetch_qkv(x, 0u, 2u, tid);
     for (var kb = 0u; kb < blocks; kb++) {
-        put_block(Y_AT, keys, tid);
-        put_block(Z_AT, values, tid);
-        if (kb + 1u < blocks) {
-            keys = fetch_qkv(x, (kb + 1u) * BLOCK, 1u, tid);
-            values = fetch_qkv(x, (kb + 1u) * BLOCK, 2u, tid);
-        }
+        put_block(Y_AT, fetch_qkv(x, kb * BLOCK, 1u, tid), tid);
+        put_block(Z_AT, fetch_qkv(x, kb * BLOCK, 2u, tid), tid);
         workgroupBarrier();
         spill_scores(rows_by_rows(q0, q1, q2, q3, Y_AT), rows_by_rows(q0, q1, q2, q3, Y_AT + 16u * TS), s_at);
-        // The scores (S) and weights (W) are the subgroup's own: only its
-        // lanes wait.
+        // The scores (S), weights (W) and row terms are the subgroup's
+        // own: only its lanes wait.
         subgroupBarrier();
-        weights(x, sg, lane, kb * BLOCK);
-        subgroupBarrier();
+        softmax_block(x, sg, lane, kb * BLOCK);
+        // The rescale factors and weights are the subgroup's own rows'.
+        workgroupBarrier();
+        if (kb > 0u) {
+            o0 = rescale(o0, sg, lane);
+            if (nd > 1u) {
+                o1 = rescale(o1, sg, lane);
+            }
+            if (nd > 2u) {
+                o2 = rescale(o2, sg, lane);
+            }
+            if (nd > 3u) {
+                o3 = rescale(o3, sg, lane);
+            }
+        }
         let w0 = coopLoadT<Rows>(&sh[w_at], PS);
         let w1 = coopLoadT<Rows>(&sh[w_at + 16u], PS);
         o0 = weights_by_block(w0, w1, Z_AT, 0u, o0);
@@ -207,6 +228,12 @@ fn main(
             o3 = weights_by_block(w0, w1, Z_AT, 3u, o3);
         }
         workgroupBarrier();
+    }
+    for (var i = tid; i < ROWS; i += WG) {
+        if (x.r0 + i < p.t) {
+            let v = sf[R1_AT + i] + log(sf[R2_AT + i]);
+            lse[(x.b * p.nh + x.h) * p.t + x.r0 + i] = v;
+        }
     }
     store_out(o0, x, sg, lane, 0u);
     if (nd > 1u) {

@@ -19,9 +19,9 @@ pub struct Cli {
     /// memory zeroed at start).
     #[arg(long, global = true, default_value = "none")]
     pub shader_checks: String,
-    /// Whether the tensor-core training path runs its attention backward
-    /// on tensor cores too (its five products on f16 tiles, the gradients
-    /// scaled, f32 sums; the forward stays f32), where the device runs
+    /// Whether the tensor-core training path runs its attention on tensor
+    /// cores too (the forward's two products and the backward's five on
+    /// f16 tiles, the gradients scaled, f32 sums), where the device runs
     /// those kernels and the heads (16, 32, 48 or 64 dims) fit them. The
     /// tensor-core gate checks it; `off` keeps the attention f32.
     #[arg(long, global = true, default_value = "on", value_parser = ["on", "off"])]

@@ -27,7 +27,7 @@ pub const COOP_PATH_STORAGE_BUFFERS: u32 = 9;
 
 /// The tensor-core attention kernels' workgroup memory at most (the
 /// backward's, `shaders/attention_coop_bwd_common.wgsl`: 7,168 halves and
-/// 4,224 floats; the forward's 25,344 bytes; dK/dV's `DS_TILE` pipelines,
+/// 4,224 floats; the forward's 25,600 bytes; dK/dV's `DS_TILE` pipelines,
 /// bound only where the device offers more, 36,352).
 const COOP_ATTENTION_BYTES: u32 = 7168 * 2 + 4224 * 4;
 

@@ -1,10 +1,12 @@
-//! The tensor-core gate's attention cases: the backward on tensor cores
+//! The tensor-core gate's attention cases: the attention on tensor cores
 //! (`ops::attention::coop`, the training path's attention unless
-//! `--coop-attention off`) against the f32 kernels, from the same f32
-//! forward, on gradients of a real loss's order — 2⁻²⁰, in f16's
-//! subnormals unless the backward scales them as it stages them.
+//! `--coop-attention off`) against the f32 kernels — the forward on the
+//! same `qkv`, the backward from the same f32 forward on gradients of a
+//! real loss's order: 2⁻²⁰, in f16's subnormals unless the backward
+//! scales them as it stages them.
 //!
-//! Two kinds of case (docs/precision.md, "The attention on tensor cores"):
+//! Three kinds of case (docs/precision.md, "The attention on tensor cores"):
+//! - **the forward's output and lse**, held to the seed's thresholds;
 //! - **what the optimizer reads**: the QKV projection's weight gradient
 //!   `dqkvᵀ·x` over the batch's rows, held to the seed's thresholds;
 //! - **dQ, dK and dV themselves**, held to a whole-tensor bound: ‖f − r‖₂
@@ -21,8 +23,8 @@ use super::stats::{error_distribution, gate_stats};
 use crate::kernel::{submit, Layout};
 use crate::ops::attention::{
     bind_attention_backward, bind_attention_backward_coop_scaled, bind_attention_forward,
-    coop_attention_unavailable, coop_grad_scale, engine_attention, set_engine_attention,
-    AttentionBackwardBuffers, AttentionDesc,
+    bind_attention_forward_coop, coop_attention_unavailable, coop_grad_scale, engine_attention,
+    set_engine_attention, AttentionBackwardBuffers, AttentionDesc,
 };
 use crate::ops::matmul::{matmul_once, MatmulDesc};
 use crate::{GpuContext, GpuError, PipelineRegistry};
@@ -116,7 +118,7 @@ pub async fn attention_cases(
     grad_scale: Option<f32>,
 ) -> Result<Vec<GateCase>, GpuError> {
     let d = GATE_SHAPE;
-    let (want, got) = backward_both(ctx, reg, rng, grad_scale).await?;
+    let (want, got, forward) = backward_both(ctx, reg, rng, grad_scale).await?;
     let x = uniform(rng, d.b * d.t * d.c);
     let dw = MatmulDesc {
         m: 3 * d.c,
@@ -134,6 +136,19 @@ pub async fn attention_cases(
         stats: gate_stats(&f, &r),
         distribution: error_distribution(&f, &r),
     }];
+    // The forward the training graph binds with them: its output and lse
+    // against the f32 kernel's, held to the seed's thresholds.
+    let rows = d.b * d.t;
+    let shapes = [[rows, d.c / d.nh, d.t], [rows * d.nh, 1, d.t]];
+    for ((name, (f, r)), shape) in ["out", "lse"].iter().zip(forward).zip(shapes) {
+        cases.push(GateCase {
+            name: format!("attention forward {name}"),
+            shape,
+            real_weights: false,
+            stats: gate_stats(&f, &r),
+            distribution: error_distribution(&f, &r),
+        });
+    }
     let c = d.c as usize;
     for (part, name) in PARTS.iter().enumerate() {
         let (f, r) = (columns(&got, c, part), columns(&want, c, part));
@@ -151,14 +166,17 @@ pub async fn attention_cases(
     Ok(cases)
 }
 
-/// `dqkv` of the f32 backward and of the tensor-core one, from one f32
-/// forward of seeded `qkv` and `dout`.
+/// The f32 and tensor-core outputs of seeded `qkv` and `dout`: `dqkv` of
+/// the f32 backward and of the tensor-core one, from one f32 forward; and
+/// that forward's `(out, lse)` each as (tensor-core, f32).
+type Both = (Vec<f32>, Vec<f32>, [(Vec<f32>, Vec<f32>); 2]);
+
 async fn backward_both(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     rng: &mut Rng,
     grad_scale: Option<f32>,
-) -> Result<(Vec<f32>, Vec<f32>), GpuError> {
+) -> Result<Both, GpuError> {
     let d = GATE_SHAPE;
     let qkv: Vec<f32> = uniform(rng, d.qkv_len() as u32)
         .iter()
@@ -175,6 +193,9 @@ async fn backward_both(
     let want = ctx.zeros("coop_gate_dqkv_f32", d.qkv_len() as usize)?;
     let got = ctx.zeros("coop_gate_dqkv_coop", d.qkv_len() as usize)?;
     let fwd = bind_attention_forward(ctx, reg, d, &qkv, &out, &lse, None)?;
+    let out2 = ctx.zeros("coop_gate_out_coop", d.out_len() as usize)?;
+    let lse2 = ctx.zeros("coop_gate_lse_coop", d.lse_len() as usize)?;
+    let coop_fwd = bind_attention_forward_coop(ctx, reg, d, (&qkv, &out2, &lse2), None)?;
     let bufs = |dqkv| AttentionBackwardBuffers {
         qkv: &qkv,
         out: &out,
@@ -185,14 +206,18 @@ async fn backward_both(
     let f32_bwd = bind_attention_backward(ctx, reg, d, bufs(&want), None)?;
     let scale = grad_scale.unwrap_or_else(|| coop_grad_scale(&d));
     let coop_bwd = bind_attention_backward_coop_scaled(ctx, reg, d, bufs(&got), None, scale)?;
-    let all: Vec<_> = std::iter::once(&fwd)
+    let all: Vec<_> = [&fwd, &coop_fwd]
+        .into_iter()
         .chain(&f32_bwd)
         .chain(&coop_bwd)
         .collect();
     submit(ctx, "coop_gate_attention", &all);
     let want = ctx.read_f32(&want, d.qkv_len() as usize).await?;
     let got = ctx.read_f32(&got, d.qkv_len() as usize).await?;
-    Ok((want, got))
+    let (n, m) = (d.out_len() as usize, d.lse_len() as usize);
+    let outs = (ctx.read_f32(&out2, n).await?, ctx.read_f32(&out, n).await?);
+    let lses = (ctx.read_f32(&lse2, m).await?, ctx.read_f32(&lse, m).await?);
+    Ok((want, got, [outs, lses]))
 }
 
 /// Why a case held to [`REL_L2_LIMIT`] failed (`None` for the others).

@@ -76,9 +76,9 @@ pub struct FastPaths {
     pub f16_compute: Option<F16Compute>,
     /// Every training matmul on cooperative matrices (tensor cores).
     pub coop_matrix: bool,
-    /// The training attention's backward on tensor cores too, wherever the
-    /// device runs those kernels and the model's heads fit them
-    /// (`ops::attention::coop`; the forward stays f32, measured faster);
+    /// The training attention, forward and backward, on tensor cores too,
+    /// wherever the device runs those kernels and the model's heads fit
+    /// them (`ops::attention::coop`);
     /// the tensor-core path sets it as the engine's setting says
     /// ([`crate::ops::attention::engine_attention`]).
     pub coop_attention: bool,

@@ -12,7 +12,9 @@ mod regions;
 use super::acts::Acts;
 use super::F16WeightCache;
 use crate::kernel::Layout;
-use crate::ops::attention::{bind_attention_forward, coop_attention_unavailable, AttentionDesc};
+use crate::ops::attention::{
+    bind_attention_forward, bind_attention_forward_coop, coop_attention_unavailable, AttentionDesc,
+};
 use crate::ops::crossentropy::{bind_crossentropy, CrossEntropyDesc};
 use crate::ops::dropout::{bind_dropout, DropoutDesc};
 use crate::ops::embedding::{bind_embedding_forward, EmbeddingDesc};
@@ -337,14 +339,19 @@ impl<'a, 'r> Builder<'a, 'r> {
     /// Causal self-attention of layer `l`: `out (N, C)` and the per-row `lse`.
     pub fn attention(&mut self, qkv: &Buf, out: &Buf, lse: &Buf, l: usize) -> R {
         let drop = self.dropout.map(|d| (d, Site::Attention(l)));
-        let k = bind_attention_forward(self.ctx, self.reg, self.att(), qkv, out, lse, drop)?;
+        let (coop, att) = (self.attention_on_tensor_cores(), self.att());
+        let (ctx, reg) = (self.ctx, &mut *self.reg);
+        let k = match coop {
+            true => bind_attention_forward_coop(ctx, reg, att, (qkv, out, lse), drop)?,
+            false => bind_attention_forward(ctx, reg, att, qkv, out, lse, drop)?,
+        };
         self.wrote(out, false);
         self.push(k)
     }
 
-    /// Whether the attention's backward binds the tensor-core kernels (its
-    /// forward stays on the f32 kernel, measured faster than the
-    /// tensor-core one on the H100: BENCHMARKS.md, runs 97 and 99).
+    /// Whether the attention binds the tensor-core kernels, forward and
+    /// backward (the forward in one pass since run 138: 248 µs a nanoGPT
+    /// layer on the H100 against the f32 kernel's 301).
     pub fn attention_on_tensor_cores(&self) -> bool {
         self.coop_attention && coop_attention_unavailable(self.ctx, &self.att()).is_none()
     }
