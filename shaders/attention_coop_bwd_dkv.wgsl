@@ -48,7 +48,7 @@ fn fetch_dout(x: Tile, t0: u32, t: u32) -> Fetched {
     let d = 4u * (t % 16u);
     for (var i = 0u; i < BLOCK * 16u / WG; i++) {
         let r = t / 16u + i * (WG / 16u);
-        if (d < p.hs && t0 + r < p.t) {
+        if (d < hs() && t0 + r < p.t) {
             f[i] = dout4[((x.seq + t0 + r) * p.c + x.head + d) / 4u] * p.grad_scale;
         } else {
             f[i] = vec4<f32>();
@@ -150,7 +150,7 @@ fn main(
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
     let x = tile_at(wg);
-    let nd = p.hs / 16u;
+    let nd = hs() / 16u;
     let first = x.r0 / BLOCK;
     let blocks = (p.t + BLOCK - 1u) / BLOCK;
     let row_at = X_AT + sg * 16u * TS;

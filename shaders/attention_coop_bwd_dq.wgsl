@@ -42,7 +42,7 @@ fn load_dout(at: u32, x: Tile, tid: u32) {
     for (var i = 0u; i < ROWS * 16u / WG; i++) {
         let r = tid / 16u + i * (WG / 16u);
         var v = vec4<f32>();
-        if (d < p.hs && x.r0 + r < p.t) {
+        if (d < hs() && x.r0 + r < p.t) {
             v = dout4[((x.seq + x.r0 + r) * p.c + x.head + d) / 4u] * p.grad_scale;
         }
         put4(at + r * TS + d, v);
@@ -57,7 +57,7 @@ fn row_terms(x: Tile, tid: u32) {
         var l = 0.0;
         if (t < p.t) {
             let o = ((x.seq + t) * p.c + x.head) / 4u;
-            for (var k = 0u; k < p.hs / 4u; k++) {
+            for (var k = 0u; k < hs() / 4u; k++) {
                 d += dot(dout4[o + k], out4[o + k]);
             }
             l = lse[(x.b * p.nh + x.h) * p.t + t];
@@ -110,7 +110,7 @@ fn main(
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
     let x = tile_at(wg);
-    let nd = p.hs / 16u;
+    let nd = hs() / 16u;
     let blocks = (min(p.t, x.r0 + ROWS) + BLOCK - 1u) / BLOCK;
     let row_at = X_AT + sg * 16u * TS;
     row_terms(x, tid);

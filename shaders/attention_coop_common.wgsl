@@ -52,6 +52,16 @@ override WG: u32 = 128u;
 // kernel's time; run 134: 1–5 % faster since).
 override SW: u32 = WG / 4u;
 
+// The head size as a pipeline constant (ops/attention/coop.rs binds a
+// pipeline per head size): the branches and loops over the head's
+// 16-column fragments are then fixed when the driver compiles the kernel;
+// 0 reads the uniform's.
+override HS: u32 = 0u;
+
+fn hs() -> u32 {
+    return select(p.hs, HS, HS != 0u);
+}
+
 // Rows a workgroup (four subgroups of 16), rows of a block (keys in the
 // forward and dQ, queries in dK/dV), the tiles' row stride in halves (HS ≤
 // 64, plus 8: rows stay 16-byte aligned and fall on other banks) and the
@@ -84,7 +94,7 @@ fn tile_at(wg: vec3<u32>) -> Tile {
     if (p.threshold != 0u) {
         key = drop_key();
     }
-    return Tile(wg.x * ROWS, wg.z * p.t, wg.y * p.hs, wg.z, wg.y, key);
+    return Tile(wg.x * ROWS, wg.z * p.t, wg.y * hs(), wg.z, wg.y, key);
 }
 
 // qkv index of column d of part `part` (0 Q, 1 K, 2 V) of row t.
@@ -113,7 +123,7 @@ fn load_qkv(at: u32, x: Tile, r0: u32, n: u32, part: u32, t: u32) {
     for (var i = 0u; i < n * 16u / WG; i++) {
         let r = t / 16u + i * (WG / 16u);
         var v = vec4<f32>();
-        if (d < p.hs && r0 + r < p.t) {
+        if (d < hs() && r0 + r < p.t) {
             v = qkv4[qkv_at(x, r0 + r, part, d) / 4u];
         }
         put4(at + r * TS + d, v);
@@ -134,7 +144,7 @@ fn fetch_qkv(x: Tile, r0: u32, part: u32, t: u32) -> Fetched {
     let d = 4u * (t % 16u);
     for (var i = 0u; i < BLOCK * 16u / WG; i++) {
         let r = t / 16u + i * (WG / 16u);
-        if (d < p.hs && r0 + r < p.t) {
+        if (d < hs() && r0 + r < p.t) {
             f[i] = qkv4[qkv_at(x, r0 + r, part, d) / 4u];
         } else {
             f[i] = vec4<f32>();
@@ -154,7 +164,7 @@ fn put_block(at: u32, f: Fetched, t: u32) {
 // 16 rows (their HS columns as fragments a0 … a3, those past HS unused)
 // times the 16 rows of the tile at `b_at`, transposed: A·Bᵀ over HS.
 fn rows_by_rows(a0: Rows, a1: Rows, a2: Rows, a3: Rows, b_at: u32) -> Sums {
-    let nd = p.hs / 16u;
+    let nd = hs() / 16u;
     var s = coopMultiplyAdd(a0, coopLoad<coop_mat16x16<f16, B>>(&sh[b_at], TS), Sums());
     if (nd > 1u) {
         s = coopMultiplyAdd(a1, coopLoad<coop_mat16x16<f16, B>>(&sh[b_at + 16u], TS), s);

@@ -170,7 +170,7 @@ fn main(
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
     let x = tile_at(wg);
-    let nd = p.hs / 16u;
+    let nd = hs() / 16u;
     let blocks = (min(p.t, x.r0 + ROWS) + BLOCK - 1u) / BLOCK;
     load_qkv(X_AT, x, x.r0, ROWS, 0u, tid);
     for (var i = tid; i < ROWS; i += WG) {
@@ -201,8 +201,9 @@ fn main(
         // own: only its lanes wait.
         subgroupBarrier();
         softmax_block(x, sg, lane, kb * BLOCK);
-        // The rescale factors and weights are the subgroup's own rows'.
-        workgroupBarrier();
+        // The rescale factors and weights are the subgroup's own rows':
+        // only its lanes wait.
+        subgroupBarrier();
         if (kb > 0u) {
             o0 = rescale(o0, sg, lane);
             if (nd > 1u) {

@@ -11,7 +11,7 @@
 
 use super::desc::{AttentionBackwardBuffers, AttentionDesc};
 use crate::kernel::{BoundKernel, Layout};
-use crate::ops::common::{bind_kernel, shape_error};
+use crate::ops::common::{bind_kernel_shaped, shape_error};
 use crate::ops::dropout::DropoutDesc;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
@@ -194,10 +194,10 @@ pub fn bind_attention_forward_coop(
     let state = dropout.map_or(qkv, |(d, _)| d.state);
     let buffers = [(1, qkv), (2, out), (3, lse), (4, state)];
     let src = pick(ctx, &ATTENTION_COOP_FWD);
-    Ok(bind_kernel(
+    Ok(bind_kernel_shaped(
         ctx,
         registry,
-        src,
+        (src, &[("HS", hs)]),
         &uniform,
         &buffers,
         grid(&desc),
@@ -275,7 +275,7 @@ pub fn bind_attention_backward_coop_variant(
     desc.bind_backward(
         (ctx, registry),
         (&bufs, state),
-        (sources, &bytes),
+        (sources, &bytes, &[("HS", hs)]),
         grid(&desc),
     )
 }

@@ -4,9 +4,9 @@
 
 use super::shape::{head_size, need, scale};
 use crate::kernel::{BoundKernel, Layout};
-use crate::ops::common::{bind_kernel, shape_error};
+use crate::ops::common::{bind_kernel_shaped, shape_error};
 use crate::ops::dropout::DropoutDesc;
-use crate::registry::{KernelSource, PipelineRegistry};
+use crate::registry::{KernelSource, PipelineRegistry, Shape};
 use crate::{GpuContext, GpuError};
 use tinygpt_core::model::{Dropout, Site};
 
@@ -172,7 +172,7 @@ impl AttentionDesc {
         &self,
         (ctx, registry): (&GpuContext, &mut PipelineRegistry),
         (bufs, state): (&AttentionBackwardBuffers<'_>, &wgpu::Buffer),
-        (dq_dkv, bytes): ([&KernelSource; 2], &[u8]),
+        (dq_dkv, bytes, shape): ([&KernelSource; 2], &[u8], Shape<'_>),
         grid: [u32; 3],
     ) -> Result<Vec<BoundKernel>, GpuError> {
         // The bind groups keep `delta` alive once this handle drops:
@@ -201,8 +201,8 @@ impl AttentionDesc {
         let dq_uniform = ctx.uniform(dq_src.key, bytes);
         let dkv_uniform = ctx.uniform(dkv_src.key, bytes);
         Ok(vec![
-            bind_kernel(ctx, registry, dq_src, &dq_uniform, &dq, grid),
-            bind_kernel(ctx, registry, dkv_src, &dkv_uniform, &dkv, grid),
+            bind_kernel_shaped(ctx, registry, (dq_src, shape), &dq_uniform, &dq, grid),
+            bind_kernel_shaped(ctx, registry, (dkv_src, shape), &dkv_uniform, &dkv, grid),
         ])
     }
 }

@@ -153,5 +153,10 @@ pub fn bind_attention_backward(
     let dq = desc.kernel(&ATTENTION_BWD_DQ, &ATTENTION_BWD_DQ_SERIAL);
     let dkv = desc.kernel(&ATTENTION_BWD_DKV, &ATTENTION_BWD_DKV_SERIAL);
     let wg = desc.workgroups();
-    desc.bind_backward((ctx, registry), (&bufs, state), ([dq, dkv], &bytes), wg)
+    desc.bind_backward(
+        (ctx, registry),
+        (&bufs, state),
+        ([dq, dkv], &bytes, &[]),
+        wg,
+    )
 }
