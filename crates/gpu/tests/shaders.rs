@@ -12,9 +12,10 @@ use std::path::Path;
 use tinygpt_gpu::ops::all_kernels;
 use tinygpt_gpu::registry::KernelSource;
 
-/// Validates one pipeline: the module, its entry point, its constants and
-/// the SPIR-V of that entry point with those constants.
-fn validate(src: &KernelSource) -> Result<(), String> {
+/// Validates one pipeline: the module, its entry point, its constants (and
+/// `shape`'s: `registry::Shape`, as f64) and the SPIR-V of that entry
+/// point with those constants.
+fn validate(src: &KernelSource, shape: &[(&str, f64)]) -> Result<(), String> {
     use naga::valid::{Capabilities, ValidationFlags, Validator};
     let module = naga::front::wgsl::parse_str(src.wgsl)
         .map_err(|e| format!("parse: {}", e.emit_to_string(src.wgsl)))?;
@@ -48,7 +49,7 @@ fn validate(src: &KernelSource) -> Result<(), String> {
         return Err(format!("`{}` is not a compute entry point", src.entry));
     }
     let mut constants = naga::back::PipelineConstants::default();
-    for &(name, value) in src.constants {
+    for &(name, value) in src.constants.iter().chain(shape) {
         if !module
             .overrides
             .iter()
@@ -77,7 +78,7 @@ fn every_pipeline_validates_with_its_constants() {
     let kernels = all_kernels();
     let mut failures = Vec::new();
     for src in &kernels {
-        if let Err(e) = validate(src) {
+        if let Err(e) = validate(src, &[]) {
             failures.push(format!("{} ({}): {e}", src.key, src.entry));
         }
     }
@@ -85,6 +86,42 @@ fn every_pipeline_validates_with_its_constants() {
     let keys: BTreeSet<_> = kernels.iter().map(|k| k.key).collect();
     assert_eq!(keys.len(), kernels.len(), "two pipelines share a key");
     println!("{} pipelines validated", kernels.len());
+}
+
+/// The pipelines bound with shape constants, validated and written as
+/// SPIR-V with shapes the engine binds (naga 30's SPIR-V writer has
+/// failed on a value that reached a cooperative load from the uniform;
+/// these replace uniform reads): the tensor-core attention's head size
+/// (`ops/attention/coop.rs`), declared by the kernels that read it.
+#[test]
+fn shaped_pipelines_validate_with_their_shapes() {
+    let shapes: [(&str, &[(&str, f64)]); 3] = [
+        ("override HS:", &[("HS", 64.0)]),
+        ("override HS:", &[("HS", 48.0)]),
+        ("override HS:", &[("HS", 16.0)]),
+    ];
+    let mut failures = Vec::new();
+    let mut shaped = BTreeSet::new();
+    for src in &all_kernels() {
+        for (declared, shape) in shapes {
+            if !src.wgsl.contains(declared) {
+                continue;
+            }
+            shaped.insert(src.key);
+            if let Err(e) = validate(src, shape) {
+                failures.push(format!("{} with {shape:?}: {e}", src.key));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    for family in [
+        "attention_coop_fwd_sg32",
+        "attention_coop_bwd_dq_sg32",
+        "attention_coop_bwd_dkv_ds_sg32",
+    ] {
+        assert!(shaped.contains(family), "{family} has no shape constants");
+    }
+    println!("{} pipelines validated with their shapes", shaped.len());
 }
 
 /// Every key literal of a `KernelSource` in the crate's source: `key: "…"`
@@ -153,18 +190,22 @@ fn a_broken_shader_or_an_unknown_constant_is_refused() {
         entry: "main",
         ..*good
     };
-    let e = validate(&broken).unwrap_err();
+    let e = validate(&broken, &[]).unwrap_err();
     assert!(e.starts_with("parse") || e.starts_with("validate"), "{e}");
     let unknown = KernelSource {
         constants: &[("NO_SUCH_CONSTANT", 1.0)],
         ..*good
     };
-    assert!(validate(&unknown).unwrap_err().contains("NO_SUCH_CONSTANT"));
+    assert!(validate(&unknown, &[])
+        .unwrap_err()
+        .contains("NO_SUCH_CONSTANT"));
     let no_entry = KernelSource {
         entry: "no_such_entry",
         ..*good
     };
-    assert!(validate(&no_entry).unwrap_err().contains("no_such_entry"));
+    assert!(validate(&no_entry, &[])
+        .unwrap_err()
+        .contains("no_such_entry"));
 }
 
 /// `src`'s module and the globals its entry point uses.
