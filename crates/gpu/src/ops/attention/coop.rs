@@ -7,7 +7,9 @@
 //! run on the f16-rounded inputs.
 //!
 //! A workgroup is four subgroups of the device's width (a pipeline per
-//! width: 8 to 64), 64 rows of one head.
+//! width: 8 to 64), 64 rows of one head; each kernel is compiled per head
+//! size too (`HS`, a shape constant: run 139 measured the forward 12 %
+//! and dQ 10 % faster).
 
 use super::desc::{AttentionBackwardBuffers, AttentionDesc};
 use crate::kernel::{BoundKernel, Layout};
@@ -22,9 +24,9 @@ use tinygpt_core::model::Site;
 /// ([`set_engine_attention`]).
 static ENGINE_ATTENTION: AtomicBool = AtomicBool::new(true);
 
-/// Makes the tensor-core path activated from now on run its attention's
-/// backward on these kernels (where the device and the heads allow), or
-/// not. On by default (run 100: the nanoGPT step 1.1 ms faster, the
+/// Makes the tensor-core path activated from now on run its attention
+/// (forward and backward) on these kernels (where the device and the
+/// heads allow), or not. On by default (run 100: the nanoGPT step 1.1 ms faster, the
 /// nanoGPT-protocol run at 1.4677); `--coop-attention off` turns it off.
 pub fn set_engine_attention(on: bool) {
     ENGINE_ATTENTION.store(on, Ordering::Relaxed);
