@@ -165,9 +165,10 @@ impl AttentionDesc {
     /// `dq_dkv[0]` writes the Q columns of `dqkv` and the row terms
     /// `D = dout·out (B,NH,T)` into a scratch made here, `dq_dkv[1]` reads
     /// `D` and writes the K and V columns — the f32 kernels' bindings,
-    /// which the tensor-core ones share — each with the uniform `bytes`,
-    /// over `grid`. `state`: the optimiser's state (the dropout masks'
-    /// step) or any read-only buffer.
+    /// which the tensor-core ones share — each with the uniform `bytes`
+    /// and the shape constants `shape` (the tensor-core kernels' `HS`;
+    /// none for the f32 ones), over `grid`. `state`: the optimiser's state
+    /// (the dropout masks' step) or any read-only buffer.
     pub(super) fn bind_backward(
         &self,
         (ctx, registry): (&GpuContext, &mut PipelineRegistry),
