@@ -134,8 +134,10 @@ alias Rows = coop_mat16x16<f16, A>;
 alias Sums = coop_mat16x16<f32, C>;
 
 // One invocation's copies of a 32-row block in registers (BLOCK · 16 /
-// WG of them: 16 at WG 32, 4 at WG 128), loaded while the block before
-// is multiplied (`fetch_qkv`, then `put_block`).
+// WG of them: 16 at WG 32, 4 at WG 128): all loaded (`fetch_qkv`), then
+// stored into the tiles (`put_block`). Since run 138 a block is loaded
+// when its tiles are filled, not while the block before is multiplied:
+// none is held in registers across the products.
 alias Fetched = array<vec4<f32>, 16>;
 
 // Invocation t's copies of rows r0 … r0 + 31 of part `part` (load_qkv's).

@@ -118,7 +118,7 @@ pub async fn attention_cases(
     grad_scale: Option<f32>,
 ) -> Result<Vec<GateCase>, GpuError> {
     let d = GATE_SHAPE;
-    let (want, got, forward) = backward_both(ctx, reg, rng, grad_scale).await?;
+    let (want, got, forward) = run_both(ctx, reg, rng, grad_scale).await?;
     let x = uniform(rng, d.b * d.t * d.c);
     let dw = MatmulDesc {
         m: 3 * d.c,
@@ -166,12 +166,13 @@ pub async fn attention_cases(
     Ok(cases)
 }
 
-/// The f32 and tensor-core outputs of seeded `qkv` and `dout`: `dqkv` of
-/// the f32 backward and of the tensor-core one, from one f32 forward; and
-/// that forward's `(out, lse)` each as (tensor-core, f32).
+/// `dqkv` of the f32 backward and of the tensor-core one, then the
+/// forward's `out` and `lse`, each as (tensor-core, f32).
 type Both = (Vec<f32>, Vec<f32>, [(Vec<f32>, Vec<f32>); 2]);
 
-async fn backward_both(
+/// The f32 and tensor-core kernels on seeded `qkv` and `dout`: both
+/// backwards from one f32 forward, and both forwards.
+async fn run_both(
     ctx: &GpuContext,
     reg: &mut PipelineRegistry,
     rng: &mut Rng,
