@@ -24,7 +24,9 @@ use tinygpt_protocol::MAX_SAMPLES;
 /// compiled, graph bound, caches warm.
 const WARMUP_STEPS: usize = 3;
 
-/// The per-key table of one profiled submission.
+/// The per-key table of one profiled submission; for a training step
+/// also every dispatch in order (`sequence`: key, grid, µs), which tells
+/// the calls of one pipeline apart by their grids.
 fn report(config: &str, what: &str, extra: Value, times: &[DispatchTime]) -> Value {
     let total: f64 = times.iter().map(|t| t.micros).sum();
     let kernels: Vec<Value> = totals_by_key(times)
@@ -37,11 +39,16 @@ fn report(config: &str, what: &str, extra: Value, times: &[DispatchTime]) -> Val
             })
         })
         .collect();
-    json!({
+    let mut row = json!({
         "config": config, "what": what, "detail": extra,
         "dispatches": times.len(), "gpu_total_us": total,
         "kernels": kernels,
-    })
+    });
+    if what.starts_with("train_step") {
+        let calls = times.iter().map(|t| json!([t.key, t.workgroups, t.micros]));
+        row["sequence"] = calls.collect::<Vec<_>>().into();
+    }
+    row
 }
 
 /// Profiles one training step and one decoded token (at the middle of the

@@ -21,6 +21,9 @@ const QUERIES_PER_SET: u32 = wgpu::QUERY_SET_MAX_QUERIES;
 pub struct DispatchTime {
     /// Registry key of its pipeline.
     pub key: &'static str,
+    /// Its grid (workgroups in x, y, z): which product or row count a
+    /// call of a shared pipeline was.
+    pub workgroups: [u32; 3],
     pub micros: f64,
 }
 
@@ -48,7 +51,7 @@ pub fn check_timestamps(ctx: &GpuContext) -> Result<(), GpuError> {
 /// Dispatches recorded with timestamps around each, resolved into a buffer
 /// that [`TimedDispatches::read`] reads once the encoder is submitted.
 pub struct TimedDispatches {
-    keys: Vec<&'static str>,
+    keys: Vec<(&'static str, [u32; 3])>,
     _sets: Vec<wgpu::QuerySet>,
     resolved: wgpu::Buffer,
 }
@@ -97,7 +100,7 @@ impl TimedDispatches {
             sets.push(set);
         }
         Ok(Self {
-            keys: kernels.iter().map(|k| k.key).collect(),
+            keys: kernels.iter().map(|k| (k.key, k.workgroups)).collect(),
             _sets: sets,
             resolved,
         })
@@ -115,8 +118,9 @@ impl TimedDispatches {
             .keys
             .iter()
             .zip(ticks.chunks_exact(2))
-            .map(|(&key, t)| DispatchTime {
+            .map(|(&(key, workgroups), t)| DispatchTime {
                 key,
+                workgroups,
                 micros: t[1].saturating_sub(t[0]) as f64 * ns_per_tick / 1e3,
             })
             .collect())
