@@ -4,8 +4,9 @@
 // fault override and the epilogue, which takes each 16×16 f32 accumulator
 // through the subgroup's slice of a workgroup scratch for the scale, the
 // bias, the accumulation, the bounds and (EPILOGUE 1) a GELU: C is a
-// linear's output and GELU(C) goes to `aux` (C's shape, from p.aux_off),
-// and with the COPY16 flag its f16 copy to `aux16` as the next product
+// linear's output and, with the AUX32 flag, GELU(C) goes to `aux` (C's
+// shape, from p.aux_off), and with the COPY16 flag its f16 copy to `aux16`
+// as the next product
 // stages its op(A) (copy16.wgsl's layout: row · K′ + col, K′ = N padded to
 // PAD_K, four halves a write; the rows past C are the buffer's zeros). EPILOGUE is
 // a pipeline constant, so a plain product's kernel carries no GELU code.
@@ -14,6 +15,7 @@
 override EPILOGUE: u32 = 0u;
 
 const COPY16: u32 = 256u;
+const AUX32: u32 = 512u;
 
 @group(0) @binding(8) var<storage, read_write> aux: array<f32>;
 @group(0) @binding(9) var<storage, read_write> aux16: array<vec4<f16>>;
@@ -72,7 +74,9 @@ fn store_tile_with(
             c[o] = v;
             if (EPILOGUE == 1u) {
                 let g = gelu_f32(v);
-                aux[p.aux_off + e] = g;
+                if ((p.flags & AUX32) != 0u) {
+                    aux[p.aux_off + e] = g;
+                }
                 scratch[at] = g;
             }
         }

@@ -19,7 +19,7 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::coop::{
     bind_matmul_coop, bind_matmul_coop_split_k, bind_matmul_coop_variant, coop_unavailable,
-    CoopKernel, CoopOptions, Epilogue, TiledForm,
+    set_persist_workgroups, CoopKernel, CoopOptions, Epilogue, TiledForm, PERSIST_WORKGROUPS,
 };
 use tinygpt_gpu::ops::matmul::coop_stage::StagedRows;
 use tinygpt_gpu::ops::matmul::{coop_split_k, matmul_reference, MatmulDesc};
@@ -211,14 +211,21 @@ fn every_form_of_the_tiled_kernel_gives_the_base_forms_bits() {
     // accumulators, scaled, biased and accumulated as cooperative
     // matrices; at 5 through the scratch, element by element, in the same
     // order: the base form's bits either way.
+    // The persistent forms at their workgroups and at two (each then
+    // streams several of these small products' tiles).
     let base = CoopKernel::Tiled(TiledForm::Base);
+    let persists = [TiledForm::BaseAhead3Persist, TiledForm::TallAhead2Persist];
     for split in [false, true] {
         for (desc, seed) in every_layout(&SHAPES, 0) {
             let (want, _, _) = run(gpu, (desc, base), (seed, 5), split);
-            for form in TiledForm::ALL {
+            let few = persists.map(|f| (f, 2));
+            let forms = TiledForm::ALL.map(|f| (f, PERSIST_WORKGROUPS));
+            for (form, wgs) in forms.into_iter().chain(few) {
+                set_persist_workgroups(wgs);
                 let (got, _, _) = run(gpu, (desc, CoopKernel::Tiled(form)), (seed, 4), split);
                 let n = differing(&got, &want);
-                let what = format!("{form:?} {desc:?} split {split} offset 4");
+                let what =
+                    format!("{form:?} ({wgs} workgroups at most) {desc:?} split {split} offset 4");
                 assert_eq!(
                     n, 0,
                     "{what}: {n} outputs differ from the base form's at offset 5"
@@ -226,6 +233,7 @@ fn every_form_of_the_tiled_kernel_gives_the_base_forms_bits() {
             }
         }
     }
+    set_persist_workgroups(PERSIST_WORKGROUPS);
 }
 
 fn differing(got: &[f32], want: &[f32]) -> usize {
@@ -337,11 +345,53 @@ fn coop_epilogue_writes_the_gelu_of_its_output() {
         }
         let what = format!("{kernel:?}: GELU(C)'s f16 copy");
         assert_copy_is_staged(gpu, &copy, (&gelu).into(), (m, n), &what);
+        copy_only(gpu, (kernel, desc), (&ab, &wb, &biasb), (&got, &gelu));
         eprintln!(
-            "coop GELU epilogue ({}): every output and its GELU within bounds, its f16 copy the staging's",
+            "coop GELU epilogue ({}): every output and its GELU within bounds, its f16 copy the staging's; \
+             the copy alone (GeluCopy) the same, the f32 GELU untouched",
             kernel.name()
         );
     }
+}
+
+/// The epilogue writing GELU(C)'s f16 copy alone (a training forward's):
+/// C the same bits as `Gelu`'s (`c_want`), the copy the staging of that
+/// run's f32 GELU (`gelu_want`), and the f32 GELU's buffer untouched.
+fn copy_only(
+    gpu: &TestGpu,
+    (kernel, desc): (CoopKernel, MatmulDesc),
+    (a, w, bias): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
+    (c_want, gelu_want): (&[f32], &wgpu::Buffer),
+) {
+    let ctx = &gpu.ctx;
+    let len = (desc.m * desc.n) as usize;
+    let c = ctx.zeros("c", len).unwrap();
+    let untouched = vec![7.0f32; len];
+    let gelu = ctx.upload("gelu_untouched", &untouched).unwrap();
+    let copy = StagedRows::for_producer(ctx, (&gelu).into(), (desc.m, desc.n), 1.0).unwrap();
+    let opts = CoopOptions {
+        kernel,
+        epilogue: Epilogue::GeluCopy((&gelu).into(), &copy),
+        ..Default::default()
+    };
+    let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
+    let bias = Some(View::from(bias));
+    let ks = bind_matmul_coop_variant(ctx, &mut reg, desc, (a, opts), w, bias, &c);
+    drop(reg);
+    submit(
+        ctx,
+        "coop_epilogue_copy",
+        &ks.unwrap().iter().collect::<Vec<_>>(),
+    );
+    let got = pollster::block_on(ctx.read_f32(&c, len)).unwrap();
+    assert!(got == c_want, "{kernel:?}: C differs under GeluCopy");
+    let got_gelu = pollster::block_on(ctx.read_f32(&gelu, len)).unwrap();
+    assert!(
+        got_gelu == untouched,
+        "{kernel:?}: GeluCopy wrote the f32 GELU"
+    );
+    let what = format!("{kernel:?}: GELU(C)'s f16 copy alone");
+    assert_copy_is_staged(gpu, &copy, gelu_want.into(), (desc.m, desc.n), &what);
 }
 
 #[test]

@@ -384,7 +384,10 @@ impl<'a, 'r> Builder<'a, 'r> {
 
     /// `fch (N, d_out) = x · Wᵀ + b` and `fch_gelu = GELU(fch)`: one
     /// matmul with the GELU in its epilogue (on cooperative matrices, or
-    /// the f32 tile kernels), else the linear and the GELU.
+    /// the f32 tile kernels), else the linear and the GELU. On
+    /// cooperative matrices a training graph writes `fch_gelu` as its f16
+    /// copy alone ([`Epilogue::GeluCopy`]; run 144: the GELU epilogue
+    /// cost 89 µs a nanoGPT layer over the same product's plain one).
     pub fn linear_gelu(
         &mut self,
         x: &Buf,
@@ -397,8 +400,15 @@ impl<'a, 'r> Builder<'a, 'r> {
             return self.linear_gelu_f32(x, (w, b, l), (fch, fch_gelu), desc);
         }
         let copy = self.copy_for(fch_gelu, (self.b * self.t, d_out), 1.0)?;
+        // Training reads GELU(fch) only as its copy (the next product's
+        // op(A), that weight's gradient's op(B)); an inference forward
+        // writes the f32 too (the gates' stages read it).
+        let epilogue = match (&copy, self.grads.is_some()) {
+            (Some(c), true) => Epilogue::GeluCopy(fch_gelu.into(), c),
+            (c, _) => Epilogue::Gelu(fch_gelu.into(), c.as_ref()),
+        };
         let opts = CoopOptions {
-            epilogue: Epilogue::Gelu(fch_gelu.into(), copy.as_ref()),
+            epilogue,
             ..Default::default()
         };
         let (wv, bias) = (self.params.at(w, l), Some(self.params.at(b, l)));

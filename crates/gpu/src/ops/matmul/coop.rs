@@ -11,7 +11,8 @@
 //! message that says why.
 
 pub use super::coop_kernel::{
-    carries, engine_kernel, set_engine_kernel, CoopKernel, Epilogue, TiledForm, COOP_KERNEL,
+    carries, engine_kernel, set_engine_kernel, set_persist_workgroups, CoopKernel, Epilogue,
+    TiledForm, COOP_KERNEL, PERSIST_WORKGROUPS,
 };
 use super::coop_stage::{bind_operands, check_scale, pads, Reuse, StagedRows, PAD_K, SCALED};
 use super::desc::{check_operands, MatmulDesc};
@@ -80,6 +81,10 @@ fn refuse(ctx: &GpuContext) -> Result<(), GpuError> {
 /// The GELU epilogue's flag (`matmul_coop_common.wgsl`): GELU(C)'s f16
 /// copy written too.
 const COPY16: u32 = 256;
+
+/// Its flag for GELU(C) in f32 (`Epilogue::Gelu`; not under
+/// `Epilogue::GeluCopy`).
+const AUX32: u32 = 512;
 
 /// [`bind_matmul_coop_variant`] with the default [`CoopOptions`].
 pub fn bind_matmul_coop<'a>(
@@ -161,7 +166,7 @@ fn check(
             desc.m as u64 * desc.n as u64,
         )?;
     }
-    if let Epilogue::Gelu(aux, Some(copy)) = opts.epilogue {
+    if let (Some(aux), Some(copy)) = (opts.epilogue.view(), opts.epilogue.copy()) {
         copy.producer_binding("matmul_coop", aux, (desc.m, desc.n))?;
     }
     check_scale("matmul_coop", scale)?;
@@ -190,6 +195,9 @@ fn bind_staged(
     if copy.is_some() {
         flags |= COPY16;
     }
+    if opts.epilogue.writes_f32() {
+        flags |= AUX32;
+    }
     let aux = opts.epilogue.view();
     let mut params = desc.params(offsets, extra, flags);
     params.aux[0] = aux.map_or(0, |v| v.offset);
@@ -217,8 +225,8 @@ fn bind_staged(
         (8, aux),
         (9, aux16),
     ];
-    let (kernel, rows) = opts.kernel.source(opts.fault, opts.epilogue, ops.layout);
-    let groups = [np / 128, mp.div_ceil(rows), slices];
+    let what = (opts.fault, opts.epilogue, ops.layout);
+    let (kernel, groups) = opts.kernel.source(what, (np, mp, slices));
     let mut kernels = ops.kernels;
     kernels.push(bind_kernel(
         ctx, registry, kernel, &uniform, &buffers, groups,
