@@ -136,7 +136,10 @@ fn store_part(v: Sums, x: Tile, sg: u32, lane: u32, part: u32, dc: u32) {
         let e = n * SW + lane;
         let s = x.r0 + sg * 16u + e / 16u;
         if (s < p.t) {
-            dqkv[qkv_at(x, s, part, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * f;
+            let v = sf[S_AT + sg * 512u + e] * f;
+            let d = dc * 16u + e % 16u;
+            dqkv[qkv_at(x, s, part, d)] = v;
+            copy_out(x, s, part * p.c + x.head + d, 3u * p.c, v, p.grad_scale);
         }
     }
     subgroupBarrier();

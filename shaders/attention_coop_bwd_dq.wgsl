@@ -96,7 +96,10 @@ fn store_dq(dq: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
         let e = n * SW + lane;
         let t = x.r0 + sg * 16u + e / 16u;
         if (t < p.t) {
-            dqkv[qkv_at(x, t, 0u, dc * 16u + e % 16u)] = sf[S_AT + sg * 512u + e] * p.scale / p.grad_scale;
+            let v = sf[S_AT + sg * 512u + e] * p.scale / p.grad_scale;
+            let d = dc * 16u + e % 16u;
+            dqkv[qkv_at(x, t, 0u, d)] = v;
+            copy_out(x, t, x.head + d, 3u * p.c, v, p.grad_scale);
         }
     }
     subgroupBarrier();

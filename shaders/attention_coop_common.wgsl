@@ -188,6 +188,21 @@ fn weights_by_block(w0: Rows, w1: Rows, at: u32, dc: u32, acc: Sums) -> Sums {
     return coopMultiplyAdd(w1, coopLoadT<coop_mat16x16<f16, B>>(&sh[c + 16u * TS], TS), s);
 }
 
+// COPY (a pipeline constant): each output also goes to its f16 copy
+// (copy16_write.wgsl, appended) for the product reading it next, which
+// then stages nothing — the forward's out (scale 1), the backward's dQ, dK
+// and dV times g (as the qkv dX product stages its op(A)).
+override COPY: bool = false;
+
+// Under COPY, v (the f32 just written at column `col` of row t of the
+// workgroup's sequence, in a matrix `width` wide) into the copy, times
+// `scale`.
+fn copy_out(x: Tile, t: u32, col: u32, width: u32, v: f32, scale: f32) {
+    if (COPY) {
+        copy16_write(x.seq + t, col, width, v, scale);
+    }
+}
+
 // The dropout factor of weight (query t, key s) of the workgroup's head:
 // 1 without dropout.
 fn drop_at(x: Tile, t: u32, s: u32) -> f32 {

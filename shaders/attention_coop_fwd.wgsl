@@ -53,7 +53,7 @@ var<workgroup> sf: array<f32, 2816>;
 const TAU: f32 = 5.545177444479562;
 
 // Appended: attention_coop_common.wgsl, dropout_mask.wgsl,
-// attention_dropout.wgsl.
+// attention_dropout.wgsl, copy16_write.wgsl.
 
 // A subgroup's 16 × 32 scores into its scratch at s_at, each half column
 // by column: score (r, j) at s_at + (j / 16) · HI_AT + (j % 16) · CS + r.
@@ -156,7 +156,9 @@ fn store_out(o: Sums, x: Tile, sg: u32, lane: u32, dc: u32) {
         let t = x.r0 + i;
         if (t < p.t) {
             let o = sf[S_AT + sg * SR + e] / sf[R2_AT + i];
-            out[(x.seq + t) * p.c + x.head + dc * 16u + e % 16u] = o;
+            let col = x.head + dc * 16u + e % 16u;
+            out[(x.seq + t) * p.c + col] = o;
+            copy_out(x, t, col, p.c, o, 1.0);
         }
     }
     subgroupBarrier();

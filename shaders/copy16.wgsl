@@ -1,26 +1,9 @@
-// The f16 copy a producer writes beside its f32 output, prepended to the
-// producer's source (it holds the module's `enable f16;`), so that the
+// The f16 copy a producer writes beside its f32 output, so that the
 // tensor-core product reading that output as its op(A) stages nothing
-// (ops/matmul/coop_stage.rs, `StagedRows::for_producer`): element (row,
-// col) of a (rows, width) matrix at row · K′ + col, K′ the width padded to
-// coop_pad.wgsl's PAD_K (32), times `scale` (a power of two: a gradient's
-// scale) and rounded to f16 by the device's f32 → f16 conversion, as
-// coop_stage.wgsl's `stage_a` does — the same bits. The rows and columns
-// past the matrix are never written: the buffer is made zero. The other
-// form, copy16_none.wgsl (appended), writes nothing.
+// (ops/matmul/coop_stage.rs, `StagedRows::for_producer`): this file,
+// prepended to the producer's source, holds the module's `enable f16;`;
+// copy16_write.wgsl, appended, the copy's binding and writes. The other
+// form, copy16_none.wgsl (appended), writes nothing. (The tensor-core
+// attention kernels enable f16 themselves and append copy16_write.wgsl.)
 
 enable f16;
-
-@group(0) @binding(15) var<storage, read_write> copy16: array<f16>;
-
-const COPY16_PAD: u32 = 32u;
-
-fn copy16_write(row: u32, col: u32, width: u32, v: f32, scale: f32) {
-    let stride = (width + COPY16_PAD - 1u) / COPY16_PAD * COPY16_PAD;
-    copy16[row * stride + col] = f16(v * scale);
-}
-
-// The same for element i of the matrix in row-major order.
-fn copy16_write_flat(i: u32, width: u32, v: f32, scale: f32) {
-    copy16_write(i / width, i % width, width, v, scale);
-}

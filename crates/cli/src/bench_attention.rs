@@ -49,8 +49,9 @@ pub fn bench_attention(ctx: &GpuContext, quick: bool, only: Option<&str>) -> Res
             .collect();
         match coop_attention_unavailable(ctx, &desc) {
             None => {
-                let fwd = bind_attention_forward_coop(ctx, reg, desc, (&qkv, &att, &lse), None)?;
-                let bwd = bind_attention_backward_coop(ctx, reg, desc, bufs, None)?;
+                let fwd =
+                    bind_attention_forward_coop(ctx, reg, desc, (&qkv, &att, &lse), (None, None))?;
+                let bwd = bind_attention_backward_coop(ctx, reg, desc, bufs, (None, None))?;
                 let coop = ["coop forward", "coop dq", "coop dkv"].into_iter();
                 kernels.extend(coop.zip([fwd].into_iter().chain(bwd)));
             }

@@ -26,7 +26,8 @@ use tinygpt_gpu::ops::attention::{
     coop_grad_scale, dkv_ds_tile_unavailable, AttentionBackwardBuffers, AttentionDesc,
 };
 use tinygpt_gpu::ops::dropout::DropoutDesc;
-use tinygpt_gpu::testing::{did_not_run, random, TestGpu};
+use tinygpt_gpu::ops::matmul::coop_stage::StagedRows;
+use tinygpt_gpu::testing::{assert_copy_is_staged, did_not_run, random, TestGpu};
 use tinygpt_gpu::{gpu_or_skip, PipelineRegistry};
 
 const fn shape(b: u32, t: u32, c: u32, nh: u32) -> AttentionDesc {
@@ -133,7 +134,12 @@ fn run(
     let dqkv = ctx
         .upload("dqkv", &vec![1e3; d.qkv_len() as usize])
         .unwrap();
-    let fwd = bind_attention_forward_coop(ctx, &mut reg, d, (&qkv_buf, &out, &lse), mask).unwrap();
+    // Each output's f16 copy too, as the training graph binds them.
+    let (rows, g) = (d.b * d.t, coop_grad_scale(&d));
+    let out_copy = StagedRows::for_producer(ctx, (&out).into(), (rows, d.c), 1.0).unwrap();
+    let dqkv_copy = StagedRows::for_producer(ctx, (&dqkv).into(), (rows, 3 * d.c), g).unwrap();
+    let outs = (&qkv_buf, &out, &lse);
+    let fwd = bind_attention_forward_coop(ctx, &mut reg, d, outs, (mask, Some(&out_copy))).unwrap();
     let bufs = AttentionBackwardBuffers {
         qkv: &qkv_buf,
         out: &out,
@@ -141,10 +147,14 @@ fn run(
         lse: &lse,
         dqkv: &dqkv,
     };
-    let scaled = (mask, coop_grad_scale(&d));
+    let scaled = (mask, g, Some(&dqkv_copy));
     let bwd =
         bind_attention_backward_coop_variant(ctx, &mut reg, d, bufs, scaled, ds_tile).unwrap();
+    std::mem::drop(reg);
     submit(ctx, "attention_coop", &[&fwd, &bwd[0], &bwd[1]]);
+    assert_copy_is_staged(gpu, &out_copy, (&out).into(), (rows, d.c), "out's f16 copy");
+    let what = "dqkv's f16 copy";
+    assert_copy_is_staged(gpu, &dqkv_copy, (&dqkv).into(), (rows, 3 * d.c), what);
     pollster::block_on(async {
         [
             ctx.read_f32(&out, d.out_len() as usize).await.unwrap(),
@@ -372,7 +382,8 @@ fn heads_the_tiles_cannot_hold_are_refused_with_a_reason() {
         eprintln!("HS {}: {why}", c / nh);
         let mut reg = gpu.registry.lock().unwrap_or_else(|p| p.into_inner());
         let buf = gpu.ctx.zeros("x", 3 * 8 * c as usize).unwrap();
-        let err = bind_attention_forward_coop(&gpu.ctx, &mut reg, d, (&buf, &buf, &buf), None);
+        let err =
+            bind_attention_forward_coop(&gpu.ctx, &mut reg, d, (&buf, &buf, &buf), (None, None));
         assert!(err.is_err(), "HS {} bound", c / nh);
     }
 }

@@ -95,10 +95,11 @@ fn every_pipeline_validates_with_its_constants() {
 /// (`ops/attention/coop.rs`), declared by the kernels that read it.
 #[test]
 fn shaped_pipelines_validate_with_their_shapes() {
-    let shapes: [(&str, &[(&str, f64)]); 3] = [
+    let shapes: [(&str, &[(&str, f64)]); 4] = [
         ("override HS:", &[("HS", 64.0)]),
         ("override HS:", &[("HS", 48.0)]),
         ("override HS:", &[("HS", 16.0)]),
+        ("override COPY:", &[("HS", 64.0), ("COPY", 1.0)]),
     ];
     let mut failures = Vec::new();
     let mut shaped = BTreeSet::new();

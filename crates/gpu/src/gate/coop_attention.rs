@@ -196,7 +196,7 @@ async fn run_both(
     let fwd = bind_attention_forward(ctx, reg, d, &qkv, &out, &lse, None)?;
     let out2 = ctx.zeros("coop_gate_out_coop", d.out_len() as usize)?;
     let lse2 = ctx.zeros("coop_gate_lse_coop", d.lse_len() as usize)?;
-    let coop_fwd = bind_attention_forward_coop(ctx, reg, d, (&qkv, &out2, &lse2), None)?;
+    let coop_fwd = bind_attention_forward_coop(ctx, reg, d, (&qkv, &out2, &lse2), (None, None))?;
     let bufs = |dqkv| AttentionBackwardBuffers {
         qkv: &qkv,
         out: &out,

@@ -15,11 +15,13 @@ const GELU_WGSL: &str = concat!(
     include_str!("../../../../shaders/copy16_none.wgsl")
 );
 
-/// The same writing the backward's dx's f16 copy too (copy16.wgsl).
+/// The same writing the backward's dx's f16 copy too (copy16.wgsl,
+/// copy16_write.wgsl).
 const GELU_COPY16_WGSL: &str = concat!(
     include_str!("../../../../shaders/copy16.wgsl"),
     include_str!("../../../../shaders/gelu.wgsl"),
-    include_str!("../../../../shaders/erf.wgsl")
+    include_str!("../../../../shaders/erf.wgsl"),
+    include_str!("../../../../shaders/copy16_write.wgsl")
 );
 
 pub const GELU_FORWARD: KernelSource = KernelSource {

@@ -234,11 +234,22 @@ impl<'a, 'r> Builder<'a, 'r> {
     pub fn attention_backward(&mut self, bufs: AttentionBackwardBuffers<'_>, l: usize) -> R {
         let drop = self.dropout.map(|d| (d, Site::Attention(l)));
         let dqkv = bufs.dqkv;
-        let kernels = match self.attention_on_tensor_cores() {
-            true => bind_attention_backward_coop(self.ctx, self.reg, self.att(), bufs, drop)?,
-            false => bind_attention_backward(self.ctx, self.reg, self.att(), bufs, drop)?,
+        let coop = self.attention_on_tensor_cores();
+        // On tensor cores dqkv's f16 copy too: the qkv dX product's op(A).
+        let copy = match coop {
+            true => {
+                let shape = (self.b * self.t, 3 * self.cfg.d_model);
+                self.copy_for(dqkv, shape, self.grad_scale())?
+            }
+            false => None,
         };
-        self.wrote(dqkv, false);
+        let (ctx, att) = (self.ctx, self.att());
+        let reg = &mut *self.reg;
+        let kernels = match coop {
+            true => bind_attention_backward_coop(ctx, reg, att, bufs, (drop, copy.as_ref()))?,
+            false => bind_attention_backward(ctx, reg, att, bufs, drop)?,
+        };
+        self.wrote(dqkv, copy.is_some());
         self.push(BoundOp {
             kernels,
             scratch: Vec::new(),

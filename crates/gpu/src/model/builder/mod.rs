@@ -340,12 +340,19 @@ impl<'a, 'r> Builder<'a, 'r> {
     pub fn attention(&mut self, qkv: &Buf, out: &Buf, lse: &Buf, l: usize) -> R {
         let drop = self.dropout.map(|d| (d, Site::Attention(l)));
         let (coop, att) = (self.attention_on_tensor_cores(), self.att());
+        // On tensor cores `out`'s f16 copy too: the projection's op(A).
+        let copy = match coop {
+            true => self.copy_for(out, (self.b * self.t, self.cfg.d_model), 1.0)?,
+            false => None,
+        };
         let (ctx, reg) = (self.ctx, &mut *self.reg);
         let k = match coop {
-            true => bind_attention_forward_coop(ctx, reg, att, (qkv, out, lse), drop)?,
+            true => {
+                bind_attention_forward_coop(ctx, reg, att, (qkv, out, lse), (drop, copy.as_ref()))?
+            }
             false => bind_attention_forward(ctx, reg, att, qkv, out, lse, drop)?,
         };
-        self.wrote(out, false);
+        self.wrote(out, copy.is_some());
         self.push(k)
     }
 

@@ -15,6 +15,7 @@ use super::desc::{AttentionBackwardBuffers, AttentionDesc};
 use crate::kernel::{BoundKernel, Layout};
 use crate::ops::common::{bind_kernel_shaped, shape_error};
 use crate::ops::dropout::DropoutDesc;
+use crate::ops::matmul::coop_stage::StagedRows;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,7 +40,7 @@ pub fn engine_attention() -> bool {
 }
 
 /// A kernel's source with what the three share appended (`$more` before
-/// it: the backward kernels' tiles).
+/// it: the backward kernels' tiles), the f16 copy's writes last.
 macro_rules! coop_kernel {
     ($path:literal $(, $more:literal)?) => {
         concat!(
@@ -48,6 +49,7 @@ macro_rules! coop_kernel {
             include_str!("../../../../../shaders/attention_coop_common.wgsl"),
             include_str!("../../../../../shaders/dropout_mask.wgsl"),
             include_str!("../../../../../shaders/attention_dropout.wgsl"),
+            include_str!("../../../../../shaders/copy16_write.wgsl"),
         )
     };
 }
@@ -178,16 +180,45 @@ fn grid(desc: &AttentionDesc) -> [u32; 3] {
     [desc.t.div_ceil(ROWS), desc.nh, desc.b]
 }
 
-/// [`super::bind_attention_forward`] on tensor cores.
+/// The buffer of the kernels' f16 copy (binding 15): `copy`'s, checked
+/// against the output `out` (`rows × cols`) and the scale the kernel
+/// writes it at; without one, two words the kernel never writes (`COPY`
+/// off).
+fn copy_buffer(
+    ctx: &GpuContext,
+    copy: Option<&StagedRows>,
+    out: &wgpu::Buffer,
+    shape: (u32, u32),
+    scale: f32,
+) -> Result<wgpu::Buffer, GpuError> {
+    let Some(c) = copy else {
+        return ctx.zeros("attention_no_copy", 2);
+    };
+    let (buffer, _) = c.producer_binding("tensor-core attention", out.into(), shape)?;
+    if c.scale() != scale {
+        return Err(shape_error(
+            "tensor-core attention",
+            format!(
+                "an f16 copy scaled by {} where the kernel writes it scaled by {scale}",
+                c.scale()
+            ),
+        ));
+    }
+    Ok(buffer.clone())
+}
+
+/// [`super::bind_attention_forward`] on tensor cores; with `copy`, `out`'s
+/// f16 copy too (the projection's op(A): `StagedRows::for_producer`).
 pub fn bind_attention_forward_coop(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: AttentionDesc,
     (qkv, out, lse): (&wgpu::Buffer, &wgpu::Buffer, &wgpu::Buffer),
-    dropout: Option<(DropoutDesc<'_>, Site)>,
+    (dropout, copy): (Option<(DropoutDesc<'_>, Site)>, Option<&StagedRows>),
 ) -> Result<BoundKernel, GpuError> {
     let hs = validate(ctx, &desc)?;
     desc.check_forward((qkv, out, lse))?;
+    let copy16 = copy_buffer(ctx, copy, out, (desc.b * desc.t, desc.c), 1.0)?;
     let bytes = AttentionDesc {
         layout: Layout::Gpu,
         ..desc
@@ -195,12 +226,12 @@ pub fn bind_attention_forward_coop(
     .uniform_bytes(hs, dropout);
     let uniform = ctx.uniform("attention_coop_fwd_params", &bytes);
     let state = dropout.map_or(qkv, |(d, _)| d.state);
-    let buffers = [(1, qkv), (2, out), (3, lse), (4, state)];
+    let buffers = [(1, qkv), (2, out), (3, lse), (4, state), (15, &copy16)];
     let src = pick(ctx, &ATTENTION_COOP_FWD);
     Ok(bind_kernel_shaped(
         ctx,
         registry,
-        (src, &[("HS", hs)]),
+        (src, &[("HS", hs), ("COPY", copy.is_some() as u32)]),
         &uniform,
         &buffers,
         grid(&desc),
@@ -208,16 +239,19 @@ pub fn bind_attention_forward_coop(
 }
 
 /// [`super::bind_attention_backward`] on tensor cores: the dQ kernel
-/// (which also writes the row terms D) then the dK/dV kernel.
+/// (which also writes the row terms D) then the dK/dV kernel; with `copy`,
+/// `dqkv`'s f16 copy too, scaled by [`coop_grad_scale`] (the qkv dX
+/// product's op(A)).
 pub fn bind_attention_backward_coop(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: AttentionDesc,
     bufs: AttentionBackwardBuffers<'_>,
-    dropout: Option<(DropoutDesc<'_>, Site)>,
+    (dropout, copy): (Option<(DropoutDesc<'_>, Site)>, Option<&StagedRows>),
 ) -> Result<Vec<BoundKernel>, GpuError> {
-    let scale = coop_grad_scale(&desc);
-    bind_attention_backward_coop_scaled(ctx, registry, desc, bufs, dropout, scale)
+    let scaled = (dropout, coop_grad_scale(&desc), copy);
+    let ds_tile = dkv_ds_tile_unavailable(ctx).is_none();
+    bind_attention_backward_coop_variant(ctx, registry, desc, bufs, scaled, ds_tile)
 }
 
 /// [`bind_attention_backward_coop`] with the gradients staged scaled by
@@ -232,7 +266,7 @@ pub fn bind_attention_backward_coop_scaled(
     grad_scale: f32,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let ds_tile = dkv_ds_tile_unavailable(ctx).is_none();
-    let scaled = (dropout, grad_scale);
+    let scaled = (dropout, grad_scale, None);
     bind_attention_backward_coop_variant(ctx, registry, desc, bufs, scaled, ds_tile)
 }
 
@@ -249,13 +283,14 @@ pub fn dkv_ds_tile_unavailable(ctx: &GpuContext) -> Option<String> {
 
 /// [`bind_attention_backward_coop_scaled`] on the dK/dV kernel chosen:
 /// with its dS tile (`ds_tile`, an error where the device cannot run it)
-/// or without.
+/// or without; with `copy`, `dqkv`'s f16 copy too (scaled by
+/// `grad_scale`, as the copy must be).
 pub fn bind_attention_backward_coop_variant(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: AttentionDesc,
     bufs: AttentionBackwardBuffers<'_>,
-    (dropout, grad_scale): (Option<(DropoutDesc<'_>, Site)>, f32),
+    (dropout, grad_scale, copy): (Option<(DropoutDesc<'_>, Site)>, f32, Option<&StagedRows>),
     ds_tile: bool,
 ) -> Result<Vec<BoundKernel>, GpuError> {
     let hs = validate(ctx, &desc)?;
@@ -263,6 +298,8 @@ pub fn bind_attention_backward_coop_variant(
         return Err(shape_error("tensor-core attention", why));
     }
     desc.check_backward(&bufs)?;
+    let shape = (desc.b * desc.t, 3 * desc.c);
+    let copy16 = copy_buffer(ctx, copy, bufs.dqkv, shape, grad_scale)?;
     let mut bytes = AttentionDesc {
         layout: Layout::Gpu,
         ..desc
@@ -277,8 +314,12 @@ pub fn bind_attention_backward_coop_variant(
     let sources = [pick(ctx, &ATTENTION_COOP_BWD_DQ), pick(ctx, dkv)];
     desc.bind_backward(
         (ctx, registry),
-        (&bufs, state),
-        (sources, &bytes, &[("HS", hs)]),
+        (&bufs, state, Some(&copy16)),
+        (
+            sources,
+            &bytes,
+            &[("HS", hs), ("COPY", copy.is_some() as u32)],
+        ),
         grid(&desc),
     )
 }

@@ -172,7 +172,11 @@ impl AttentionDesc {
     pub(super) fn bind_backward(
         &self,
         (ctx, registry): (&GpuContext, &mut PipelineRegistry),
-        (bufs, state): (&AttentionBackwardBuffers<'_>, &wgpu::Buffer),
+        (bufs, state, copy16): (
+            &AttentionBackwardBuffers<'_>,
+            &wgpu::Buffer,
+            Option<&wgpu::Buffer>,
+        ),
         (dq_dkv, bytes, shape): ([&KernelSource; 2], &[u8], Shape<'_>),
         grid: [u32; 3],
     ) -> Result<Vec<BoundKernel>, GpuError> {
@@ -181,7 +185,9 @@ impl AttentionDesc {
         // the GPUBindGroup references the GPUBuffer.
         let delta = ctx.zeros("attention_delta", self.lse_len() as usize)?;
         let (qkv, out, dout, lse, dqkv) = (bufs.qkv, bufs.out, bufs.dout, bufs.lse, bufs.dqkv);
-        let dq = [
+        // The tensor-core kernels' f16 copy of dqkv (binding 15), if any.
+        let copy = copy16.map(|b| (15, b));
+        let mut dq = vec![
             (1, qkv),
             (2, out),
             (3, dout),
@@ -190,7 +196,7 @@ impl AttentionDesc {
             (6, dqkv),
             (7, state),
         ];
-        let dkv = [
+        let mut dkv = vec![
             (1, qkv),
             (2, dout),
             (3, lse),
@@ -198,6 +204,8 @@ impl AttentionDesc {
             (5, dqkv),
             (6, state),
         ];
+        dq.extend(copy);
+        dkv.extend(copy);
         let [dq_src, dkv_src] = dq_dkv;
         let dq_uniform = ctx.uniform(dq_src.key, bytes);
         let dkv_uniform = ctx.uniform(dkv_src.key, bytes);

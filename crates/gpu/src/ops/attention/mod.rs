@@ -155,7 +155,7 @@ pub fn bind_attention_backward(
     let wg = desc.workgroups();
     desc.bind_backward(
         (ctx, registry),
-        (&bufs, state),
+        (&bufs, state, None),
         ([dq, dkv], &bytes, &[]),
         wg,
     )

@@ -2,7 +2,7 @@
 //! copy16_none.wgsl appended) and, for those writing a matrix a
 //! tensor-core product reads as its op(A) — the forward's `y`, the
 //! backward's `dx` — the form writing its f16 copy too (copy16.wgsl
-//! prepended: `StagedRows::for_producer`).
+//! prepended, copy16_write.wgsl appended: `StagedRows::for_producer`).
 
 use crate::registry::KernelSource;
 
@@ -35,11 +35,16 @@ macro_rules! residual {
 }
 
 const LAYERNORM_WGSL: &str = concat!(layernorm!(), shader!("copy16_none.wgsl"));
-const LAYERNORM_COPY16_WGSL: &str = layernorm!("copy16.wgsl");
+const LAYERNORM_COPY16_WGSL: &str =
+    concat!(layernorm!("copy16.wgsl"), shader!("copy16_write.wgsl"));
 const RESIDUAL_WGSL: &str = concat!(residual!(), shader!("copy16_none.wgsl"));
-const RESIDUAL_COPY16_WGSL: &str = residual!("copy16.wgsl");
+const RESIDUAL_COPY16_WGSL: &str = concat!(residual!("copy16.wgsl"), shader!("copy16_write.wgsl"));
 const BACKWARD_WGSL: &str = shader!("layernorm_backward.wgsl", "copy16_none.wgsl");
-const BACKWARD_COPY16_WGSL: &str = shader!("copy16.wgsl", "layernorm_backward.wgsl");
+const BACKWARD_COPY16_WGSL: &str = shader!(
+    "copy16.wgsl",
+    "layernorm_backward.wgsl",
+    "copy16_write.wgsl"
+);
 
 pub const LAYERNORM_RESIDUAL: KernelSource = KernelSource {
     key: "layernorm_residual",
