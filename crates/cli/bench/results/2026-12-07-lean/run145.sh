@@ -2,9 +2,10 @@
 # Device command 145 (2026-12-07; results in run145/). Builds: P0 from
 # .carry/bins144.tar.xz (the submitted kernels, run 144's); N1 from
 # .carry/bins145.tar.xz (P0 with the persistent tiled forms
-# `tiled-ahead3-persist`, `tiled-tall-ahead2-persist` and the training
-# forward's GELU epilogue writing the f16 copy alone). N1's matmul,
-# reuse and training tests on the card; the matmul rows of P0 and N1;
+# `tiled-ahead3-persist`, `tiled-tall-ahead2-persist`; the training
+# forward's GELU epilogue writing the f16 copy alone; the tensor-core
+# attention writing its outputs' f16 copies). N1's matmul, reuse,
+# attention and training tests on the card; the matmul rows of P0 and N1;
 # N1's nanoGPT profile on the engine's kernel (driver statistics) and on
 # the two persistent forms; the nanoGPT step on P0, N1 and N1's
 # persistent forms, two rounds. Carry: .gl, .carry.
@@ -16,7 +17,7 @@ save() { tar czf $OUT/results.tar.gz -C $R .; }
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 cd .carry
-for t in matmul_coop coop_reuse coop_training; do
+for t in matmul_coop coop_reuse attention_coop coop_training; do
   timeout 150 N1/tests/$t --test-threads 1 --nocapture > $R/test-$t.txt 2>&1; echo "test $t rc=$? $(( $(date +%s) - t0 ))s"
   grep -h "FAILED\|panicked\|test result" $R/test-$t.txt | cut -c1-200 | sort | uniq -c
 done
