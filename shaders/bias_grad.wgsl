@@ -11,8 +11,9 @@
 // Workgroup (x, y) sums columns [32x, 32x + 32) of row chunk y with 8 lanes
 // of 32 threads: lane k adds rows r0 + k, r0 + k + 8, … (a warp reads 32
 // neighbouring columns of one row), four loads in flight per thread; then a
-// fixed tree adds the 8 lanes. The order is fixed: deterministic. Columns
-// past a sum's own (the grid covers the widest) load and store nothing.
+// fixed tree adds the 8 lanes (column_chunk.wgsl, appended). The order is
+// fixed: deterministic. Columns past a sum's own (the grid covers the
+// widest) load and store nothing.
 
 struct Params {
     rows: u32,
@@ -33,10 +34,6 @@ struct Sum {
 @group(0) @binding(1) var<storage, read> src: array<f32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<f32>;
 @group(0) @binding(3) var<storage, read> sums: array<Sum>;
-
-const COLS: u32 = 32u;
-const LANES: u32 = 8u;
-var<workgroup> red: array<f32, 256>;
 
 fn at(s: Sum, r: u32, col: u32) -> f32 {
     return src[s.src_off + r * s.cols + col];
@@ -59,17 +56,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             acc.x += at(s, r, col);
         }
     }
-    let i = lane * COLS + lid.x;
-    red[i] = (acc.x + acc.y) + (acc.z + acc.w);
-    workgroupBarrier();
-    for (var half = LANES / 2u; half > 0u; half >>= 1u) {
-        if (lane < half) {
-            red[i] += red[i + half * COLS];
-        }
-        workgroupBarrier();
-    }
+    let total = chunk_sum(acc, lane, lid.x);
     if (lane == 0u && col < s.cols) {
-        var sum = red[lid.x];
+        var sum = total;
         let o = s.dst_off + wg.y * s.cols + col;
         if (s.accumulate != 0u) {
             sum = dst[o] + sum;

@@ -1,9 +1,11 @@
 // Exact GELU, element-wise:
 //   forward   y  = x·Φ(x) = ½x(1 + erf(x/√2))
 //   backward  dx (+)= dy·(Φ(x) + x·φ(x)),  φ(x) = e^{−x²/2}/√(2π)
-// `gelu_f32` and `gelu_grad_f32` are in erf.wgsl, appended to this source;
-// the backward's dx has an f16 copy with copy16.wgsl prepended (the
-// tensor-core path's), none with copy16_none.wgsl appended.
+// `gelu_f32` and `gelu_grad_f32` are in erf.wgsl, appended to this source
+// (and column_chunk.wgsl, for `backward_columns`);
+// the backward's dx has an f16 copy with copy16.wgsl prepended and
+// copy16_write.wgsl appended (the tensor-core path's), none with
+// copy16_none.wgsl appended.
 //
 // A workgroup of 256 invocations takes 256 · PER_INVOCATION consecutive
 // elements, each invocation PER_INVOCATION of them 256 apart (neighbouring
@@ -24,6 +26,12 @@ struct Params {
     dx_off: u32,       // backward output
     copy_width: u32,   // backward: dx's f16 copy (copy16.wgsl), its width
     copy_scale: u32,   // backward: f32 bits of the copy's scale
+    // backward_columns: dx is (rows, copy_width); its column sums of chunks
+    // of rows_per_chunk rows go to `sums` from sums_off.
+    rows: u32,
+    rows_per_chunk: u32,
+    sums_off: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -31,6 +39,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<storage, read> dy: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dx: array<f32>;
+@group(0) @binding(5) var<storage, read_write> sums: array<f32>;
 
 override PER_INVOCATION: u32 = 1u;
 const WG: u32 = 256u;
@@ -92,5 +101,51 @@ fn backward(
             dx[o] = d;
             copy16_write_flat(i, p.copy_width, d, bitcast<f32>(p.copy_scale));
         }
+    }
+}
+
+// Element i of dx (+)= dy · gelu'(x), written with its f16 copy as
+// `backward` writes it; returns the value written.
+fn grad_at(i: u32) -> f32 {
+    var d = dy[p.dy_off + i] * gelu_grad_f32(x[p.x_off + i]);
+    let o = p.dx_off + i;
+    if (p.accumulate != 0u) {
+        d = dx[o] + d;
+    }
+    dx[o] = d;
+    copy16_write_flat(i, p.copy_width, d, bitcast<f32>(p.copy_scale));
+    return d;
+}
+
+// `backward` of a (rows, cols = copy_width) matrix with the first stage of
+// its column sums — the bias gradient of the linear whose output this GELU
+// took — in bias_grad.wgsl's layout and order (column_chunk.wgsl,
+// appended): workgroup (x, y) takes columns [32x, 32x + 32) of row chunk
+// y, and the chunk's sums go to sums[sums_off + y · cols + col]: the
+// column sum's bits, without its reading dx again.
+@compute @workgroup_size(32, 8)
+fn backward_columns(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let cols = p.copy_width;
+    let col = wg.x * COLS + lid.x;
+    let lane = lid.y;
+    let r0 = wg.y * p.rows_per_chunk;
+    let r1 = min(r0 + p.rows_per_chunk, p.rows);
+    var acc = vec4<f32>(0.0);
+    if (col < cols) {
+        var r = r0 + lane;
+        for (; r + 3u * LANES < r1; r += 4u * LANES) {
+            let a = grad_at(r * cols + col);
+            let b = grad_at((r + LANES) * cols + col);
+            let c = grad_at((r + 2u * LANES) * cols + col);
+            let d = grad_at((r + 3u * LANES) * cols + col);
+            acc += vec4<f32>(a, b, c, d);
+        }
+        for (; r < r1; r += LANES) {
+            acc.x += grad_at(r * cols + col);
+        }
+    }
+    let total = chunk_sum(acc, lane, lid.x);
+    if (lane == 0u && col < cols) {
+        sums[p.sums_off + wg.y * cols + col] = total;
     }
 }

@@ -162,3 +162,96 @@ fn backward_writes_the_staged_f16_copy_of_dx_and_changes_no_bit() {
         );
     }
 }
+
+/// The column form (the tensor-core training graph's: dx, its f16 copy
+/// and the first stage of the bias gradient in one dispatch) against the
+/// element-wise backward then the column sum's first stage: dx, the
+/// partials and the copy (where the adapter has shader-f16) the same bits,
+/// on rows of five chunks and columns past 32's.
+#[test]
+fn the_column_form_gives_dx_and_the_bias_partials_bits() {
+    use tinygpt_gpu::kernel::{submit, Layout};
+    use tinygpt_gpu::ops::bias_grad::{bias_grad_partials, bind_bias_grad_deferred, BiasGradDesc};
+    use tinygpt_gpu::ops::gelu::bind_gelu_backward_columns;
+    use tinygpt_gpu::ops::matmul::coop_stage::StagedRows;
+    let gpu = gpu_or_skip!();
+    let ctx = &gpu.ctx;
+    let (rows, cols) = (300u32, 40u32);
+    let len = (rows * cols) as usize;
+    let mut rng = Rng::new(504);
+    let mut v = || {
+        (0..len)
+            .map(|_| rng.uniform(-3.0, 3.0))
+            .collect::<Vec<f32>>()
+    };
+    let (x, dy) = (v(), v());
+    let (x_buf, dy_buf) = (ctx.upload("x", &x).unwrap(), ctx.upload("dy", &dy).unwrap());
+    let desc = BiasGradDesc {
+        rows,
+        cols,
+        accumulate: true,
+        layout: Layout::Gpu,
+    };
+    let floats = bias_grad_partials(desc) as usize;
+    assert_eq!(floats, 5 * cols as usize, "five chunks of 64 rows");
+    let (dx, partials) = (
+        ctx.zeros("dx", len).unwrap(),
+        ctx.zeros("partials", floats).unwrap(),
+    );
+    let db = ctx.zeros("db", cols as usize).unwrap();
+    let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+    let k = bind_gelu_backward_per(
+        ctx,
+        &mut reg,
+        (len as u32, 1),
+        false,
+        (&x_buf, &dy_buf),
+        &dx,
+    );
+    let (dxv, dbv, pv) = ((&dx).into(), (&db).into(), (&partials).into());
+    let (stage1, _) = bind_bias_grad_deferred(ctx, &mut reg, desc, dxv, dbv, pv).unwrap();
+    drop(reg);
+    submit(ctx, "gelu_then_column_sum", &[&k.unwrap(), &stage1]);
+    let (want_dx, want_sums) = (read(ctx, &dx, len), read(ctx, &partials, floats));
+    let f16 = gpu.ctx.features.contains(wgpu::Features::SHADER_F16);
+    for copied in [false, true] {
+        if copied && !tinygpt_gpu::testing::has_shader_f16(gpu, "GELU column form's f16 copy") {
+            continue;
+        }
+        let (dx, partials) = (
+            ctx.zeros("dx", len).unwrap(),
+            ctx.zeros("partials", floats).unwrap(),
+        );
+        let copy = copied
+            .then(|| StagedRows::for_producer(ctx, (&dx).into(), (rows, cols), 1024.0).unwrap());
+        let mut reg = gpu.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let ops = ((&x_buf).into(), (&dy_buf).into());
+        let outs = ((&dx).into(), copy.as_ref());
+        let k =
+            bind_gelu_backward_columns(ctx, &mut reg, (rows, cols), ops, outs, (&partials).into());
+        drop(reg);
+        submit(ctx, "gelu_backward_columns", &[&k.unwrap()]);
+        let bits = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .filter(|(x, y)| x.to_bits() != y.to_bits())
+                .count()
+        };
+        let what = format!("column form (f16 copy: {copied})");
+        assert_eq!(
+            bits(&read(ctx, &dx, len), &want_dx),
+            0,
+            "{what}: dx differs"
+        );
+        assert_eq!(
+            bits(&read(ctx, &partials, floats), &want_sums),
+            0,
+            "{what}: partials differ"
+        );
+        if let Some(c) = &copy {
+            let name = format!("{what}: dx's f16 copy");
+            tinygpt_gpu::testing::assert_copy_is_staged(gpu, c, (&dx).into(), (rows, cols), &name);
+        }
+        eprintln!("{what}: dx and the bias gradient's partials the element-wise form's bits (shader-f16: {f16})");
+    }
+}

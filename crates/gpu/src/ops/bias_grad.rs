@@ -11,9 +11,15 @@ use crate::{GpuContext, GpuError};
 /// The chunks of a column sum's first stage (the memory plan counts them).
 pub use tinygpt_protocol::memory::{row_chunks as chunks, rows_per_chunk};
 
+/// bias_grad.wgsl with its chunks' tree (column_chunk.wgsl).
+const COLUMN_SUM_WGSL: &str = concat!(
+    include_str!("../../../../shaders/bias_grad.wgsl"),
+    include_str!("../../../../shaders/column_chunk.wgsl")
+);
+
 pub const COLUMN_SUM: KernelSource = KernelSource {
     key: "column_sum_chunked",
-    wgsl: include_str!("../../../../shaders/bias_grad.wgsl"),
+    wgsl: COLUMN_SUM_WGSL,
     entry: "main",
     constants: &[],
 };
@@ -21,7 +27,7 @@ pub const COLUMN_SUM: KernelSource = KernelSource {
 /// [`COLUMN_SUM`] in the [`Layout::Cpu`] layout: a column per invocation.
 pub const COLUMN_SUM_SERIAL: KernelSource = KernelSource {
     key: "column_sum_serial",
-    wgsl: include_str!("../../../../shaders/bias_grad.wgsl"),
+    wgsl: COLUMN_SUM_WGSL,
     entry: "main_serial",
     constants: &[],
 };

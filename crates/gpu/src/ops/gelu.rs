@@ -1,17 +1,20 @@
 //! Exact (erf) GELU, forward and backward, as `gelu_forward` /
 //! `gelu_backward` of `tinygpt_core::model::layers`.
 
-use super::common::{bind_kernel, check_no_alias, grid, shape_error, uniform, View};
+use super::bias_grad::{chunks, rows_per_chunk};
+use super::common::{bind_kernel, check_dim, check_no_alias, grid, shape_error, uniform, View};
 use super::matmul::coop_stage::StagedRows;
 use crate::kernel::BoundKernel;
 use crate::registry::{KernelSource, PipelineRegistry};
 use crate::{GpuContext, GpuError};
 
 /// gelu.wgsl with erf.wgsl (the erf and GELU it shares with the GEMV
-/// epilogue), and without an f16 copy (copy16_none.wgsl).
+/// epilogue) and column_chunk.wgsl (the column sums' tree it shares with
+/// the bias gradient), and without an f16 copy (copy16_none.wgsl).
 const GELU_WGSL: &str = concat!(
     include_str!("../../../../shaders/gelu.wgsl"),
     include_str!("../../../../shaders/erf.wgsl"),
+    include_str!("../../../../shaders/column_chunk.wgsl"),
     include_str!("../../../../shaders/copy16_none.wgsl")
 );
 
@@ -21,8 +24,19 @@ const GELU_COPY16_WGSL: &str = concat!(
     include_str!("../../../../shaders/copy16.wgsl"),
     include_str!("../../../../shaders/gelu.wgsl"),
     include_str!("../../../../shaders/erf.wgsl"),
+    include_str!("../../../../shaders/column_chunk.wgsl"),
     include_str!("../../../../shaders/copy16_write.wgsl")
 );
+
+/// Words of gelu.wgsl's uniform.
+const PARAMS: usize = 12;
+
+/// gelu.wgsl's uniform: `words`, the rest zero.
+fn params(ctx: &GpuContext, label: &str, words: &[u32]) -> wgpu::Buffer {
+    let mut all = [0u32; PARAMS];
+    all[..words.len()].copy_from_slice(words);
+    uniform(ctx, label, &all)
+}
 
 pub const GELU_FORWARD: KernelSource = KernelSource {
     key: "gelu_forward",
@@ -62,6 +76,25 @@ pub const GELU_BACKWARD_COPY16: [KernelSource; 2] = [
         key: "gelu_backward_x8_copy16",
         wgsl: GELU_COPY16_WGSL,
         ..GELU_BACKWARD_X8
+    },
+];
+
+/// The backward of a `(rows, cols)` matrix with the first stage of its
+/// column sums (`backward_columns`: the bias gradient of the linear whose
+/// output the GELU took, in the column sum's order and bits), plain and
+/// writing dx's f16 copy too.
+pub const GELU_BACKWARD_COLUMNS: [KernelSource; 2] = [
+    KernelSource {
+        key: "gelu_backward_columns",
+        wgsl: GELU_WGSL,
+        entry: "backward_columns",
+        constants: &[],
+    },
+    KernelSource {
+        key: "gelu_backward_columns_copy16",
+        wgsl: GELU_COPY16_WGSL,
+        entry: "backward_columns",
+        constants: &[],
     },
 ];
 
@@ -120,7 +153,7 @@ pub fn bind_gelu_forward_per<'a>(
     x.need("gelu", "x", n as u64)?;
     y.need("gelu", "y", n as u64)?;
     check_no_alias("gelu", &[("y", y.buffer)], &[("x", x.buffer)])?;
-    let params = uniform(ctx, "gelu_params", &[n, 0, x.offset, y.offset, 0, 0]);
+    let params = params(ctx, "gelu_params", &[n, 0, x.offset, y.offset]);
     Ok(bind_kernel(
         ctx,
         registry,
@@ -204,7 +237,7 @@ fn bind_backward(
         &[("dx", dx.buffer)],
         &[("x", x.buffer), ("dy", dy.buffer)],
     )?;
-    let params = uniform(
+    let params = params(
         ctx,
         "gelu_backward_params",
         &[
@@ -221,6 +254,56 @@ fn bind_backward(
     let mut bindings = vec![(1, x.buffer), (3, dy.buffer), (4, dx.buffer)];
     bindings.extend(copy.map(|(buffer, _)| (15, buffer)));
     let groups = grid(ctx, n.div_ceil(256 * per));
+    Ok(bind_kernel(
+        ctx, registry, kernel, &params, &bindings, groups,
+    ))
+}
+
+/// [`bind_gelu_backward`] of a `(rows, cols)` matrix, overwriting `dx`, with
+/// the first stage of its column sums into `partials` (the bias gradient's
+/// `(chunks, cols)`: `bias_grad::bias_grad_partials`, the same bits as
+/// `bias_grad::bind_bias_grad_deferred`'s first stage reading `dx`) and,
+/// where given, dx's f16 copy. The rows must take more than one chunk.
+pub fn bind_gelu_backward_columns<'a>(
+    ctx: &GpuContext,
+    registry: &mut PipelineRegistry,
+    (rows, cols): (u32, u32),
+    (x, dy): (View<'a>, View<'a>),
+    (dx, copy): (View<'a>, Option<&StagedRows>),
+    partials: View<'a>,
+) -> Result<BoundKernel, GpuError> {
+    let op = "gelu_backward";
+    let n_chunks = chunks(rows);
+    if n_chunks <= 1 || cols == 0 {
+        let msg = format!("{rows} rows of {cols}: the column form needs more than one chunk");
+        return Err(shape_error(op, msg));
+    }
+    let n = rows * cols;
+    x.need(op, "x", n as u64)?;
+    dy.need(op, "dy", n as u64)?;
+    dx.need(op, "dx", n as u64)?;
+    partials.need(op, "partials", n_chunks as u64 * cols as u64)?;
+    let written = [("dx", dx.buffer), ("partials", partials.buffer)];
+    check_no_alias(op, &written, &[("x", x.buffer), ("dy", dy.buffer)])?;
+    check_dim(ctx, op, "row chunks", n_chunks)?;
+    let copy = match copy {
+        Some(c) => Some(c.producer_binding(op, dx, (rows, cols))?),
+        None => None,
+    };
+    let scale = copy.map_or(0, |(_, [_, scale])| scale);
+    let words = [n, 0, x.offset, 0, dy.offset, dx.offset, cols, scale];
+    let per = rows_per_chunk(rows);
+    let words = [&words[..], &[rows, per, partials.offset]].concat();
+    let params = params(ctx, "gelu_backward_columns_params", &words);
+    let mut bindings = vec![
+        (1, x.buffer),
+        (3, dy.buffer),
+        (4, dx.buffer),
+        (5, partials.buffer),
+    ];
+    bindings.extend(copy.map(|(buffer, _)| (15, buffer)));
+    let kernel = &GELU_BACKWARD_COLUMNS[copy.is_some() as usize];
+    let groups = [cols.div_ceil(32), n_chunks, 1];
     Ok(bind_kernel(
         ctx, registry, kernel, &params, &bindings, groups,
     ))

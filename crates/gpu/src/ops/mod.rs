@@ -83,6 +83,8 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &gelu::GELU_BACKWARD_X8,
         &gelu::GELU_BACKWARD_COPY16[0],
         &gelu::GELU_BACKWARD_COPY16[1],
+        &gelu::GELU_BACKWARD_COLUMNS[0],
+        &gelu::GELU_BACKWARD_COLUMNS[1],
         &residual::RESIDUAL_FORWARD,
         &residual::RESIDUAL_ACCUMULATE,
         &MATMUL_F32,

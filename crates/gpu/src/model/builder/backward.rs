@@ -5,8 +5,9 @@ use super::{u, Buf, Builder, Grads, Linear, R};
 use crate::ops::attention::{
     bind_attention_backward, bind_attention_backward_coop, AttentionBackwardBuffers,
 };
+use crate::ops::bias_grad::{bias_grad_partials, chunks};
 use crate::ops::embedding::bind_embedding_backward;
-use crate::ops::gelu::{bind_gelu_backward, bind_gelu_backward_copy};
+use crate::ops::gelu::{bind_gelu_backward, bind_gelu_backward_columns, bind_gelu_backward_copy};
 use crate::ops::layernorm::LayerNormGrads;
 use crate::ops::matmul::coop::{bind_matmul_coop_split_k, CoopOptions};
 use crate::ops::matmul::coop_stage::{Reuse, StagedRows};
@@ -212,11 +213,25 @@ impl<'a, 'r> Builder<'a, 'r> {
         })
     }
 
-    /// `dfch (N, width) = GELU'(fch) ⊙ dout`.
+    /// `dfch (N, width) = GELU'(fch) ⊙ dout`. On tensor cores with the
+    /// first stage of its column sums too, which the bias gradient of the
+    /// linear before then finishes (`bias_grad_deferred`): the column
+    /// form's bits, without that stage's reading dfch again.
     pub fn gelu_backward(&mut self, fch: &Buf, dout: &Buf, dfch: &Buf, width: usize) -> R {
         let rows = self.b * self.t;
         let copy = self.copy_for(dfch, (rows, width), self.grad_scale())?;
+        let desc = self.bias_desc(u(width));
         let k = match &copy {
+            Some(c) if chunks(desc.rows) > 1 => {
+                let floats = bias_grad_partials(desc) as u64;
+                let at = self.deferred.partials.need(floats, "partials")?;
+                let (offset, shape) = (at.offset, (desc.rows, desc.cols));
+                let ops = (fch.into(), dout.into());
+                let outs = (dfch.into(), Some(c));
+                let k = bind_gelu_backward_columns(self.ctx, self.reg, shape, ops, outs, at)?;
+                self.deferred.first_stage = Some((dfch.clone(), offset, desc.cols));
+                k
+            }
             Some(c) => {
                 let shape = (u(rows), u(width), None);
                 let ops = (fch.into(), dout.into());

@@ -77,9 +77,20 @@ impl<'a, 'r> Builder<'a, 'r> {
         self.push(op)
     }
 
-    /// `db (cols) += Σ_rows dy`: the first stage now, the second at the end.
+    /// `db (cols) += Σ_rows dy`: the first stage now, the second at the end
+    /// — or only the second, where `dy`'s producer wrote the first
+    /// (`Deferred::first_stage`).
     pub(super) fn bias_grad_deferred(&mut self, dy: View<'_>, db: View<'_>, cols: u32) -> R {
         let desc = self.bias_desc(cols);
+        let written = |(b, _, c): &mut (wgpu::Buffer, u32, u32)| {
+            b == dy.buffer && dy.offset == 0 && *c == cols
+        };
+        if let Some((_, at, _)) = self.deferred.first_stage.take_if(written) {
+            let grads = self.grads.as_ref().expect("backward() first").buffer;
+            let second = sum_at(grads, at, db, (cols, desc.accumulate))?;
+            self.deferred.sums.push(second);
+            return Ok(());
+        }
         let floats = bias_grad_partials(desc) as u64;
         let at = self.deferred.partials.need(floats, "partials")?;
         let (k, second) = bind_bias_grad_deferred(self.ctx, self.reg, desc, dy, db, at)?;
@@ -170,9 +181,19 @@ impl<'a, 'r> Builder<'a, 'r> {
 /// A sum to finish at the end, as words: its destination must be a
 /// gradient.
 fn sum_words(grads: &wgpu::Buffer, s: ColumnSum<'_>) -> Result<[u32; 4], GpuError> {
-    if s.dst.buffer != grads {
+    sum_at(grads, s.src.offset, s.dst, (s.cols, s.accumulate))
+}
+
+/// [`sum_words`] of the partials at `at` into `dst`.
+fn sum_at(
+    grads: &wgpu::Buffer,
+    at: u32,
+    dst: View<'_>,
+    (cols, accumulate): (u32, bool),
+) -> Result<[u32; 4], GpuError> {
+    if dst.buffer != grads {
         let msg = "a deferred sum's destination is not the gradients".into();
         return Err(shape_error("backward", msg));
     }
-    Ok([s.src.offset, s.dst.offset, s.cols, s.accumulate as u32])
+    Ok([at, dst.offset, cols, accumulate as u32])
 }

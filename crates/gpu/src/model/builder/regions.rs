@@ -45,6 +45,10 @@ impl Regions {
 pub(super) struct Deferred {
     pub(super) partials: Regions,
     pub(super) sums: Vec<[u32; 4]>,
+    /// A bias gradient's first stage its gradient's producer wrote (the
+    /// GELU backward's column form): that buffer, the partials' offset and
+    /// the columns, for the bias gradient to finish.
+    pub(super) first_stage: Option<(wgpu::Buffer, u32, u32)>,
     pub(super) slices: Regions,
     pub(super) reduces: Vec<SplitReduce>,
 }
