@@ -4,7 +4,8 @@
 # .carry/bins145.tar.xz (P0 with the persistent tiled forms
 # `tiled-ahead3-persist`, `tiled-tall-ahead2-persist`; the training
 # forward's GELU epilogue writing the f16 copy alone; the tensor-core
-# attention writing its outputs' f16 copies). N1's matmul, reuse,
+# attention writing its outputs' f16 copies; the GELU backward's column
+# form with the fc bias gradient's first stage). N1's matmul, reuse,
 # attention and training tests on the card; the matmul rows of P0 and N1;
 # N1's nanoGPT profile on the engine's kernel (driver statistics) and on
 # the two persistent forms; the nanoGPT step on P0, N1 and N1's
