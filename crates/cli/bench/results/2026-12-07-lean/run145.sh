@@ -9,7 +9,8 @@
 # attention and training tests on the card; the matmul rows of P0 and N1;
 # N1's nanoGPT profile on the engine's kernel (driver statistics) and on
 # the two persistent forms; the nanoGPT step on P0, N1 and N1's
-# persistent forms, two rounds. Carry: .gl, .carry.
+# persistent forms, two rounds; PyTorch's nanoGPT training. Carry: .gl,
+# .carry.
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 for b in 144 145; do tar -xJf .carry/bins$b.tar.xz -C .carry || exit 1; done
@@ -37,6 +38,7 @@ for rnd in 1 2; do
     timeout 60 N1/tinygpt bench --shape nanogpt --coop-kernel $k > $R/shape-nanogpt-N1$k-$rnd.json 2> $R/shape-nanogpt-N1$k-$rnd.err; echo "nanogpt N1 $k $rnd rc=$? $(( $(date +%s) - t0 ))s"
   done; save
 done
+timeout 150 python3 pytorch_baseline.py --configs nanogpt --modes fp32,tf32,compile --steps 20 > $R/pytorch_baseline.jsonl 2> $R/pytorch_baseline.err; echo "pytorch rc=$? $(( $(date +%s) - t0 ))s"; save
 python3 - $R <<'PY'
 import json, sys, glob, os
 for f in sorted(glob.glob(sys.argv[1] + "/profile-*.json")):
@@ -50,5 +52,5 @@ for f in sorted(glob.glob(sys.argv[1] + "/profile-*.json")):
         if p["key"].startswith("matmul_coop_") and ("ahead" in p["key"] or "akm" in p["key"]):
             print("  regs", p["key"], int(p["executables"][0]["stats"]["Register Count"]))
 PY
-python3 summary121.py $R | grep -v "^    " | grep "train nanogpt\|matmul .*4096" | grep -v "f16-\|f32 \|simt\|tiled-f32" | cut -c1-150
+python3 summary121.py $R | grep -v "^    " | grep "train nanogpt\|matmul .*4096\|pytorch" | grep -v "f16-\|f32 \|simt\|tiled-f32" | cut -c1-150
 echo "all: $(( $(date +%s) - t0 ))s"
