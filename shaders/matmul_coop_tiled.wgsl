@@ -189,6 +189,28 @@ fn store_column(
     }
 }
 
+// A subgroup's accumulators c_ij (rows 16i, columns 16j of its block) into
+// C: the block at (sr, sc) = at.zw of the tile at (column, row) = at.xy, a
+// column of tiles at a time, its bias tile loaded once.
+fn store_tiles(
+    c00: coop_mat16x16<f32, C>, c01: coop_mat16x16<f32, C>,
+    c02: coop_mat16x16<f32, C>, c03: coop_mat16x16<f32, C>,
+    c10: coop_mat16x16<f32, C>, c11: coop_mat16x16<f32, C>,
+    c12: coop_mat16x16<f32, C>, c13: coop_mat16x16<f32, C>,
+    c20: coop_mat16x16<f32, C>, c21: coop_mat16x16<f32, C>,
+    c22: coop_mat16x16<f32, C>, c23: coop_mat16x16<f32, C>,
+    c30: coop_mat16x16<f32, C>, c31: coop_mat16x16<f32, C>,
+    c32: coop_mat16x16<f32, C>, c33: coop_mat16x16<f32, C>,
+    sg: u32, lane: u32, at: vec4<u32>, slice: u32,
+) {
+    let r0 = at.y * TM + at.z;
+    let c0 = at.x * 128u + at.w;
+    store_column(c00, c10, c20, c30, sg, lane, r0, c0, slice);
+    store_column(c01, c11, c21, c31, sg, lane, r0, c0 + 16u, slice);
+    store_column(c02, c12, c22, c32, sg, lane, r0, c0 + 32u, slice);
+    store_column(c03, c13, c23, c33, sg, lane, r0, c0 + 48u, slice);
+}
+
 // PERSIST: a workgroup sums tiles x, x + G, … (G = num_workgroups.x; the
 // grid's tiles numbered row of tiles by row, x fastest; its K slice z as
 // before) instead of the one at (wg.x, wg.y), their blocks streaming
@@ -389,13 +411,11 @@ fn main(
         // PERSIST: a tile's last block summed, its tiles go out and the
         // accumulators start the next one.
         if (PERSIST && s % nb == nb - 1u) {
-            let id = stream_tile(st, s);
-            let r0 = id.y * TM + sr;
-            let c0 = id.x * 128u + sc;
-            store_column(c00, c10, c20, c30, sg, lane, r0, c0, range.z);
-            store_column(c01, c11, c21, c31, sg, lane, r0, c0 + 16u, range.z);
-            store_column(c02, c12, c22, c32, sg, lane, r0, c0 + 32u, range.z);
-            store_column(c03, c13, c23, c33, sg, lane, r0, c0 + 48u, range.z);
+            let at = vec4<u32>(stream_tile(st, s).xy, sr, sc);
+            store_tiles(
+                c00, c01, c02, c03, c10, c11, c12, c13,
+                c20, c21, c22, c23, c30, c31, c32, c33, sg, lane, at, range.z,
+            );
             c00 = coop_mat16x16<f32, C>();
             c01 = coop_mat16x16<f32, C>();
             c02 = coop_mat16x16<f32, C>();
@@ -417,11 +437,8 @@ fn main(
     if (PERSIST) {
         return;
     }
-    let r0 = wg.y * TM + sr;
-    let c0 = wg.x * 128u + sc;
-    // A column of tiles at a time, its bias tile loaded once.
-    store_column(c00, c10, c20, c30, sg, lane, r0, c0, range.z);
-    store_column(c01, c11, c21, c31, sg, lane, r0, c0 + 16u, range.z);
-    store_column(c02, c12, c22, c32, sg, lane, r0, c0 + 32u, range.z);
-    store_column(c03, c13, c23, c33, sg, lane, r0, c0 + 48u, range.z);
+    store_tiles(
+        c00, c01, c02, c03, c10, c11, c12, c13,
+        c20, c21, c22, c23, c30, c31, c32, c33, sg, lane, vec4<u32>(wg.xy, sr, sc), range.z,
+    );
 }
