@@ -6,12 +6,11 @@
 # forward's GELU epilogue writing the f16 copy alone; the tensor-core
 # attention writing its outputs' f16 copies; the GELU backward's column
 # form with the fc bias gradient's first stage). What matters first
-# comes first (device time is short): the matmul rows of P0 and N1; N1's
-# nanoGPT profile on the engine's kernel (driver statistics); the nanoGPT
-# step on P0, N1 and N1's persistent forms; N1's training, matmul,
-# attention and reuse tests on the card; N1's profile on the two
-# persistent forms; PyTorch's nanoGPT training; the steps again. Carry:
-# .gl, .carry.
+# comes first (438 s of device time were left, starts included): the
+# nanoGPT step on P0, N1 and N1's persistent forms; N1's profile (driver
+# statistics); N1's training and matmul tests on the card; the matmul
+# rows of N1 and P0; N1's attention tests on the card; PyTorch's nanoGPT
+# training. Carry: .gl, .carry.
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 for b in 144 145; do tar -xJf .carry/bins$b.tar.xz -C .carry || exit 1; done
@@ -21,32 +20,23 @@ t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 cd .carry
 for b in P0 N1; do
-  timeout 120 $b/tinygpt bench --shape matmuls > $R/matmuls-$b.json 2> $R/matmuls-$b.err; echo "matmuls $b rc=$? $(( $(date +%s) - t0 ))s"
-done; save
-timeout 100 N1/tinygpt bench --profile --shape nanogpt --pipeline-stats > $R/profile-N1-engine.json 2> $R/profile-N1-engine.err; echo "profile N1 engine rc=$? $(( $(date +%s) - t0 ))s"; save
-for rnd in 1; do
-  timeout 60 P0/tinygpt bench --shape nanogpt > $R/shape-nanogpt-P0-$rnd.json 2> $R/shape-nanogpt-P0-$rnd.err; echo "nanogpt P0 $rnd rc=$? $(( $(date +%s) - t0 ))s"
-  timeout 60 N1/tinygpt bench --shape nanogpt > $R/shape-nanogpt-N1-$rnd.json 2> $R/shape-nanogpt-N1-$rnd.err; echo "nanogpt N1 $rnd rc=$? $(( $(date +%s) - t0 ))s"
-  for k in tiled-ahead3-persist tiled-tall-ahead2-persist; do
-    timeout 60 N1/tinygpt bench --shape nanogpt --coop-kernel $k > $R/shape-nanogpt-N1$k-$rnd.json 2> $R/shape-nanogpt-N1$k-$rnd.err; echo "nanogpt N1 $k $rnd rc=$? $(( $(date +%s) - t0 ))s"
-  done; save
+  timeout 60 $b/tinygpt bench --shape nanogpt > $R/shape-nanogpt-$b-1.json 2> $R/shape-nanogpt-$b-1.err; echo "nanogpt $b rc=$? $(( $(date +%s) - t0 ))s"
 done
-for t in coop_training matmul_coop attention_coop coop_reuse; do
-  timeout 150 N1/tests/$t --test-threads 1 --nocapture > $R/test-$t.txt 2>&1; echo "test $t rc=$? $(( $(date +%s) - t0 ))s"
-  grep -h "FAILED\|panicked\|test result" $R/test-$t.txt | cut -c1-200 | sort | uniq -c
-done
-save
 for k in tiled-ahead3-persist tiled-tall-ahead2-persist; do
-  timeout 100 N1/tinygpt bench --profile --shape nanogpt --coop-kernel $k > $R/profile-N1-$k.json 2> $R/profile-N1-$k.err; echo "profile N1 $k rc=$? $(( $(date +%s) - t0 ))s"
+  timeout 60 N1/tinygpt bench --shape nanogpt --coop-kernel $k > $R/shape-nanogpt-N1$k-1.json 2> $R/shape-nanogpt-N1$k-1.err; echo "nanogpt N1 $k rc=$? $(( $(date +%s) - t0 ))s"
 done; save
-timeout 150 python3 pytorch_baseline.py --configs nanogpt --modes fp32,tf32,compile --steps 20 > $R/pytorch_baseline.jsonl 2> $R/pytorch_baseline.err; echo "pytorch rc=$? $(( $(date +%s) - t0 ))s"; save
-for rnd in 2; do
-  timeout 60 P0/tinygpt bench --shape nanogpt > $R/shape-nanogpt-P0-$rnd.json 2> $R/shape-nanogpt-P0-$rnd.err; echo "nanogpt P0 $rnd rc=$? $(( $(date +%s) - t0 ))s"
-  timeout 60 N1/tinygpt bench --shape nanogpt > $R/shape-nanogpt-N1-$rnd.json 2> $R/shape-nanogpt-N1-$rnd.err; echo "nanogpt N1 $rnd rc=$? $(( $(date +%s) - t0 ))s"
-  for k in tiled-ahead3-persist tiled-tall-ahead2-persist; do
-    timeout 60 N1/tinygpt bench --shape nanogpt --coop-kernel $k > $R/shape-nanogpt-N1$k-$rnd.json 2> $R/shape-nanogpt-N1$k-$rnd.err; echo "nanogpt N1 $k $rnd rc=$? $(( $(date +%s) - t0 ))s"
-  done; save
+python3 summary121.py $R | grep "^train nanogpt" | grep -v "f16-\|f32" | cut -c1-120
+timeout 100 N1/tinygpt bench --profile --shape nanogpt --pipeline-stats > $R/profile-N1-engine.json 2> $R/profile-N1-engine.err; echo "profile N1 engine rc=$? $(( $(date +%s) - t0 ))s"; save
+for t in coop_training matmul_coop; do
+  timeout 150 N1/tests/$t --test-threads 1 --nocapture > $R/test-$t.txt 2>&1; echo "test $t rc=$? $(( $(date +%s) - t0 ))s"
+  grep -h "FAILED\|panicked\|test result" $R/test-$t.txt | cut -c1-200 | sort | uniq -c; save
 done
+for b in N1 P0; do
+  timeout 60 $b/tinygpt bench --shape matmuls > $R/matmuls-$b.json 2> $R/matmuls-$b.err; echo "matmuls $b rc=$? $(( $(date +%s) - t0 ))s"; save
+done
+timeout 60 N1/tests/attention_coop --test-threads 1 --nocapture > $R/test-attention_coop.txt 2>&1; echo "test attention_coop rc=$? $(( $(date +%s) - t0 ))s"
+grep -h "FAILED\|panicked\|test result" $R/test-attention_coop.txt | cut -c1-200 | sort | uniq -c; save
+timeout 150 python3 pytorch_baseline.py --configs nanogpt --modes fp32,tf32,compile --steps 20 > $R/pytorch_baseline.jsonl 2> $R/pytorch_baseline.err; echo "pytorch rc=$? $(( $(date +%s) - t0 ))s"; save
 python3 - $R <<'PY'
 import json, sys, glob, os
 for f in sorted(glob.glob(sys.argv[1] + "/profile-*.json")):
