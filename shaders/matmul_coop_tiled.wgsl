@@ -130,6 +130,30 @@ fn put_block(c: Copy, off: u32, w: Block) {
     }
 }
 
+// The blocks loaded ahead move up one (w1 into w, w2 into w1) and the
+// block at K `kf`, if before `end`, is loaded into the last of them.
+fn advance(
+    c: Copy, kf: u32, end: u32,
+    w: ptr<function, Block>, w1: ptr<function, Block>, w2: ptr<function, Block>,
+) {
+    if (AHEAD == 1u) {
+        if (kf < end) {
+            *w = fetch_block(c, kf);
+        }
+    } else if (AHEAD == 2u) {
+        *w = *w1;
+        if (kf < end) {
+            *w1 = fetch_block(c, kf);
+        }
+    } else {
+        *w = *w1;
+        *w1 = *w2;
+        if (kf < end) {
+            *w2 = fetch_block(c, kf);
+        }
+    }
+}
+
 // This invocation's copies: rows t/4 (+ WG/4 a pass) of op(A)'s tile, 8
 // halves from K (t % 4) · 8; K rows t/16 (+ WG/16 a pass) of op(B)'s, 8
 // halves from column (t % 16) · 8 (A_KM: op(A)ᵀ's rows copied as op(B)'s;
@@ -189,89 +213,6 @@ fn store_column(
     }
 }
 
-// A subgroup's accumulators c_ij (rows 16i, columns 16j of its block) into
-// C: the block at (sr, sc) = at.zw of the tile at (column, row) = at.xy, a
-// column of tiles at a time, its bias tile loaded once.
-fn store_tiles(
-    c00: coop_mat16x16<f32, C>, c01: coop_mat16x16<f32, C>,
-    c02: coop_mat16x16<f32, C>, c03: coop_mat16x16<f32, C>,
-    c10: coop_mat16x16<f32, C>, c11: coop_mat16x16<f32, C>,
-    c12: coop_mat16x16<f32, C>, c13: coop_mat16x16<f32, C>,
-    c20: coop_mat16x16<f32, C>, c21: coop_mat16x16<f32, C>,
-    c22: coop_mat16x16<f32, C>, c23: coop_mat16x16<f32, C>,
-    c30: coop_mat16x16<f32, C>, c31: coop_mat16x16<f32, C>,
-    c32: coop_mat16x16<f32, C>, c33: coop_mat16x16<f32, C>,
-    sg: u32, lane: u32, at: vec4<u32>, slice: u32,
-) {
-    let r0 = at.y * TM + at.z;
-    let c0 = at.x * 128u + at.w;
-    store_column(c00, c10, c20, c30, sg, lane, r0, c0, slice);
-    store_column(c01, c11, c21, c31, sg, lane, r0, c0 + 16u, slice);
-    store_column(c02, c12, c22, c32, sg, lane, r0, c0 + 32u, slice);
-    store_column(c03, c13, c23, c33, sg, lane, r0, c0 + 48u, slice);
-}
-
-// PERSIST: a workgroup sums tiles x, x + G, … (G = num_workgroups.x; the
-// grid's tiles numbered row of tiles by row, x fastest; its K slice z as
-// before) instead of the one at (wg.x, wg.y), their blocks streaming
-// through the same registers loaded AHEAD: the next tile's first blocks
-// load while this one's are multiplied and stored.
-override PERSIST: bool = false;
-
-// Tile i's (column, row) of tiles in a grid `cols` tiles wide, as a
-// workgroup id (copy_plan's).
-fn tile_id(i: u32, cols: u32) -> vec3<u32> {
-    return vec3<u32>(i % cols, i / cols, 0u);
-}
-
-// Where the workgroup's blocks come from: its own tile, or (PERSIST) the
-// tiles it takes in turn, `nb` blocks each.
-struct Stream {
-    wg: vec3<u32>, g: u32, cols: u32, nb: u32, k0: u32, lda: u32, ldb: u32, t: u32,
-}
-
-// The tile of the stream's step s (a workgroup id).
-fn stream_tile(st: Stream, s: u32) -> vec3<u32> {
-    if (PERSIST) {
-        return tile_id(st.wg.x + (s / st.nb) * st.g, st.cols);
-    }
-    return st.wg;
-}
-
-// The block of the stream's step s, loaded (`cp`: the workgroup's own
-// tile's copy plan, which serves every step unless PERSIST).
-fn fetch_step(st: Stream, cp: Copy, s: u32) -> Block {
-    if (PERSIST) {
-        let plan = copy_plan(st.t, stream_tile(st, s), st.lda, st.ldb);
-        return fetch_block(plan, st.k0 + (s % st.nb) * PAD_K);
-    }
-    return fetch_block(cp, st.k0 + s * PAD_K);
-}
-
-// advance() by steps: the block of step `sf`, if before `end`, loaded
-// into the last of the registers ahead.
-fn advance_step(
-    st: Stream, cp: Copy, sf: u32, end: u32,
-    w: ptr<function, Block>, w1: ptr<function, Block>, w2: ptr<function, Block>,
-) {
-    if (AHEAD == 1u) {
-        if (sf < end) {
-            *w = fetch_step(st, cp, sf);
-        }
-    } else if (AHEAD == 2u) {
-        *w = *w1;
-        if (sf < end) {
-            *w1 = fetch_step(st, cp, sf);
-        }
-    } else {
-        *w = *w1;
-        *w1 = *w2;
-        if (sf < end) {
-            *w2 = fetch_step(st, cp, sf);
-        }
-    }
-}
-
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -281,21 +222,8 @@ fn main(
     @builtin(local_invocation_index) t: u32,
 ) {
     let lda = padded(p.k, PAD_K);
-    let ldb = padded(p.n, PAD_N);
     let range = k_range(lda, wg.z, nwg.z);
-    // The steps: one a block of K of each tile the workgroup sums (an
-    // empty K slice has none, and stores its zeros after the loop).
-    let nb = select(0u, (range.y - range.x) / PAD_K, range.y > range.x);
-    let cols = ldb / 128u;
-    let ntiles = cols * ((padded(p.m, PAD_M) + TM - 1u) / TM);
-    var count = 1u;
-    if (PERSIST) {
-        count = select(0u, (ntiles - wg.x + nwg.x - 1u) / nwg.x, wg.x < ntiles);
-    }
-    let steps = count * nb;
-    let st = Stream(wg, nwg.x, cols, max(nb, 1u), range.x, lda, ldb, t);
-    // Where this invocation puts its copies: the same in every tile.
-    let cp = copy_plan(t, wg, lda, ldb);
+    let cp = copy_plan(t, wg, lda, padded(p.n, PAD_N));
     // This subgroup's block of the tile: SUB_M rows × 64.
     let sr = (sg / 2u) * SUB_M;
     let sc = (sg % 2u) * 64u;
@@ -319,14 +247,14 @@ fn main(
     var w = Block();
     var w1 = Block();
     var w2 = Block();
-    if (0u < steps) {
-        w = fetch_step(st, cp, 0u);
+    if (range.x < range.y) {
+        w = fetch_block(cp, range.x);
     }
-    if (AHEAD >= 2u && 1u < steps) {
-        w1 = fetch_step(st, cp, 1u);
+    if (AHEAD >= 2u && range.x + PAD_K < range.y) {
+        w1 = fetch_block(cp, range.x + PAD_K);
     }
-    if (AHEAD >= 3u && 2u < steps) {
-        w2 = fetch_step(st, cp, 2u);
+    if (AHEAD >= 3u && range.x + 2u * PAD_K < range.y) {
+        w2 = fetch_block(cp, range.x + 2u * PAD_K);
     }
     // The tiles being read (an offset in halves); under DBUF the next
     // block goes into the other ones while these are read.
@@ -334,20 +262,20 @@ fn main(
     if (DBUF) {
         put_block(cp, 0u, w);
         if (AHEAD == 1u) {
-            advance_step(st, cp, 1u, steps, &w, &w1, &w2);
+            advance(cp, range.x + PAD_K, range.y, &w, &w1, &w2);
         }
         workgroupBarrier();
     }
-    for (var s = 0u; s < steps; s++) {
+    for (var k0 = range.x; k0 < range.y; k0 += PAD_K) {
         if (!DBUF) {
             workgroupBarrier();
             put_block(cp, 0u, w);
             workgroupBarrier();
         }
-        // The next block moves up; the one AHEAD steps on is loaded (at
+        // The next block moves up; the one AHEAD blocks on is loaded (at
         // DBUF and AHEAD 1: after the next block's copy, below).
         if (!DBUF || AHEAD > 1u) {
-            advance_step(st, cp, s + AHEAD, steps, &w, &w1, &w2);
+            advance(cp, k0 + AHEAD * PAD_K, range.y, &w, &w1, &w2);
         }
         for (var kk = 0u; kk < PAD_K; kk += 16u) {
             // Fragment offsets in halves, then in the tiles' elements.
@@ -404,41 +332,16 @@ fn main(
             cur = TILES - cur;
             put_block(cp, cur, w);
             if (AHEAD == 1u) {
-                advance_step(st, cp, s + 2u, steps, &w, &w1, &w2);
+                advance(cp, k0 + 2u * PAD_K, range.y, &w, &w1, &w2);
             }
             workgroupBarrier();
         }
-        // PERSIST: a tile's last block summed, its tiles go out and the
-        // accumulators start the next one.
-        if (PERSIST && s % nb == nb - 1u) {
-            let at = vec4<u32>(stream_tile(st, s).xy, sr, sc);
-            store_tiles(
-                c00, c01, c02, c03, c10, c11, c12, c13,
-                c20, c21, c22, c23, c30, c31, c32, c33, sg, lane, at, range.z,
-            );
-            c00 = coop_mat16x16<f32, C>();
-            c01 = coop_mat16x16<f32, C>();
-            c02 = coop_mat16x16<f32, C>();
-            c03 = coop_mat16x16<f32, C>();
-            c10 = coop_mat16x16<f32, C>();
-            c11 = coop_mat16x16<f32, C>();
-            c12 = coop_mat16x16<f32, C>();
-            c13 = coop_mat16x16<f32, C>();
-            c20 = coop_mat16x16<f32, C>();
-            c21 = coop_mat16x16<f32, C>();
-            c22 = coop_mat16x16<f32, C>();
-            c23 = coop_mat16x16<f32, C>();
-            c30 = coop_mat16x16<f32, C>();
-            c31 = coop_mat16x16<f32, C>();
-            c32 = coop_mat16x16<f32, C>();
-            c33 = coop_mat16x16<f32, C>();
-        }
     }
-    if (PERSIST) {
-        return;
-    }
-    store_tiles(
-        c00, c01, c02, c03, c10, c11, c12, c13,
-        c20, c21, c22, c23, c30, c31, c32, c33, sg, lane, vec4<u32>(wg.xy, sr, sc), range.z,
-    );
+    let r0 = wg.y * TM + sr;
+    let c0 = wg.x * 128u + sc;
+    // A column of tiles at a time, its bias tile loaded once.
+    store_column(c00, c10, c20, c30, sg, lane, r0, c0, range.z);
+    store_column(c01, c11, c21, c31, sg, lane, r0, c0 + 16u, range.z);
+    store_column(c02, c12, c22, c32, sg, lane, r0, c0 + 32u, range.z);
+    store_column(c03, c13, c23, c33, sg, lane, r0, c0 + 48u, range.z);
 }

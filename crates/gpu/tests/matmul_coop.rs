@@ -19,7 +19,7 @@ use tinygpt_gpu::gpu_or_skip;
 use tinygpt_gpu::kernel::{submit, BoundKernel};
 use tinygpt_gpu::ops::matmul::coop::{
     bind_matmul_coop, bind_matmul_coop_split_k, bind_matmul_coop_variant, coop_unavailable,
-    set_persist_workgroups, CoopKernel, CoopOptions, Epilogue, TiledForm, PERSIST_WORKGROUPS,
+    CoopKernel, CoopOptions, Epilogue, TiledForm,
 };
 use tinygpt_gpu::ops::matmul::coop_stage::StagedRows;
 use tinygpt_gpu::ops::matmul::{coop_split_k, matmul_reference, MatmulDesc};
@@ -211,21 +211,14 @@ fn every_form_of_the_tiled_kernel_gives_the_base_forms_bits() {
     // accumulators, scaled, biased and accumulated as cooperative
     // matrices; at 5 through the scratch, element by element, in the same
     // order: the base form's bits either way.
-    // The persistent forms at their workgroups and at two (each then
-    // streams several of these small products' tiles).
     let base = CoopKernel::Tiled(TiledForm::Base);
-    let persists = [TiledForm::BaseAhead3Persist, TiledForm::TallAhead2Persist];
     for split in [false, true] {
         for (desc, seed) in every_layout(&SHAPES, 0) {
             let (want, _, _) = run(gpu, (desc, base), (seed, 5), split);
-            let few = persists.map(|f| (f, 2));
-            let forms = TiledForm::ALL.map(|f| (f, PERSIST_WORKGROUPS));
-            for (form, wgs) in forms.into_iter().chain(few) {
-                set_persist_workgroups(wgs);
+            for form in TiledForm::ALL {
                 let (got, _, _) = run(gpu, (desc, CoopKernel::Tiled(form)), (seed, 4), split);
                 let n = differing(&got, &want);
-                let what =
-                    format!("{form:?} ({wgs} workgroups at most) {desc:?} split {split} offset 4");
+                let what = format!("{form:?} {desc:?} split {split} offset 4");
                 assert_eq!(
                     n, 0,
                     "{what}: {n} outputs differ from the base form's at offset 5"
@@ -233,7 +226,6 @@ fn every_form_of_the_tiled_kernel_gives_the_base_forms_bits() {
             }
         }
     }
-    set_persist_workgroups(PERSIST_WORKGROUPS);
 }
 
 fn differing(got: &[f32], want: &[f32]) -> usize {

@@ -11,8 +11,7 @@
 //! message that says why.
 
 pub use super::coop_kernel::{
-    carries, engine_kernel, set_engine_kernel, set_persist_workgroups, CoopKernel, Epilogue,
-    TiledForm, COOP_KERNEL, PERSIST_WORKGROUPS,
+    carries, engine_kernel, set_engine_kernel, CoopKernel, Epilogue, TiledForm, COOP_KERNEL,
 };
 use super::coop_stage::{bind_operands, check_scale, pads, Reuse, StagedRows, PAD_K, SCALED};
 use super::desc::{check_operands, MatmulDesc};
@@ -225,8 +224,8 @@ fn bind_staged(
         (8, aux),
         (9, aux16),
     ];
-    let what = (opts.fault, opts.epilogue, ops.layout);
-    let (kernel, groups) = opts.kernel.source(what, (np, mp, slices));
+    let (kernel, rows) = opts.kernel.source(opts.fault, opts.epilogue, ops.layout);
+    let groups = [np / 128, mp.div_ceil(rows), slices];
     let mut kernels = ops.kernels;
     kernels.push(bind_kernel(
         ctx, registry, kernel, &uniform, &buffers, groups,

@@ -9,7 +9,7 @@ use super::kernels::{
 };
 use crate::ops::View;
 use crate::registry::KernelSource;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The cooperative-matrix kernels; each sums its blocks of C in 16×16×16
 /// f16 → f32 products.
@@ -54,34 +54,10 @@ pub enum TiledForm {
     Tall,
     /// `Tall` loading two blocks ahead.
     TallAhead2,
-    /// `BaseAhead3` persistent (`PERSIST`): [`PERSIST_WORKGROUPS`] at
-    /// most, each summing every that-many-th tile, the next tile's first
-    /// blocks loaded while this one's are multiplied and stored (run 144:
-    /// a K = 384 tile of the nanoGPT step took about 9 µs beyond its
-    /// blocks' time).
-    BaseAhead3Persist,
-    /// `TallAhead2` persistent.
-    TallAhead2Persist,
-}
-
-/// The persistent forms' workgroups at most: one an SM of the H100 and
-/// H200 (132), whose single workgroup the base and tall forms' registers
-/// (176, 243) allow. Elsewhere a multiple of the SM count quantizes
-/// better; the speed gate and `tinygpt bench` say which form is faster.
-pub const PERSIST_WORKGROUPS: u32 = 132;
-
-/// The persistent forms' workgroups from now on: [`PERSIST_WORKGROUPS`]
-/// unless [`set_persist_workgroups`] set another count.
-static PERSIST_NOW: AtomicU32 = AtomicU32::new(PERSIST_WORKGROUPS);
-
-/// Makes the persistent forms bind at most `n` (≥ 1) workgroups: the
-/// tests' few, so that small products stream several tiles a workgroup.
-pub fn set_persist_workgroups(n: u32) {
-    PERSIST_NOW.store(n.max(1), Ordering::Relaxed);
 }
 
 impl TiledForm {
-    pub const ALL: [TiledForm; 10] = [
+    pub const ALL: [TiledForm; 8] = [
         TiledForm::Base,
         TiledForm::TwoBuffers,
         TiledForm::Wide,
@@ -90,8 +66,6 @@ impl TiledForm {
         TiledForm::WideTwoBuffersAhead2,
         TiledForm::Tall,
         TiledForm::TallAhead2,
-        TiledForm::BaseAhead3Persist,
-        TiledForm::TallAhead2Persist,
     ];
 
     /// Its index in the kernel tables.
@@ -103,28 +77,18 @@ impl TiledForm {
     /// index in those tables.
     fn reuse_index(self) -> usize {
         match self {
-            TiledForm::BaseAhead3
-            | TiledForm::Tall
-            | TiledForm::TallAhead2
-            | TiledForm::BaseAhead3Persist
-            | TiledForm::TallAhead2Persist => TiledForm::Base.index(),
+            TiledForm::BaseAhead3 | TiledForm::Tall | TiledForm::TallAhead2 => {
+                TiledForm::Base.index()
+            }
             TiledForm::WideTwoBuffersAhead2 => TiledForm::WideTwoBuffers.index(),
             other => other.index(),
         }
-    }
-
-    /// Whether its own pipelines are persistent.
-    fn persists(self) -> bool {
-        matches!(
-            self,
-            TiledForm::BaseAhead3Persist | TiledForm::TallAhead2Persist
-        )
     }
 }
 
 impl CoopKernel {
     /// Every kernel (the golden tests run each; `tinygpt bench` times each).
-    pub const ALL: [CoopKernel; 11] = [
+    pub const ALL: [CoopKernel; 9] = [
         CoopKernel::Direct,
         CoopKernel::Tiled(TiledForm::Base),
         CoopKernel::Tiled(TiledForm::TwoBuffers),
@@ -134,8 +98,6 @@ impl CoopKernel {
         CoopKernel::Tiled(TiledForm::WideTwoBuffersAhead2),
         CoopKernel::Tiled(TiledForm::Tall),
         CoopKernel::Tiled(TiledForm::TallAhead2),
-        CoopKernel::Tiled(TiledForm::BaseAhead3Persist),
-        CoopKernel::Tiled(TiledForm::TallAhead2Persist),
     ];
 
     pub fn name(self) -> &'static str {
@@ -149,8 +111,6 @@ impl CoopKernel {
             CoopKernel::Tiled(TiledForm::WideTwoBuffersAhead2) => "tiled-wide-2buf-ahead2",
             CoopKernel::Tiled(TiledForm::Tall) => "tiled-tall",
             CoopKernel::Tiled(TiledForm::TallAhead2) => "tiled-tall-ahead2",
-            CoopKernel::Tiled(TiledForm::BaseAhead3Persist) => "tiled-ahead3-persist",
-            CoopKernel::Tiled(TiledForm::TallAhead2Persist) => "tiled-tall-ahead2-persist",
         }
     }
 
@@ -162,30 +122,21 @@ impl CoopKernel {
     /// The kernel of `fault` with `epilogue`'s pipeline constant — the real
     /// one, or (fault injection, plain epilogue) the one that drops its last
     /// K block, the only fault these kernels [`carry`](carries) — and its
-    /// grid for `tiles` (columns, rows of tiles of 128 rows) and `slices`.
+    /// rows of C per workgroup.
     pub(super) fn source(
         self,
-        (fault, epilogue, layout): (Option<Fault>, Epilogue<'_>, StagedLayout),
-        (np, mp, slices): (u32, u32, u32),
-    ) -> (&'static KernelSource, [u32; 3]) {
+        fault: Option<Fault>,
+        epilogue: Epilogue<'_>,
+        layout: StagedLayout,
+    ) -> (&'static KernelSource, u32) {
         // The reuse pipelines and the dropped tail are 128-row forms.
         let own = layout == StagedLayout::Staged && !fault.is_some_and(carries);
         let rows = match self {
             CoopKernel::Direct => 64,
-            CoopKernel::Tiled(
-                TiledForm::Tall | TiledForm::TallAhead2 | TiledForm::TallAhead2Persist,
-            ) if own => 256,
+            CoopKernel::Tiled(TiledForm::Tall | TiledForm::TallAhead2) if own => 256,
             CoopKernel::Tiled(_) => 128,
         };
-        let (cols, rows) = (np / 128, mp.div_ceil(rows));
-        let groups = match self {
-            CoopKernel::Tiled(form) if own && form.persists() => {
-                let most = PERSIST_NOW.load(Ordering::Relaxed);
-                [(cols * rows).min(most), 1, slices]
-            }
-            _ => [cols, rows, slices],
-        };
-        (self.pipeline(fault, epilogue, layout), groups)
+        (self.pipeline(fault, epilogue, layout), rows)
     }
 
     fn pipeline(

@@ -175,7 +175,7 @@ pub const MATMUL_COOP: [KernelSource; 2] = [
 ];
 
 /// The tiled kernel per [`TiledForm`](super::coop::TiledForm) (its index:
-/// the pipeline constants `DBUF`, `WG`, `AHEAD`, `TM` and `PERSIST` of
+/// the pipeline constants `DBUF`, `WG`, `AHEAD` and `TM` of
 /// matmul_coop_tiled.wgsl) and per epilogue (`EPILOGUE`: plain, or with
 /// the GELU written beside C). Every plain pipeline but `tiled-ahead3`'s
 /// stores the tiles inside C straight from their accumulators
@@ -183,7 +183,7 @@ pub const MATMUL_COOP: [KernelSource; 2] = [
 /// faster there, slower on `tiled-ahead3`, whose three blocks ahead fill
 /// its registers, and on the `A_KM` pipelines below, which keep the
 /// scratch too).
-pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 10] = [
+pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 8] = [
     [
         KernelSource {
             key: "matmul_coop_128x128_k32",
@@ -287,40 +287,6 @@ pub const MATMUL_COOP_TILED: [[KernelSource; 2]; 10] = [
         KernelSource {
             key: "matmul_coop_256x128_k32_gelu_ahead2",
             constants: &[("EPILOGUE", 1.0), ("TM", 256.0), ("AHEAD", 2.0)],
-            ..COOP_TILED
-        },
-    ],
-    [
-        KernelSource {
-            key: "matmul_coop_128x128_k32_ahead3_persist",
-            constants: &[("AHEAD", 3.0), ("PERSIST", 1.0)],
-            ..COOP_TILED
-        },
-        KernelSource {
-            key: "matmul_coop_128x128_k32_gelu_ahead3_persist",
-            constants: &[("EPILOGUE", 1.0), ("AHEAD", 3.0), ("PERSIST", 1.0)],
-            ..COOP_TILED
-        },
-    ],
-    [
-        KernelSource {
-            key: "matmul_coop_256x128_k32_ahead2_persist",
-            constants: &[
-                ("DIRECT", 1.0),
-                ("TM", 256.0),
-                ("AHEAD", 2.0),
-                ("PERSIST", 1.0),
-            ],
-            ..COOP_TILED
-        },
-        KernelSource {
-            key: "matmul_coop_256x128_k32_gelu_ahead2_persist",
-            constants: &[
-                ("EPILOGUE", 1.0),
-                ("TM", 256.0),
-                ("AHEAD", 2.0),
-                ("PERSIST", 1.0),
-            ],
             ..COOP_TILED
         },
     ],
