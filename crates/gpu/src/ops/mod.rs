@@ -55,8 +55,6 @@ pub fn all_kernels() -> Vec<&'static KernelSource> {
         &layernorm::LAYERNORM_RESIDUAL_COPY16[1],
         &layernorm::LAYERNORM_BACKWARD_DX_COPY16[0],
         &layernorm::LAYERNORM_BACKWARD_DX_COPY16[1],
-        &layernorm::LAYERNORM_BACKWARD_FUSED[0],
-        &layernorm::LAYERNORM_BACKWARD_FUSED[1],
         &attention::ATTENTION_FWD,
         &attention::ATTENTION_FWD_SERIAL,
         &attention::ATTENTION_BWD_DQ,

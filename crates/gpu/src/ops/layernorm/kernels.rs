@@ -39,17 +39,10 @@ const LAYERNORM_COPY16_WGSL: &str =
     concat!(layernorm!("copy16.wgsl"), shader!("copy16_write.wgsl"));
 const RESIDUAL_WGSL: &str = concat!(residual!(), shader!("copy16_none.wgsl"));
 const RESIDUAL_COPY16_WGSL: &str = concat!(residual!("copy16.wgsl"), shader!("copy16_write.wgsl"));
-/// The backward's entry points: dx, the dw/db partials, and both in one
-/// dispatch (layernorm_backward_fused.wgsl).
-const BACKWARD_WGSL: &str = shader!(
-    "layernorm_backward.wgsl",
-    "layernorm_backward_fused.wgsl",
-    "copy16_none.wgsl"
-);
+const BACKWARD_WGSL: &str = shader!("layernorm_backward.wgsl", "copy16_none.wgsl");
 const BACKWARD_COPY16_WGSL: &str = shader!(
     "copy16.wgsl",
     "layernorm_backward.wgsl",
-    "layernorm_backward_fused.wgsl",
     "copy16_write.wgsl"
 );
 
@@ -96,24 +89,6 @@ pub const LAYERNORM_BACKWARD_DX_SERIAL: KernelSource = KernelSource {
     entry: "dx_serial",
     constants: &[],
 };
-
-/// dx and the dw/db partials in one dispatch, a workgroup of 1,024 a
-/// row chunk (`[plain, with dx's f16 copy]`): the bits of
-/// [`LAYERNORM_BACKWARD_DX`] and [`LAYERNORM_BACKWARD_DWDB`].
-pub const LAYERNORM_BACKWARD_FUSED: [KernelSource; 2] = [
-    KernelSource {
-        key: "layernorm_backward_dx_dwdb",
-        wgsl: BACKWARD_WGSL,
-        entry: "dx_dwdb_rows",
-        constants: &[],
-    },
-    KernelSource {
-        key: "layernorm_backward_dx_dwdb_copy16",
-        wgsl: BACKWARD_COPY16_WGSL,
-        entry: "dx_dwdb_rows",
-        constants: &[],
-    },
-];
 
 pub const LAYERNORM_BACKWARD_DWDB: KernelSource = KernelSource {
     key: "layernorm_backward_dwdb_partials",

@@ -242,49 +242,17 @@ pub struct LayerNormGrads<'a> {
 /// overwritten as `desc.accumulate` says. Three kinds of dispatch: `dx` per
 /// row, then `dw`/`db` per column in two deterministic stages (partials of
 /// [`rows_per_chunk`] rows in a scratch buffer the op owns, then their sums,
-/// dw's and db's in one dispatch) — the first two as one dispatch where
-/// [`fused_backward_runs`] (a workgroup a row chunk: dout and x read once,
-/// the same bits).
+/// dw's and db's in one dispatch).
 pub fn bind_layernorm_backward(
     ctx: &GpuContext,
     registry: &mut PipelineRegistry,
     desc: LayerNormDesc,
     g: LayerNormGrads<'_>,
 ) -> Result<BoundOp, GpuError> {
-    let fused = fused_backward_runs(ctx, desc);
-    bind_layernorm_backward_as(ctx, registry, desc, g, fused)
-}
-
-/// Whether the backward's dx and dw/db partials run as one dispatch
-/// (layernorm_backward_fused.wgsl, the two dispatches' bits): the `Gpu`
-/// layout, C ≤ 512 (four columns an invocation) and a device running
-/// 1,024 invocations a workgroup with its 8,704 bytes of workgroup memory.
-pub fn fused_backward_runs(ctx: &GpuContext, desc: LayerNormDesc) -> bool {
-    desc.layout == Layout::Gpu
-        && desc.c <= FUSED_MAX_C
-        && ctx.limits.max_compute_invocations_per_workgroup >= FUSED_INVOCATIONS
-        && ctx.limits.max_compute_workgroup_storage_size >= FUSED_BYTES
-}
-
-/// layernorm_backward_fused.wgsl's widest row (128 · `FUSED_COLS`), its
-/// workgroup's invocations and workgroup memory (its `fred`).
-const FUSED_MAX_C: u32 = 512;
-pub const FUSED_INVOCATIONS: u32 = 1024;
-pub const FUSED_BYTES: u32 = 1088 * 8;
-
-/// [`bind_layernorm_backward`] as one dispatch for dx and the partials
-/// (`fused`, where [`fused_backward_runs`]) or two: the same bits either
-/// way (tests/layernorm.rs).
-pub fn bind_layernorm_backward_as(
-    ctx: &GpuContext,
-    registry: &mut PipelineRegistry,
-    desc: LayerNormDesc,
-    g: LayerNormGrads<'_>,
-    fused: bool,
-) -> Result<BoundOp, GpuError> {
     let floats = layernorm_backward_partials(desc) as usize;
     let partials = ctx.zeros("layernorm_dwdb_partials", floats)?;
-    let (mut op, sums) = bind_deferred(ctx, registry, desc, g, (&partials).into(), fused)?;
+    let (mut op, sums) =
+        bind_layernorm_backward_deferred(ctx, registry, desc, g, (&partials).into())?;
     let n_chunks = chunks(desc.n).max(1);
     let k = bind_column_sums(ctx, registry, desc.layout, n_chunks, n_chunks, &sums)?;
     op.kernels.push(k);
@@ -309,19 +277,6 @@ pub fn bind_layernorm_backward_deferred<'a>(
     desc: LayerNormDesc,
     g: LayerNormGrads<'a>,
     partials: View<'a>,
-) -> Result<(BoundOp, [ColumnSum<'a>; 2]), GpuError> {
-    let fused = fused_backward_runs(ctx, desc);
-    bind_deferred(ctx, registry, desc, g, partials, fused)
-}
-
-/// [`bind_layernorm_backward_deferred`], `fused` or not.
-fn bind_deferred<'a>(
-    ctx: &GpuContext,
-    registry: &mut PipelineRegistry,
-    desc: LayerNormDesc,
-    g: LayerNormGrads<'a>,
-    partials: View<'a>,
-    fused: bool,
 ) -> Result<(BoundOp, [ColumnSum<'a>; 2]), GpuError> {
     let op = "layernorm_backward";
     g.check(desc.check(op)?)?;
@@ -351,39 +306,20 @@ fn bind_deferred<'a>(
         (3, g.mean.buffer),
         (4, g.rstd.buffer),
     ];
+    let copied = copy.map(|_| &LAYERNORM_BACKWARD_DX_COPY16);
+    let plain = [&LAYERNORM_BACKWARD_DX, &LAYERNORM_BACKWARD_DX_SERIAL];
+    let (src, groups) = desc.rows_of(ctx, plain, copied);
     let mut dx_buffers = vec![b1, b2, b3, b4, (5, g.w.buffer), (6, g.dx.buffer)];
     dx_buffers.extend(copy.map(|(buffer, _)| (15, buffer)));
-    let kernels = if fused {
-        if !fused_backward_runs(ctx, desc) {
-            let msg = format!("{desc:?}: this device or shape has no fused backward");
-            return Err(shape_error(op, msg));
-        }
-        dx_buffers.push((7, partials.buffer));
-        let src = &LAYERNORM_BACKWARD_FUSED[copy.is_some() as usize];
-        let groups = [n_chunks, 1, 1];
-        vec![bind_kernel(
-            ctx,
-            registry,
-            src,
-            &params,
-            &dx_buffers,
-            groups,
-        )]
-    } else {
-        let copied = copy.map(|_| &LAYERNORM_BACKWARD_DX_COPY16);
-        let plain = [&LAYERNORM_BACKWARD_DX, &LAYERNORM_BACKWARD_DX_SERIAL];
-        let (src, groups) = desc.rows_of(ctx, plain, copied);
-        let dx = bind_kernel(ctx, registry, src, &params, &dx_buffers, groups);
-        // dw's partials (chunks, C), then db's.
-        let (src, columns) = match desc.layout {
-            Layout::Gpu => (&LAYERNORM_BACKWARD_DWDB, 32),
-            Layout::Cpu => (&LAYERNORM_BACKWARD_DWDB_SERIAL, 64),
-        };
-        let stage1_buffers = [b1, b2, b3, b4, (7, partials.buffer)];
-        let stage1_groups = [desc.c.div_ceil(columns), n_chunks, 1];
-        let stage1 = bind_kernel(ctx, registry, src, &params, &stage1_buffers, stage1_groups);
-        vec![dx, stage1]
+    let dx = bind_kernel(ctx, registry, src, &params, &dx_buffers, groups);
+    // dw's partials (chunks, C), then db's.
+    let (src, columns) = match desc.layout {
+        Layout::Gpu => (&LAYERNORM_BACKWARD_DWDB, 32),
+        Layout::Cpu => (&LAYERNORM_BACKWARD_DWDB_SERIAL, 64),
     };
+    let stage1_buffers = [b1, b2, b3, b4, (7, partials.buffer)];
+    let stage1_groups = [desc.c.div_ceil(columns), n_chunks, 1];
+    let stage1 = bind_kernel(ctx, registry, src, &params, &stage1_buffers, stage1_groups);
     let sum = |src: View<'a>, dst| ColumnSum {
         src,
         dst,
@@ -393,7 +329,7 @@ fn bind_deferred<'a>(
     let db_partials = View::at(partials.buffer, partials.offset + n_chunks * desc.c);
     let sums = [sum(partials, g.dw), sum(db_partials, g.db)];
     let op = BoundOp {
-        kernels,
+        kernels: vec![dx, stage1],
         scratch: Vec::new(),
     };
     Ok((op, sums))
