@@ -103,6 +103,17 @@ fn golden(d: AttentionDesc, qkv: &[f32], dout: &[f32], drop: Option<Dropout>) ->
     [out, lse, dqkv]
 }
 
+/// Whether the kernels for `d` also write their outputs' f16 copies (the
+/// COPY pipeline constant) here: at head sizes 16 and 48. At 32 and 64
+/// they run without, the pipelines the gate (HS 64) and a model without
+/// the tensor-core matmul (HS 32, below) bind: each pipeline costs CI's
+/// lavapipe tens of seconds to compile (LLVM scalarizes every lane's
+/// workgroup-memory access), and the copy's columns do not depend on the
+/// head size beyond the fragments it spans (one and three here).
+fn writes_copies(d: &AttentionDesc) -> bool {
+    matches!(d.c / d.nh, 16 | 48)
+}
+
 /// The kernels' `(out, lse, dqkv)`, dK/dV with its dS tile or without
 /// (`ds_tile`); `dqkv` starts as junk so that any element the backward
 /// fails to write shows.
@@ -134,12 +145,16 @@ fn run(
     let dqkv = ctx
         .upload("dqkv", &vec![1e3; d.qkv_len() as usize])
         .unwrap();
-    // Each output's f16 copy too, as the training graph binds them.
+    // Each output's f16 copy too where `writes_copies`, as the tensor-core
+    // training graph binds them.
     let (rows, g) = (d.b * d.t, coop_grad_scale(&d));
-    let out_copy = StagedRows::for_producer(ctx, (&out).into(), (rows, d.c), 1.0).unwrap();
-    let dqkv_copy = StagedRows::for_producer(ctx, (&dqkv).into(), (rows, 3 * d.c), g).unwrap();
+    let copy = |buf: &wgpu::Buffer, width, scale| {
+        writes_copies(&d)
+            .then(|| StagedRows::for_producer(ctx, buf.into(), (rows, width), scale).unwrap())
+    };
+    let (out_copy, dqkv_copy) = (copy(&out, d.c, 1.0), copy(&dqkv, 3 * d.c, g));
     let outs = (&qkv_buf, &out, &lse);
-    let fwd = bind_attention_forward_coop(ctx, &mut reg, d, outs, (mask, Some(&out_copy))).unwrap();
+    let fwd = bind_attention_forward_coop(ctx, &mut reg, d, outs, (mask, out_copy.as_ref())).unwrap();
     let bufs = AttentionBackwardBuffers {
         qkv: &qkv_buf,
         out: &out,
@@ -147,14 +162,18 @@ fn run(
         lse: &lse,
         dqkv: &dqkv,
     };
-    let scaled = (mask, g, Some(&dqkv_copy));
+    let scaled = (mask, g, dqkv_copy.as_ref());
     let bwd =
         bind_attention_backward_coop_variant(ctx, &mut reg, d, bufs, scaled, ds_tile).unwrap();
     std::mem::drop(reg);
     submit(ctx, "attention_coop", &[&fwd, &bwd[0], &bwd[1]]);
-    assert_copy_is_staged(gpu, &out_copy, (&out).into(), (rows, d.c), "out's f16 copy");
-    let what = "dqkv's f16 copy";
-    assert_copy_is_staged(gpu, &dqkv_copy, (&dqkv).into(), (rows, 3 * d.c), what);
+    if let Some(copy) = &out_copy {
+        assert_copy_is_staged(gpu, copy, (&out).into(), (rows, d.c), "out's f16 copy");
+    }
+    if let Some(copy) = &dqkv_copy {
+        let what = "dqkv's f16 copy";
+        assert_copy_is_staged(gpu, copy, (&dqkv).into(), (rows, 3 * d.c), what);
+    }
     pollster::block_on(async {
         [
             ctx.read_f32(&out, d.out_len() as usize).await.unwrap(),
