@@ -175,9 +175,10 @@ pub fn coop_grad_scale(desc: &AttentionDesc) -> f32 {
     (desc.b * desc.t).next_power_of_two() as f32
 }
 
-/// `(row blocks of 64, NH, B)`.
+/// `(NH, B, row blocks of 64)`: the row blocks slowest, heaviest first
+/// (`attention_coop_common.wgsl`'s `tile_at`).
 fn grid(desc: &AttentionDesc) -> [u32; 3] {
-    [desc.t.div_ceil(ROWS), desc.nh, desc.b]
+    [desc.nh, desc.b, desc.t.div_ceil(ROWS)]
 }
 
 /// The buffer of the kernels' f16 copy (binding 15): `copy`'s, checked
