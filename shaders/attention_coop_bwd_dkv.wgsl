@@ -152,7 +152,7 @@ fn main(
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
-    let x = tile_at(wg, false);
+    let x = tile_at(wg);
     let nd = hs() / 16u;
     let first = x.r0 / BLOCK;
     let blocks = (p.t + BLOCK - 1u) / BLOCK;

@@ -112,7 +112,7 @@ fn main(
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
-    let x = tile_at(wg, true);
+    let x = tile_at(wg);
     let nd = hs() / 16u;
     let blocks = (min(p.t, x.r0 + ROWS) + BLOCK - 1u) / BLOCK;
     let row_at = X_AT + sg * 16u * TS;

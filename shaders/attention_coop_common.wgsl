@@ -88,21 +88,13 @@ struct Tile {
     key: u32,
 }
 
-// Workgroup (h, b, z) of the grid (NH, B, ⌈T/64⌉): the row blocks vary
-// slowest, so that the device starts them in the order of their work, the
-// heaviest first, and the last to start are the lightest — query blocks
-// (the forward, dQ: `queries`) from the last, which attends to the most
-// keys; key blocks (dK/dV) from the first, which the most queries attend
-// to. Row block by row block (x fastest) the last wave's heavy workgroups
-// ran long after the others had ended.
-fn tile_at(wg: vec3<u32>, queries: bool) -> Tile {
+// Workgroup (row block, h, b) of the grid (⌈T/64⌉, NH, B).
+fn tile_at(wg: vec3<u32>) -> Tile {
     var key = 0u;
     if (p.threshold != 0u) {
         key = drop_key();
     }
-    let last = (p.t + ROWS - 1u) / ROWS - 1u;
-    let r = select(wg.z, last - wg.z, queries);
-    return Tile(r * ROWS, wg.y * p.t, wg.x * hs(), wg.y, wg.x, key);
+    return Tile(wg.x * ROWS, wg.z * p.t, wg.y * hs(), wg.z, wg.y, key);
 }
 
 // qkv index of column d of part `part` (0 Q, 1 K, 2 V) of row t.

@@ -171,7 +171,7 @@ fn main(
     @builtin(subgroup_id) sg: u32,
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
-    let x = tile_at(wg, true);
+    let x = tile_at(wg);
     let nd = hs() / 16u;
     let blocks = (min(p.t, x.r0 + ROWS) + BLOCK - 1u) / BLOCK;
     load_qkv(X_AT, x, x.r0, ROWS, 0u, tid);

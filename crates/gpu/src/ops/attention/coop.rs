@@ -175,10 +175,9 @@ pub fn coop_grad_scale(desc: &AttentionDesc) -> f32 {
     (desc.b * desc.t).next_power_of_two() as f32
 }
 
-/// `(NH, B, row blocks of 64)`: the row blocks slowest, heaviest first
-/// (`attention_coop_common.wgsl`'s `tile_at`).
+/// `(row blocks of 64, NH, B)`.
 fn grid(desc: &AttentionDesc) -> [u32; 3] {
-    [desc.nh, desc.b, desc.t.div_ceil(ROWS)]
+    [desc.t.div_ceil(ROWS), desc.nh, desc.b]
 }
 
 /// The buffer of the kernels' f16 copy (binding 15): `copy`'s, checked
