@@ -154,7 +154,8 @@ fn run(
     };
     let (out_copy, dqkv_copy) = (copy(&out, d.c, 1.0), copy(&dqkv, 3 * d.c, g));
     let outs = (&qkv_buf, &out, &lse);
-    let fwd = bind_attention_forward_coop(ctx, &mut reg, d, outs, (mask, out_copy.as_ref())).unwrap();
+    let fwd =
+        bind_attention_forward_coop(ctx, &mut reg, d, outs, (mask, out_copy.as_ref())).unwrap();
     let bufs = AttentionBackwardBuffers {
         qkv: &qkv_buf,
         out: &out,
