@@ -5,7 +5,7 @@
 # same products, so the same bits). The attention rows alone and the
 # nanoGPT step on both, alternating; both profiles; H1's attention and
 # training tests on the card; PyTorch's nanoGPT training.
-# Carry: .gl, .carry.
+# Carry: .gl, .carry (summary.py: ../2026-12-07-astorage/summary.py).
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json TINYGPT_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 tar -xJf .carry/bins.tar.xz -C .carry || exit 1
