@@ -17,7 +17,9 @@
 // the subgroup's scratch, cooperative matrices having no per-row product
 // — every block after the first: run 137's form, which rescaled only
 // under a branch on whether some row of the workgroup moved, computed
-// wrong outputs on the card (right on lavapipe). The outputs go out
+// wrong outputs on the card (right on lavapipe), and one on a subgroupAny
+// of whether a row of the subgroup moved gave rows of zeros on Mesa 26's
+// lavapipe (run 149). The outputs go out
 // through the subgroup's scratch, 16 columns at a time, divided by l_t.
 
 enable f16;
